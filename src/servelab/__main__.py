@@ -1,0 +1,7 @@
+"""``python -m servelab``."""
+
+import sys
+
+from servelab.cli import main
+
+sys.exit(main())

