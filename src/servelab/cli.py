@@ -21,10 +21,10 @@ from servelab.errors import ExitCode, ServelabError
 #: (command name, module under servelab.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
     ("validate", "validate", "validate experiment files against the schema"),
-    ("doctor", "doctor", "report what this machine can do (engine, buildx, OCI export, Trivy, GPU)"),
-    ("lint", "lint", "static checks of serving Dockerfiles (pinned base, non-root, no baked weights)"),
-    ("k8s-check", "k8s_check", "pre-launch checks of Kubernetes manifests of a GPU inference service"),
-    ("build", "build", "build each arm N times (no cache, OCI, rewritten timestamps); compare digests"),
+    ("doctor", "doctor", "report what this machine can do (engine, buildx, OCI, Trivy, GPU)"),
+    ("lint", "lint", "static checks of serving Dockerfiles (pinned base, non-root, weights)"),
+    ("k8s-check", "k8s_check", "pre-launch checks of Kubernetes manifests of a GPU service"),
+    ("build", "build", "build each arm N times (no cache, OCI, fixed timestamps); compare"),
     ("diff", "diff", "explain what differs between two images (config, layers, files)"),
     ("pin", "pin", "pin every FROM of a Dockerfile to its registry digest (or --check)"),
     ("scan", "scan", "scan an image with Trivy: gate, compare, SARIF, SBOM; fails closed"),

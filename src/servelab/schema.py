@@ -24,5 +24,6 @@ def validator(name: str, pointer: str | None = None) -> Any:
     schema = load_schema(name)
     if pointer is None:
         return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-    registry: Registry[Any] = Registry().with_resource(schema["$id"], Resource.from_contents(schema))
+    resource: Resource[Any] = Resource.from_contents(schema)
+    registry: Registry[Any] = Registry().with_resource(schema["$id"], resource)
     return Draft202012Validator({"$ref": f"{schema['$id']}#{pointer}"}, registry=registry)

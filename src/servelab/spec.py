@@ -204,6 +204,10 @@ def _is_marked(d: Any) -> bool:
     return False
 
 
+def _is_marked_or_native(d: Any) -> bool:
+    return _is_native(d) or _is_marked(d)
+
+
 def _looks_like_experiment_cm(d: Any) -> bool:
     return (
         isinstance(d, dict)
@@ -241,10 +245,7 @@ def select_document(
         )
     if len(docs) == 1:
         return docs[0]
-    for pick in (
-        lambda d: _is_native(d) or _is_marked(d),
-        _looks_like_experiment_cm,
-    ):
+    for pick in (_is_marked_or_native, _looks_like_experiment_cm):
         cands = [d for d in docs if pick(d.data)]
         if len(cands) == 1:
             return cands[0]

@@ -116,7 +116,8 @@ class _Builder:
     def build(self, node: Node, path: JsonPath, record: bool = True) -> Any:
         self._tick(node)
         if record and path not in self.doc.positions:
-            self.doc.positions[path] = Position(node.start_mark.line + 1, node.start_mark.column + 1)
+            mark = node.start_mark
+            self.doc.positions[path] = Position(mark.line + 1, mark.column + 1)
         if isinstance(node, ScalarNode):
             return self._scalar(node)
         if isinstance(node, SequenceNode):
@@ -155,7 +156,7 @@ class _Builder:
                     line=key_node.start_mark.line + 1,
                     column=key_node.start_mark.column + 1,
                 )
-            skey = key if isinstance(key, str) else str(key).lower() if isinstance(key, bool) else str(key)
+            skey = str(key).lower() if isinstance(key, bool) else str(key)
             if skey in out:
                 first = self.doc.key_positions.get((*path, skey))
                 seen = f" (first at line {first.line})" if first else ""
@@ -210,8 +211,6 @@ def load_documents(text: str, name: str) -> list[Document]:
     docs: list[Document] = []
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=yaml.SafeLoader)):
-            if node is None:
-                continue
             doc = Document(data=None, index=i, line=node.start_mark.line + 1)
             doc.data = _Builder(name, doc).build(node, ())
             if doc.data is None:

@@ -31,4 +31,4 @@ def emit(report_text: str, output: str | None) -> None:
 
     from servelab.report import write_output
 
-    write_output(report_text, output, lambda t: sys.stdout.write(t))
+    write_output(report_text, output, sys.stdout.write)
