@@ -174,28 +174,26 @@ def check_git() -> Check:
 
 
 def check_gpu(required: bool) -> Check:
-    try:
-        out = proc.run(["nvidia-smi", "-L"], timeout=30)
-    except ServelabError as e:
-        detail = "nvidia-smi not found" if "not found" in e.message else e.message.splitlines()[0]
-        return Check("GPU", False, required, f"GPU unavailable: {detail}",
+    from servelab.gpu import host_gpus
+
+    info = host_gpus(require=False)
+    if not info.available:
+        return Check("GPU", False, required, f"GPU unavailable: {info.reason}",
                      proc.INSTALL_HINTS["nvidia-smi"] + " (only needed for GPU smoke tests)")
-    gpus = [ln for ln in out.stdout.splitlines() if ln.startswith("GPU ")]
-    if not gpus:
-        return Check("GPU", False, required, "GPU unavailable: nvidia-smi lists no GPU")
-    return Check("GPU", True, required, "; ".join(gpus))
+    names = "; ".join(f"GPU {g.index}: {g.name}" for g in info.gpus)
+    return Check("GPU", True, required,
+                 f"{names} (driver {info.driver_version}, CUDA {info.cuda_version})")
 
 
 def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> DoctorResult:
     result = DoctorResult()
-    steps: list[Callable[[], Check]] = [check_docker_client]
     result.checks.append(check_docker_client())
     if not result.checks[0].ok:
         for name in ("docker engine", "docker buildx", "OCI export + rewrite-timestamp"):
             result.checks.append(Check(name, False, True, "skipped: no docker client",
                                        proc.INSTALL_HINTS["docker"]))
     else:
-        steps = [check_engine, check_image_store, check_buildx]
+        steps: list[Callable[[], Check]] = [check_engine, check_image_store, check_buildx]
         result.checks.extend(step() for step in steps)
         engine_ok = result.checks[1].ok and result.checks[3].ok
         if build_probe and engine_ok:

@@ -143,3 +143,27 @@ def test_github_format_annotates() -> None:
     assert proc.returncode == 2
     assert proc.stdout.startswith("::error file=")
     assert ",line=7," in proc.stdout
+
+
+def test_spec_docs_are_generated_from_the_current_schema() -> None:
+    root = Path(__file__).resolve().parent.parent.parent
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "gen_spec_docs.py"), "--check"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_schema_lists_match_the_code() -> None:
+    from servelab.schema import load_schema
+
+    schema = load_schema("experiment")
+    metric_enum = set(schema["$defs"]["metric"]["enum"])
+    assert metric_enum == {s for v in spec.METRICS.values() for s in v}
+    factor_enum = set(schema["$defs"]["factor"]["enum"])
+    assert factor_enum == {s for v in spec.FACTORS.values() for s in v}
+
+
+def test_top_level_schema_is_the_shipped_one() -> None:
+    root = Path(__file__).resolve().parent.parent.parent
+    top = root / "schemas" / "experiment.schema.json"
+    shipped = root / "src" / "servelab" / "schemas" / "experiment.schema.json"
+    assert top.read_bytes() == shipped.read_bytes()

@@ -1,0 +1,190 @@
+"""Aggregate per-repeat results into per-arm statistics, deltas and a verdict.
+
+Works on result.json dicts (what the run writes and what ``servelab report`` reads back), so
+the same code judges a fresh run and merged artifacts from several machines.
+
+A metric counts as changed only when the difference of the arms' medians exceeds both the
+metric's minimum effect and the min-max spread of either arm; otherwise it reads
+"no detectable change". When something improves while something else gets worse, the verdict
+is "trade-off", never "improved".
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _findings_total(r: dict[str, Any]) -> float | None:
+    f = _get(r, "metrics", "findings")
+    return float(sum(int(f.get(s, 0)) for s in SEVERITIES)) if isinstance(f, dict) else None
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    key: str
+    label: str
+    unit: str
+    spec_metric: str  # which spec metric asks for it
+    extract: Callable[[dict[str, Any]], Any]
+    min_effect: float
+
+
+#: lower is better for every numeric metric servelab reports
+NUMERIC: tuple[MetricDef, ...] = (
+    MetricDef("size", "compressed size", "bytes", "size",
+              lambda r: _get(r, "metrics", "size", "compressed_bytes"), 4096.0),
+    MetricDef("startup", "start to ready (health 2xx)", "s", "startup",
+              lambda r: _get(r, "metrics", "startup", "ready_s"), 0.05),
+    MetricDef("first_request", "start to first good request", "s", "startup",
+              lambda r: _get(r, "metrics", "startup", "first_request_s"), 0.05),
+    MetricDef("latency_p50", "request latency p50", "ms", "latency",
+              lambda r: _get(r, "metrics", "latency", "p50_ms"), 1.0),
+    MetricDef("latency_p95", "request latency p95", "ms", "latency",
+              lambda r: _get(r, "metrics", "latency", "p95_ms"), 2.0),
+    MetricDef("findings", "vulnerability findings", "findings", "findings",
+              _findings_total, 0.0),
+)
+
+
+@dataclass
+class Stat:
+    values: list[float]
+    median: float
+    min: float
+    max: float
+
+    @property
+    def spread(self) -> float:
+        return self.max - self.min
+
+
+def stat(values: Iterable[Any]) -> Stat | None:
+    vals = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not vals:
+        return None
+    return Stat(vals, statistics.median(vals), min(vals), max(vals))
+
+
+@dataclass
+class ArmStats:
+    arm: str
+    repeats: int
+    digests: list[str | None]
+    metrics: dict[str, Stat]
+    failed_checks: list[str]
+
+    @property
+    def reproducible(self) -> bool | None:
+        if not self.digests or all(d is None for d in self.digests):
+            return None
+        return None not in self.digests and len(set(self.digests)) == 1
+
+
+def arm_stats(arm: str, results: list[dict[str, Any]]) -> ArmStats:
+    metrics: dict[str, Stat] = {}
+    for m in NUMERIC:
+        s = stat(m.extract(r) for r in results)
+        if s is not None:
+            metrics[m.key] = s
+    failed: list[str] = []
+    for r in results:
+        for v in r.get("verdicts", []):
+            if v.get("passed") is False and v["check"] not in failed:
+                failed.append(v["check"])
+    return ArmStats(arm, len(results), [_get(r, "image", "digest") for r in results],
+                    metrics, failed)
+
+
+@dataclass
+class Delta:
+    metric: str
+    label: str
+    unit: str
+    control: float
+    treatment: float
+    delta: float
+    threshold: float
+    changed: bool
+    direction: str | None  # "better", "worse" or None
+
+
+def compare_arms(
+    control: ArmStats, treatment: ArmStats, min_effect: dict[str, float] | None = None
+) -> list[Delta]:
+    out: list[Delta] = []
+    for m in NUMERIC:
+        c, t = control.metrics.get(m.key), treatment.metrics.get(m.key)
+        if c is None or t is None:
+            continue
+        effect = (min_effect or {}).get(m.key, (min_effect or {}).get(m.spec_metric, m.min_effect))
+        threshold = max(effect, c.spread, t.spread)
+        delta = t.median - c.median
+        changed = abs(delta) > threshold
+        direction = None if not changed else ("better" if delta < 0 else "worse")
+        out.append(Delta(m.key, m.label, m.unit, c.median, t.median, delta, threshold,
+                         changed, direction))
+    return out
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _reproducibility_change(control: ArmStats, treatment: ArmStats) -> str | None:
+    c, t = control.reproducible, treatment.reproducible
+    if c is False and t is True:
+        return "better"
+    if c is True and t is False:
+        return "worse"
+    return None
+
+
+def judge(
+    control: ArmStats | None,
+    treatment: ArmStats,
+    deltas: list[Delta],
+    gate_failures: list[str],
+    invalid: list[str],
+) -> Verdict:
+    """The experiment's verdict. Invalid beats failed beats the comparison."""
+    if invalid:
+        return Verdict("invalid", invalid, 2)
+    if gate_failures:
+        verdict = "not reproducible" if treatment.reproducible is False else "failed"
+        return Verdict(verdict, gate_failures, 1)
+    if control is None:
+        return Verdict("passed", ["no control arm: the treatment passed every gate"], 0)
+    better = [d.label for d in deltas if d.direction == "better"]
+    worse = [d.label for d in deltas if d.direction == "worse"]
+    rep = _reproducibility_change(control, treatment)
+    if rep == "better":
+        better.insert(0, "reproducible digest")
+    elif rep == "worse":
+        worse.insert(0, "reproducible digest")
+    if better and worse:
+        return Verdict("trade-off", [f"better: {', '.join(better)}", f"worse: {', '.join(worse)}"])
+    if better:
+        return Verdict("improved", [f"better: {', '.join(better)}"])
+    if worse:
+        return Verdict("regressed", [f"worse: {', '.join(worse)}"])
+    return Verdict("no detectable change", ["no metric moved beyond its minimum effect and "
+                                            "the spread of the repeats"])

@@ -1,0 +1,38 @@
+"""Compare two runs side by side: result.json or summary.json files (or --out directories)
+from different days or machines, e.g. yesterday's scheduled rebuild and today's.
+
+Shows, per arm, the digests, sizes, start-up, latency and findings of A and B, what changed,
+and whether the inputs were the same (spec hash, Dockerfile, context, build args, commit,
+SOURCE_DATE_EPOCH, base digest, Trivy DB).
+
+Exit codes: 0 the treatment's digest is the same in A and B (or --allow-drift), 1 it differs
+(drift), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="the earlier run: result.json, summary.json or DIR")
+    parser.add_argument("b", metavar="B", help="the later run")
+    parser.add_argument("--allow-drift", action="store_true",
+                        help="exit 0 even when the digest changed")
+    parser.add_argument("--format", choices=["markdown", "json"], default="markdown",
+                        help="output format (default: markdown)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from servelab.merge import compare_runs
+
+    cmp = compare_runs(Path(args.a), Path(args.b))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(cmp.data, indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(cmp.markdown)
+    return 0 if args.allow_drift else cmp.exit_code

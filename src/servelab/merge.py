@@ -1,0 +1,124 @@
+"""Merge runs from several machines (``servelab report``) and compare two runs
+(``servelab compare``), both from result.json / summary.json files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from servelab import aggregate, results
+from servelab.aggregate import _get
+from servelab.summary import _fmt
+
+
+@dataclass
+class Merged:
+    data: dict[str, Any]
+    markdown: str
+    exit_code: int
+
+
+def input_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    """What must be equal for two builds to be expected to give the same digest."""
+    i = r.get("inputs", {})
+    return (r.get("arm"), _get(r, "experiment", "spec_hash"), i.get("dockerfile_sha256"),
+            i.get("context_sha256"), tuple(sorted((i.get("build_args") or {}).items())),
+            i.get("source_date_epoch"), i.get("commit"))
+
+
+def _where(r: dict[str, Any], source: Path) -> str:
+    run = r.get("run", {})
+    return str(run.get("name") or run.get("machine") or source)
+
+
+def merge_runs(paths: list[Path]) -> Merged:
+    rows: list[tuple[dict[str, Any], Path]] = [
+        (r, p) for p in paths for r in results.load_results(p)]
+    groups: dict[tuple[Any, ...], dict[str, set[str]]] = {}
+    for r, p in rows:
+        digests = groups.setdefault(input_key(r), {})
+        digests.setdefault(str(_get(r, "image", "digest")), set()).add(_where(r, p))
+    table = []
+    for key, digests in groups.items():
+        table.append({"arm": key[0], "spec_hash": key[1], "commit": key[6],
+                      "source_date_epoch": key[5],
+                      "digests": {d: sorted(w) for d, w in digests.items()},
+                      "same_digest_everywhere": len(digests) == 1})
+    ok = all(g["same_digest_everywhere"] for g in table)
+    data = {"schemaVersion": 1, "cross_machine_reproducible": ok, "groups": table,
+            "runners": sorted({_where(r, p) for r, p in rows}),
+            "results": [r for r, _ in rows]}
+    return Merged(data, _merge_md(data), 0 if ok else 1)
+
+
+def _merge_md(data: dict[str, Any]) -> str:
+    verdict = ("same digest on every runner" if data["cross_machine_reproducible"]
+               else "**different digests for the same inputs**")
+    out = [f"# servelab report: {verdict}", "",
+           f"Runners: {', '.join(data['runners'])}", "",
+           "| arm | commit | SOURCE_DATE_EPOCH | digest | runners |", "|---|---|---|---|---|"]
+    for g in data["groups"]:
+        for digest, where in g["digests"].items():
+            out.append(f"| {g['arm']} | {str(g['commit'])[:12]} | {g['source_date_epoch']} | "
+                       f"`{digest}` | {', '.join(where)} |")
+    by_arm: dict[str, list[dict[str, Any]]] = {}
+    for r in data["results"]:
+        by_arm.setdefault(r["arm"], []).append(r)
+    out += ["", "| arm | metric | median | min | max | repeats |", "|---|---|---|---|---|---|"]
+    for arm, rs in sorted(by_arm.items()):
+        st = aggregate.arm_stats(arm, rs)
+        for m in aggregate.NUMERIC:
+            s = st.metrics.get(m.key)
+            if s:
+                out.append(f"| {arm} | {m.label} | {_fmt(s.median, m.unit)} | "
+                           f"{_fmt(s.min, m.unit)} | {_fmt(s.max, m.unit)} | {len(s.values)} |")
+    return "\n".join(out) + "\n"
+
+
+INPUT_FIELDS = ("dockerfile_sha256", "context_sha256", "model_sha256", "request_sha256",
+                "commit", "source_date_epoch")
+
+
+def compare_runs(a: Path, b: Path) -> Merged:
+    ra, rb = results.load_results(a), results.load_results(b)
+    arms = sorted({r["arm"] for r in ra} | {r["arm"] for r in rb})
+    rows = [_compare_arm(arm, [r for r in ra if r["arm"] == arm],
+                         [r for r in rb if r["arm"] == arm]) for arm in arms]
+    drift = any(row["digest_changed"] for row in rows if row["arm"] == "treatment")
+    data = {"schemaVersion": 1, "a": str(a), "b": str(b), "arms": rows, "drift": drift}
+    return Merged(data, _compare_md(data), 1 if drift else 0)
+
+
+def _compare_arm(arm: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> dict[str, Any]:
+    sa, sb = aggregate.arm_stats(arm, ra), aggregate.arm_stats(arm, rb)
+    da = sorted({d for d in sa.digests if d})
+    db = sorted({d for d in sb.digests if d})
+    metrics = []
+    for m in aggregate.NUMERIC:
+        x, y = sa.metrics.get(m.key), sb.metrics.get(m.key)
+        if x or y:
+            metrics.append({"metric": m.key, "label": m.label, "unit": m.unit,
+                            "a": x.median if x else None, "b": y.median if y else None})
+    inputs = {}
+    for f in INPUT_FIELDS:
+        va = sorted({str(r["inputs"].get(f)) for r in ra})
+        vb = sorted({str(r["inputs"].get(f)) for r in rb})
+        inputs[f] = {"a": va, "b": vb, "same": va == vb}
+    return {"arm": arm, "digests_a": da, "digests_b": db,
+            "digest_changed": bool(da and db and da != db), "metrics": metrics,
+            "inputs": inputs}
+
+
+def _compare_md(data: dict[str, Any]) -> str:
+    head = "digest drift" if data["drift"] else "same digest"
+    out = [f"# servelab compare: {head}", "", f"A: `{data['a']}`  ", f"B: `{data['b']}`", ""]
+    for row in data["arms"]:
+        out += [f"## {row['arm']}", "", "| | A | B |", "|---|---|---|",
+                f"| digest | {', '.join(f'`{d}`' for d in row['digests_a']) or '–'} | "
+                f"{', '.join(f'`{d}`' for d in row['digests_b']) or '–'} |"]
+        for m in row["metrics"]:
+            out.append(f"| {m['label']} | {_fmt(m['a'], m['unit'])} | {_fmt(m['b'], m['unit'])} |")
+        changed = [k for k, v in row["inputs"].items() if not v["same"]]
+        out += ["", "Inputs that differ: " + (", ".join(changed) or "none"), ""]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,191 @@
+"""The run's summary: ``summary.json`` and ``summary.md`` (for GITHUB_STEP_SUMMARY).
+
+Markdown rules: verdict first; the control-vs-treatment table; a per-repeat table; a Mermaid
+Gantt chart of each repeat's start-up timeline; findings folded in ``<details>``; no ANSI codes;
+at most 1 MiB (GitHub's cap on a step summary), cut with a note when longer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servelab.aggregate import (
+    NUMERIC,
+    SEVERITIES,
+    ArmStats,
+    Delta,
+    Verdict,
+    _get,
+)
+
+SUMMARY_LIMIT = 1024 * 1024
+_EMOJI = {
+    "improved": "✅", "passed": "✅", "no detectable change": "➖", "trade-off": "⚖️",
+    "regressed": "❌", "failed": "❌", "not reproducible": "❌", "invalid": "⛔",
+}
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    if unit == "bytes":
+        for size, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if abs(value) >= size:
+                return f"{value / size:.2f} {name}"
+        return f"{value:.0f} B"
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "ms":
+        return f"{value:.1f} ms"
+    return f"{value:g}"
+
+
+def _short(digest: str | None) -> str:
+    return f"`{digest[:19]}…`" if digest else "–"
+
+
+def _arm_row(label: str, a: ArmStats | None) -> str:
+    if a is None:
+        return ""
+    rep = {True: "yes", False: "**no**", None: "–"}[a.reproducible]
+    distinct = len({d for d in a.digests if d})
+    cells = [label, f"{rep} ({distinct} distinct of {a.repeats})"]
+    for m in NUMERIC:
+        s = a.metrics.get(m.key)
+        cells.append(
+            "–" if s is None else f"{_fmt(s.median, m.unit)} ({_fmt(s.min, m.unit)}–"
+            f"{_fmt(s.max, m.unit)})"
+        )
+    cells.append(", ".join(f"`{c}`" for c in a.failed_checks) or "none")
+    return "| " + " | ".join(cells) + " |"
+
+
+def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delta]) -> list[str]:
+    head = ["| arm | reproducible digest | "
+            + " | ".join(f"{m.label}, median (min–max)" for m in NUMERIC)
+            + " | failed checks |",
+            "|" + "---|" * (len(NUMERIC) + 3)]
+    rows = [r for r in (_arm_row("control", control), _arm_row("treatment", treatment)) if r]
+    out = ["## Control vs treatment", "", *head, *rows, ""]
+    if deltas:
+        out += ["| metric | control | treatment | Δ | threshold | reading |",
+                "|---|---|---|---|---|---|"]
+        for d in deltas:
+            reading = "no detectable change" if not d.changed else d.direction or ""
+            out.append(
+                f"| {d.label} | {_fmt(d.control, d.unit)} | {_fmt(d.treatment, d.unit)} | "
+                f"{_fmt(d.delta, d.unit)} | {_fmt(d.threshold, d.unit)} | {reading} |"
+            )
+        out.append("")
+    return out
+
+
+def _per_repeat(results: list[dict[str, Any]]) -> list[str]:
+    out = ["## Per repeat", "",
+           "| arm | repeat | digest | size | build | ready | first good request | "
+           "p50 / p95 | findings C/H/M/L | failed checks |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
+        m = r.get("metrics", {})
+        f = m.get("findings") or {}
+        lat = m.get("latency") or {}
+        failed = [v["check"] for v in r.get("verdicts", []) if v.get("passed") is False]
+        out.append(" | ".join([
+            f"| {r.get('arm')}", str(r.get("repeat")), _short(m.get("digest")),
+            _fmt(_get(m, "size", "compressed_bytes"), "bytes"),
+            _fmt(m.get("build_seconds"), "s"),
+            _fmt(_get(m, "startup", "ready_s"), "s"),
+            _fmt(_get(m, "startup", "first_request_s"), "s"),
+            f"{_fmt(lat.get('p50_ms'), 'ms')} / {_fmt(lat.get('p95_ms'), 'ms')}",
+            "/".join(str(f.get(s, "–")) for s in SEVERITIES[:4]) if f else "–",
+            (", ".join(f"`{c}`" for c in failed) or "none") + " |",
+        ]))
+    out.append("")
+    return out
+
+
+def _gantt(results: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
+        st = _get(r, "metrics", "startup") or {}
+        points = [("start → first accept", 0.0, st.get("first_accept_s")),
+                  ("first accept → ready", st.get("first_accept_s"), st.get("ready_s")),
+                  ("ready → first good request", st.get("ready_s"), st.get("first_request_s"))]
+        bars = [(name, a, b) for name, a, b in points if a is not None and b is not None]
+        if bars:
+            rows.append((f"{r.get('arm')} r{r.get('repeat')}", bars))
+    if not rows:
+        return []
+    longest = max(b for _, bars in rows for _, _, b in bars)
+    axis = "%S.%L" if longest < 60 else "%M:%S"
+    out = ["## Start-up timeline", "",
+           "Milliseconds from container start; build durations are in the table above.", "",
+           "```mermaid", "gantt", "    title Start-up timeline per repeat",
+           "    dateFormat x", f"    axisFormat {axis}"]
+    for section, bars in rows:
+        out.append(f"    section {section}")
+        for name, a, b in bars:
+            start, end = round(a * 1000), max(round(b * 1000), round(a * 1000) + 1)
+            out.append(f"    {name} :{start}, {end}")
+    out += ["```", ""]
+    return out
+
+
+def _findings_details(results: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for r in results:
+        scan = _get(r, "stages", "scan", "record") or {}
+        listed = scan.get("findings") or []
+        key = str(_get(r, "metrics", "digest"))
+        if not listed or key in seen:
+            continue
+        seen.add(key)
+        out += [f"<details><summary>Findings of {r.get('arm')} ({_short(key)}): "
+                f"{len(listed)}</summary>", "",
+                "| severity | id | package | installed | fixed |", "|---|---|---|---|---|"]
+        for f in listed[:500]:
+            out.append(f"| {f.get('severity')} | {f.get('id')} | {f.get('package')} | "
+                       f"{f.get('installed')} | {f.get('fixed') or '–'} |")
+        out += ["", "</details>", ""]
+    return out
+
+
+def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment: ArmStats,
+                    deltas: list[Delta], results: list[dict[str, Any]]) -> str:
+    v = summary["verdict"]
+    lines = [f"# servelab: {_EMOJI.get(v, '')} {v}", ""]
+    lines += [f"- {r}" for r in summary.get("reasons", [])]
+    exp = summary.get("experiment", {})
+    lines += ["", f"**Change:** {exp.get('change', '')}  ",
+              f"**Repeats:** {summary.get('repeats')} · **Fixed:** "
+              f"{', '.join(exp.get('fixed', []))} · **Metrics:** "
+              f"{', '.join(exp.get('metrics', []))}", ""]
+    for s in summary.get("skipped", []):
+        lines.append(f"> stage **{s['stage']}** skipped: {s['reason']}")
+    for s in summary.get("not_tested", []):
+        lines.append(f"> not tested: {s}")
+    lines.append("")
+    lines += _comparison(control, treatment, deltas)
+    lines += _per_repeat(results)
+    lines += _gantt(results)
+    lines += _findings_details(results)
+    for note in summary.get("notes", []):
+        lines.append(f"> {note}")
+    text = "\n".join(lines) + "\n"
+    return cap(text)
+
+
+def cap(text: str, limit: int = SUMMARY_LIMIT) -> str:
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    note = "\n\n> summary cut at 1 MiB (GitHub's step-summary limit); see summary.json\n"
+    keep = raw[: limit - len(note.encode()) - 16].decode("utf-8", "ignore")
+    if keep.count("```") % 2:
+        keep += "\n```"
+    return keep + note
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    return v.to_dict()
