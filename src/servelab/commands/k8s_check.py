@@ -1,0 +1,80 @@
+"""Pre-launch checks of the Kubernetes manifests of a GPU inference service.
+
+Kubernetes showing Running says nothing about a loaded model. k8s-check reads the rendered
+manifests (multi-document YAML, helm template or kustomize output, directories of them, or -
+for standard input) and checks that the GPU request and limit, tolerations, node placement,
+priority, probes, security context, model volume, /dev/shm, PodDisruptionBudget and rollout
+strategy of the serving workload agree with each other. Kinds it does not know are ignored.
+
+With --result (a result.json of one repeat, or the summary.json of a run, repeatable), the
+manifests are also checked against what the experiment measured: the image digest it tested,
+its worst startup time (the startupProbe budget must exceed it times --startup-margin), the
+health path and port, the GPU model and the image's CUDA version (driver floor).
+
+The serving container is the one that requests a GPU, else the first one; --container
+overrides. Workloads without a GPU are skipped when another workload has one.
+
+Rules: image-not-digest, image-digest-mismatch, gpu-limit, gpu-toleration, gpu-placement,
+startup-probe-budget, probe-target, security-context, model-mount, resources, shm,
+driver-compat, disruption, priority, rollout, service-port (see docs/k8s-check.md).
+
+Exit codes: 0 no finding at or above --fail-on; 1 findings at or above --fail-on (default
+error); 2 bad input (unreadable or malformed YAML, a document that is not a Kubernetes
+object, no workload, an unreadable --result, an unknown --container).
+
+Examples:
+  servelab k8s-check deploy/*.yaml
+  helm template my-release chart/ | servelab k8s-check - --result summary.json -f sarif
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from servelab.commands._common import add_fail_on, add_format, emit
+
+
+def _margin(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is below 1 (use e.g. 1.5)")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "manifests", nargs="+", metavar="MANIFEST",
+        help="Kubernetes YAML files or directories (multi-document allowed); - reads stdin",
+    )
+    parser.add_argument(
+        "--result", action="append", default=[], metavar="FILE",
+        help="result.json or summary.json of an experiment run; repeatable",
+    )
+    parser.add_argument(
+        "--startup-margin", type=_margin, default=1.5, metavar="FACTOR",
+        help="the startupProbe budget must reach the worst measured startup times this "
+        "(default: 1.5)",
+    )
+    parser.add_argument(
+        "--container", metavar="NAME",
+        help="the serving container (default: the one with a GPU, else the first)",
+    )
+    add_format(parser)
+    add_fail_on(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from servelab.k8s import check_manifests
+    from servelab.report import get_reporter
+
+    report = check_manifests(
+        args.manifests,
+        result_paths=args.result,
+        startup_margin=args.startup_margin,
+        serving_container=args.container,
+    )
+    emit(get_reporter(args.format).render(report), args.output)
+    return 1 if report.fails(args.fail_on) else 0

@@ -1,0 +1,91 @@
+"""Pre-launch checks of the Kubernetes manifests of a GPU inference service.
+
+``check_manifests(paths, result_paths=...)`` reads the manifests (and, optionally, what an
+experiment measured) and returns a :class:`~servelab.findings.FindingsReport`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from servelab.errors import UsageError
+from servelab.findings import FindingsReport, Rule
+from servelab.k8s import rules as _rules  # noqa: F401 (registers every rule)
+from servelab.k8s.load import expand_paths, load_inventory
+from servelab.k8s.measured import Measured, read_measured
+from servelab.k8s.model import Inventory, Workload
+from servelab.k8s.registry import CHECKS, RULES, Context
+
+__all__ = ["RULES", "RULE_ORDER", "TOOL", "all_rules", "check_manifests"]
+
+TOOL = "servelab k8s-check"
+
+#: The rule ids in the order the documentation lists them.
+RULE_ORDER = (
+    "image-not-digest", "image-digest-mismatch", "gpu-limit", "gpu-toleration", "gpu-placement",
+    "startup-probe-budget", "probe-target", "security-context", "model-mount", "resources",
+    "shm", "driver-compat", "disruption", "priority", "rollout", "service-port",
+)
+
+
+def all_rules() -> dict[str, Rule]:
+    """Every rule id k8s-check can report, in documentation order."""
+    return {rid: RULES[rid] for rid in sorted(RULES, key=_rank)}
+
+
+def _rank(rule_id: str) -> int:
+    return RULE_ORDER.index(rule_id) if rule_id in RULE_ORDER else len(RULE_ORDER)
+
+
+def _targets(inv: Inventory) -> tuple[list[Workload], list[Workload]]:
+    """(checked, skipped): the GPU workloads, or every workload when none requests a GPU."""
+    gpu = [w for w in inv.workloads if w.is_gpu]
+    if not gpu:
+        return list(inv.workloads), []
+    return gpu, [w for w in inv.workloads if not w.is_gpu]
+
+
+def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
+           checked: list[Workload]) -> list[str]:
+    notes: list[str] = []
+    if not any(w.is_gpu for w in checked):
+        notes.append("no workload requests a GPU: every workload was checked as the GPU server")
+    if skipped:
+        notes.append("not checked (no GPU): " + ", ".join(w.obj.ref for w in skipped))
+    if inv.duplicates:
+        notes.append("defined more than once (the last one applied wins): "
+                     + "; ".join(inv.duplicates))
+    if inv.ignored:
+        kinds = sorted({o.kind for o in inv.ignored})
+        notes.append(f"ignored {len(inv.ignored)} object(s) of kinds not checked: "
+                     + ", ".join(kinds))
+    if measured is not None:
+        notes.append(measured.summary())
+        notes += measured.notes
+    return notes
+
+
+def check_manifests(
+    paths: Sequence[str | Path],
+    *,
+    result_paths: Sequence[str | Path] = (),
+    startup_margin: float = 1.5,
+    serving_container: str | None = None,
+) -> FindingsReport:
+    """Check the manifests in *paths* (files, directories, ``-`` for stdin)."""
+    if not startup_margin >= 1.0:
+        raise UsageError(f"startup margin {startup_margin} is below 1",
+                         hint="use a factor of at least 1, e.g. --startup-margin 1.5")
+    inv = load_inventory(expand_paths(paths), serving_container)
+    measured = read_measured(result_paths)
+    ctx = Context(inv, measured, startup_margin)
+    checked, skipped = _targets(inv)
+    findings = [f for w in checked for _, check in CHECKS for f in check(w, ctx)]
+    return FindingsReport(
+        tool=TOOL,
+        findings=findings,
+        rules=all_rules(),
+        files=list(inv.files),
+        notes=_notes(inv, skipped, measured, checked),
+    )

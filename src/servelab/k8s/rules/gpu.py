@@ -1,0 +1,228 @@
+"""gpu-limit, gpu-toleration, gpu-placement, driver-compat, shm: what a GPU pod needs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from servelab.findings import Finding, Severity
+from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
+from servelab.k8s.registry import Context, hit, rule
+from servelab.k8s.selectors import Requirement, guaranteed, requirements_on
+
+#: Node labels that name the GPU model.
+PRODUCT_KEYS = {
+    "nvidia.com/gpu.product",
+    "cloud.google.com/gke-accelerator",
+    "karpenter.k8s.aws/instance-gpu-name",
+}
+#: Node labels that pin a node pool or instance type (and so the GPU model).
+POOL_KEYS = {
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+    "nvidia.com/gpu.machine",
+}
+#: GPU Feature Discovery labels: driver branch, and the newest CUDA the driver supports.
+SHM_PATH = "/dev/shm"  # noqa: S108 (a mount point, not a temp file)
+DRIVER_KEYS = {"nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver-version.major"}
+RUNTIME_KEYS = {"nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime-version.major"}
+
+
+def _same(a: Any, b: Any) -> bool:
+    ia, ib = as_int(a), as_int(b)
+    return ia == ib if ia is not None and ib is not None else str(a) == str(b)
+
+
+def _container_gpu(w: Workload, c: Container) -> Iterator[Finding]:
+    base = (*c.path, "resources")
+    for name, (req, lim) in c.gpu_resources().items():
+        if lim is None:
+            yield hit("gpu-limit", w, f"{name} is requested without a limit; Kubernetes "
+                      "rejects extended resources without limits", (*base, "requests", name),
+                      container=c, fix=f"set resources.limits.{name} (requests may be omitted)")
+        elif req is not None and not _same(req, lim):
+            yield hit("gpu-limit", w, f"{name} requests {req} but limits {lim}; GPUs cannot be "
+                      "overcommitted, requests must equal limits", (*base, "requests", name),
+                      container=c, fix=f"set requests.{name} equal to limits.{name}, or drop it")
+        count = as_int(lim if lim is not None else req)
+        if count is None or count < 1:
+            where = "limits" if lim is not None else "requests"
+            shown = lim if lim is not None else req
+            yield hit("gpu-limit", w, f"{name} is {'null' if shown is None else shown!r}: a GPU "
+                      "count must be a whole number of at least 1", (*base, where, name),
+                      container=c)
+
+
+@rule(
+    "gpu-limit",
+    Severity.ERROR,
+    "the GPU resource is missing from limits, requested without a limit, or requests != limits",
+    rationale="GPUs are extended resources: only limits schedule them, they cannot be "
+    "overcommitted, and a serving container without one runs on CPU or not at all.",
+    fix="set resources.limits.nvidia.com/gpu (a whole number) on the serving container; if "
+    "you also set requests, make them equal",
+)
+def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.containers, *w.init_containers):
+        yield from _container_gpu(w, c)
+    c = w.serving
+    if not c.gpu_resources():
+        yield hit("gpu-limit", w, f"the serving container {c.name!r} requests no GPU "
+                  "(no nvidia.com/gpu or other */gpu resource in limits)",
+                  (*c.path, "resources", "limits"), container=c)
+
+
+def _tolerates_gpu(t: dict[str, Any]) -> bool:
+    effect_ok = t.get("effect") in (None, "", "NoSchedule")
+    if t.get("operator") == "Exists" and not t.get("key"):
+        return effect_ok
+    key = str(t.get("key") or "")
+    gpu_key = key.endswith("/gpu") or key == "gpu" or (key == "sku" and t.get("value") == "gpu")
+    return gpu_key and effect_ok
+
+
+@rule(
+    "gpu-toleration",
+    Severity.WARNING,
+    "no toleration for a GPU taint",
+    rationale="GPU node pools are usually tainted (nvidia.com/gpu:NoSchedule on GKE and the "
+    "GPU Operator's examples, sku=gpu:NoSchedule on AKS) so that other pods stay off them; a "
+    "pod without the toleration stays Pending. Clusters that run the ExtendedResourceToleration "
+    "admission plugin (GKE does) add it automatically for pods that request nvidia.com/gpu.",
+    fix="add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}] (or "
+    "the taint your GPU nodes carry); drop this only if the cluster runs "
+    "ExtendedResourceToleration",
+)
+def gpu_toleration(w: Workload, ctx: Context) -> Iterator[Finding]:
+    if not w.is_gpu:
+        return
+    tolerations = [t for t in as_list(w.pod.get("tolerations")) if isinstance(t, dict)]
+    if any(_tolerates_gpu(t) for t in tolerations):
+        return
+    yield hit("gpu-toleration", w, "no toleration for a GPU taint (e.g. nvidia.com/gpu:"
+              "NoSchedule): on tainted GPU nodes the pods stay Pending, unless the cluster's "
+              "ExtendedResourceToleration admission plugin adds it", w.pod_field("tolerations"))
+
+
+def _model_token(gpu_name: str) -> str | None:
+    """``h200`` for "NVIDIA H200", ``a100`` for "NVIDIA A100-SXM4-80GB", ``4090`` for RTX 4090."""
+    tokens = re.split(r"[^a-z0-9]+", gpu_name.lower())
+    return next((t for t in tokens if re.search(r"\d", t) and not t.endswith("gb")), None)
+
+
+def _product_matches(value: str, token: str) -> bool:
+    return token in re.split(r"[^a-z0-9]+", value.lower())
+
+
+def _pins_node_type(alt: list[Requirement]) -> bool:
+    return any(r.key in PRODUCT_KEYS | POOL_KEYS and r.operator == "In" and r.values for r in alt)
+
+
+@rule(
+    "gpu-placement",
+    Severity.WARNING,
+    "no nodeSelector or required node affinity pins the GPU model the experiment measured",
+    rationale="Startup time, memory headroom and throughput were measured on one GPU model; "
+    "on another one the probes' budgets and the resource sizes no longer hold.",
+    fix="select the measured GPU: nodeSelector {nvidia.com/gpu.product: <product>} (GPU "
+    "Feature Discovery's label), cloud.google.com/gke-accelerator, or the node pool / instance "
+    "type that has it",
+)
+def gpu_placement(w: Workload, ctx: Context) -> Iterator[Finding]:
+    m = ctx.measured
+    if not w.is_gpu or not m or not m.gpu_name:
+        return
+    token = _model_token(m.gpu_name)
+    for r in requirements_on(w, PRODUCT_KEYS):
+        wrong = [v for v in r.values if token and not _product_matches(v, token)]
+        if r.operator == "In" and wrong:
+            yield hit("gpu-placement", w, f"{r.key} allows {', '.join(wrong)} but the experiment "
+                      f"measured on {m.gpu_name}", r.path)
+    if not guaranteed(w, _pins_node_type):
+        place = w.pod_field("nodeSelector") if "nodeSelector" in w.pod else w.pod_field("affinity")
+        yield hit("gpu-placement", w, f"the experiment measured on {m.gpu_name}, but nothing pins "
+                  "the pods to that GPU model or its node pool (preferred affinity does not count)",
+                  place)
+
+
+def _floor_met(r: Requirement, floor: int) -> bool:
+    nums = r.ints()
+    if nums is None:
+        return False
+    if r.operator == "In":
+        return min(nums) >= floor
+    return r.operator == "Gt" and nums[0] >= floor - 1
+
+
+@rule(
+    "driver-compat",
+    Severity.WARNING,
+    "no node selector or affinity guarantees a driver new enough for the image's CUDA",
+    rationale="A CUDA 12 image needs driver 525 or newer (CUDA 11: 450, CUDA 13: 580); on an "
+    "older node it fails at the first CUDA call, after the pod was scheduled and pulled.",
+    fix="require the driver branch with GPU Feature Discovery's label: matchExpressions "
+    "[{key: nvidia.com/cuda.driver.major, operator: Gt, values: ['<floor minus one>']}]",
+)
+def driver_compat(w: Workload, ctx: Context) -> Iterator[Finding]:
+    m = ctx.measured
+    floor = m.min_driver_major if m else None
+    cuda = m.cuda_major if m else None
+    if not w.is_gpu or not m or floor is None or cuda is None:
+        return
+
+    def ok(alt: list[Requirement]) -> bool:
+        return any(_floor_met(r, floor) for r in alt if r.key in DRIVER_KEYS) or any(
+            _floor_met(r, cuda) for r in alt if r.key in RUNTIME_KEYS)
+
+    if guaranteed(w, ok):
+        return
+    fix = (f"add to the required node affinity: {{key: nvidia.com/cuda.driver.major, operator: "
+           f"Gt, values: ['{floor - 1}']}}")
+    weak = [r for r in requirements_on(w, DRIVER_KEYS | RUNTIME_KEYS)
+            if not _floor_met(r, floor if r.key in DRIVER_KEYS else cuda)]
+    if weak:
+        r = weak[0]
+        yield hit("driver-compat", w, f"{r.key} {r.operator} {list(r.values)} allows nodes whose "
+                  f"driver is older than {floor}, which CUDA {m.cuda_version} needs", r.path,
+                  severity=Severity.ERROR, fix=fix)
+        return
+    yield hit("driver-compat", w, f"the image needs CUDA {m.cuda_version} (driver {floor} or "
+              "newer) but no nodeSelector or required node affinity guarantees that driver",
+              w.pod_field("affinity") if "affinity" in w.pod else w.pod_field("nodeSelector"),
+              fix=fix)
+
+
+def _shm_mount(c: Container) -> tuple[int, dict[str, Any]] | None:
+    return next(((i, m) for i, m in c.mounts
+                 if str(m.get("mountPath", "")).rstrip("/") == SHM_PATH), None)
+
+
+@rule(
+    "shm",
+    Severity.WARNING,
+    "no memory-backed emptyDir at /dev/shm for a GPU inference server",
+    rationale="Containers get a 64 MB /dev/shm; PyTorch data loading, multi-GPU NCCL and "
+    "servers such as vLLM or Triton fail or slow down with it (error with more than one GPU).",
+    fix="add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}} and mount it at "
+    "/dev/shm in the serving container (it counts against the memory limit)",
+)
+def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
+    c = w.serving
+    if not w.is_gpu or w.pod.get("hostIPC") is True:
+        return
+    severity = Severity.ERROR if c.gpu_count() > 1 else None
+    found = _shm_mount(c)
+    if found is None:
+        yield hit("shm", w, "no memory-backed volume at /dev/shm: the 64 MB default breaks NCCL "
+                  "and many servers", (*c.path, "volumeMounts"), container=c, severity=severity)
+        return
+    i, mount = found
+    if as_dict(w.volume(mount.get("name")).get("emptyDir")).get("medium") != "Memory":
+        yield hit("shm", w, f"volume {mount.get('name')!r} at /dev/shm is not an emptyDir with "
+                  "medium: Memory", (*c.path, "volumeMounts", i), container=c, severity=severity)

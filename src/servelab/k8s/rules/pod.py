@@ -1,0 +1,145 @@
+"""security-context and resources: each container's hardening and sizing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from servelab.findings import Finding, Severity
+from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
+from servelab.k8s.registry import Context, hit, rule
+from servelab.yamlsafe import JsonPath
+
+#: Volume sources Kubernetes always mounts read-only.
+READ_ONLY_SOURCES = {"configMap", "secret", "downwardAPI", "projected", "image"}
+#: Environment variables naming a directory that servers write to (caches, temp).
+WRITABLE_ENV = (
+    "TMPDIR", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+    "XDG_CACHE_HOME", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR",
+    "TORCH_HOME", "NUMBA_CACHE_DIR", "CUDA_CACHE_PATH",
+)
+
+
+def covers(mount_path: str, path: str) -> bool:
+    root = mount_path.rstrip("/") or "/"
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def is_read_only_source(volume: dict[str, Any]) -> bool:
+    return any(k in volume for k in READ_ONLY_SOURCES)
+
+
+def writable_mounts(w: Workload, c: Container) -> list[str]:
+    return [str(m.get("mountPath")) for _, m in c.mounts
+            if m.get("readOnly") is not True and m.get("mountPath")
+            and not is_read_only_source(w.volume(m.get("name")))]
+
+
+def env_path(c: Container, name: str) -> JsonPath:
+    for i, item in enumerate(as_list(c.data.get("env"))):
+        if isinstance(item, dict) and item.get("name") == name:
+            return (*c.path, "env", i, "value")
+    return (*c.path, "env")
+
+
+def _writable_paths(w: Workload, c: Container) -> Iterator[Finding]:
+    env = c.env()
+    needed = [(k, env[k]) for k in WRITABLE_ENV if env.get(k, "").startswith("/")]
+    if "TMPDIR" not in env:
+        needed.insert(0, ("", "/tmp"))  # noqa: S108 (the path a read-only root breaks)
+    mounts = writable_mounts(w, c)
+    for var, path in needed:
+        if any(covers(m, path) for m in mounts):
+            continue
+        via = f" (from {var})" if var else ""
+        yield hit("security-context", w, f"readOnlyRootFilesystem is true but {path}{via} is on "
+                  "no writable volume: writes there fail at run time",
+                  env_path(c, var) if var else (*c.path, "volumeMounts"), container=c,
+                  fix=f"mount an emptyDir at {path}")
+
+
+def _user_checks(w: Workload, c: Container, sc: dict[str, Any]) -> Iterator[Finding]:
+    psc = as_dict(w.pod.get("securityContext"))
+    base = (*c.path, "securityContext")
+    pod_base = w.pod_field("securityContext")
+    user_at = (*base, "runAsUser") if "runAsUser" in sc else (*pod_base, "runAsUser")
+    if as_int(sc.get("runAsUser", psc.get("runAsUser"))) == 0:
+        yield hit("security-context", w, "runs as root (runAsUser: 0)", user_at, container=c,
+                  severity=Severity.ERROR, fix="run as a non-root user and set runAsNonRoot: true")
+        return
+    if sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True:
+        at = (*base, "runAsNonRoot") if "runAsNonRoot" in sc or "runAsNonRoot" not in psc else (
+            *pod_base, "runAsNonRoot")
+        yield hit("security-context", w, "runAsNonRoot is not true: the container may run as root",
+                  at, container=c, fix="set securityContext.runAsNonRoot: true")
+
+
+def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
+    sc = as_dict(c.data.get("securityContext"))
+    base = (*c.path, "securityContext")
+    yield from _user_checks(w, c, sc)
+    if sc.get("privileged") is True:
+        yield hit("security-context", w, "privileged: true gives the container the whole node",
+                  (*base, "privileged"), container=c, severity=Severity.ERROR,
+                  fix="remove privileged; the NVIDIA device plugin exposes GPUs without it")
+    wanted = (("allowPrivilegeEscalation", False), ("readOnlyRootFilesystem", True))
+    for key, value in wanted:
+        if sc.get(key) is not value:
+            yield hit("security-context", w, f"{key} is not {str(value).lower()}", (*base, key),
+                      container=c, fix=f"set securityContext.{key}: {str(value).lower()}")
+    drops = {str(d).upper() for d in as_list(as_dict(sc.get("capabilities")).get("drop"))}
+    if "ALL" not in drops:
+        yield hit("security-context", w, "capabilities are not dropped (drop: [ALL])",
+                  (*base, "capabilities"), container=c,
+                  fix="set securityContext.capabilities.drop: [ALL]")
+    if sc.get("readOnlyRootFilesystem") is True:
+        yield from _writable_paths(w, c)
+
+
+@rule(
+    "security-context",
+    Severity.WARNING,
+    "not runAsNonRoot, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true and "
+    "capabilities.drop: [ALL]; writable paths without a volume",
+    rationale="An inference server parses untrusted input next to valuable weights and a GPU. "
+    "The restricted Pod Security profile asks for these settings; a read-only root filesystem "
+    "also proves the image writes only where volumes are mounted.",
+    fix="set securityContext {runAsNonRoot: true, allowPrivilegeEscalation: false, "
+    "readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}} and mount emptyDir volumes at "
+    "/tmp and at the cache directories the server writes",
+)
+def security_context(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.containers, *w.init_containers):
+        yield from _container_checks(w, c)
+
+
+#: (section, resource, severity) every container should set.
+_WANTED = (
+    ("requests", "cpu", Severity.WARNING),
+    ("requests", "memory", Severity.WARNING),
+    ("limits", "memory", Severity.WARNING),
+    ("limits", "cpu", Severity.INFO),
+)
+
+
+@rule(
+    "resources",
+    Severity.WARNING,
+    "cpu/memory requests or limits missing",
+    rationale="Without requests the scheduler may pack the pod next to others that starve "
+    "tokenization and batching; without a memory limit a leak or a large batch takes the node's "
+    "memory (and the memory-backed /dev/shm counts against it). A missing CPU limit is only "
+    "info: some teams leave it out on purpose to avoid throttling.",
+    fix="set resources.requests.cpu, requests.memory and limits.memory (and limits.cpu if "
+    "you want throttling) on every container",
+)
+def resources(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.containers, *w.init_containers):
+        limits = as_dict(c.resources.get("limits"))
+        for section, name, severity in _WANTED:
+            have = as_dict(c.resources.get(section))
+            if name in have or (section == "requests" and name in limits):
+                continue  # a request defaults to the limit
+            yield hit("resources", w, f"{section}.{name} is not set",
+                      (*c.path, "resources", section), container=c, severity=severity,
+                      fix=f"set resources.{section}.{name}")

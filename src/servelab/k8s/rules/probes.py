@@ -1,0 +1,164 @@
+"""startup-probe-budget, probe-target: Running is not ready; probes must know the model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from servelab.findings import Finding, Severity
+from servelab.k8s.measured import Measured
+from servelab.k8s.model import Container, Workload, as_dict, as_int
+from servelab.k8s.registry import Context, hit, rule
+
+PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
+
+
+def _field(probe: dict[str, Any], name: str) -> int:
+    value = as_int(probe.get(name))
+    return value if value is not None else PROBE_DEFAULTS[name]
+
+
+def budget(probe: dict[str, Any]) -> tuple[int, str]:
+    """Seconds before the kubelet gives up on a probe, and how they add up."""
+    delay, period = _field(probe, "initialDelaySeconds"), _field(probe, "periodSeconds")
+    threshold = _field(probe, "failureThreshold")
+    how = f"initialDelaySeconds {delay} + failureThreshold {threshold} x periodSeconds {period}"
+    return delay + threshold * period, how
+
+
+def _threshold_for(probe: dict[str, Any], need: float) -> int:
+    delay, period = _field(probe, "initialDelaySeconds"), max(_field(probe, "periodSeconds"), 1)
+    return max(1, math.ceil((need - delay) / period))
+
+
+def _probe(c: Container, kind: str) -> dict[str, Any] | None:
+    p = c.data.get(kind)
+    return p if isinstance(p, dict) else None
+
+
+def _with_startup(w: Workload, c: Container, probe: dict[str, Any], need: float,
+                  worst: float) -> Iterator[Finding]:
+    have, how = budget(probe)
+    if have >= need:
+        return
+    key = "failureThreshold" if "failureThreshold" in probe else "periodSeconds"
+    yield hit("startup-probe-budget", w, f"startupProbe allows {have}s ({how}) but the measured "
+              f"worst startup is {worst:g}s; with the margin that needs {need:g}s, so the kubelet "
+              "kills pods that are still loading the model", (*c.path, "startupProbe", key),
+              container=c, fix=f"raise startupProbe.failureThreshold to "
+              f"{_threshold_for(probe, need)} (or the period) so the budget covers {need:g}s")
+
+
+def _without_startup(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
+    m = ctx.measured
+    worst = m.worst_startup_s if m else None
+    need = worst * ctx.startup_margin if worst is not None else None
+    liveness = _probe(c, "livenessProbe")
+    if liveness is None:
+        if need is not None:
+            yield hit("startup-probe-budget", w, f"no startupProbe: the measured startup takes up "
+                      f"to {worst:g}s", (*c.path, "startupProbe"), container=c,
+                      severity=Severity.WARNING, fix=f"add a startupProbe on the health endpoint "
+                      f"whose failureThreshold x periodSeconds covers {need:g}s")
+        return
+    have, how = budget(liveness)
+    severity = Severity.WARNING if need is not None and have >= need else None
+    said = f"; the measured startup takes up to {worst:g}s" if worst is not None else ""
+    yield hit("startup-probe-budget", w, f"livenessProbe without a startupProbe: the kubelet "
+              f"restarts the container after {have}s ({how}) of failed checks, even while the "
+              f"model loads{said}", (*c.path, "livenessProbe"), container=c, severity=severity)
+
+
+@rule(
+    "startup-probe-budget",
+    Severity.ERROR,
+    "no startupProbe, or its budget is below the measured worst startup times the margin",
+    rationale="Loading a model takes tens of seconds to minutes. Without a startupProbe the "
+    "livenessProbe runs during loading and the kubelet restarts the container before it is "
+    "ready: a crash loop. The startupProbe's budget (initialDelaySeconds + failureThreshold x "
+    "periodSeconds) must exceed the worst startup measured, with a margin (default 1.5x).",
+    fix="add a startupProbe on the health endpoint with failureThreshold x periodSeconds above "
+    "the worst measured startup times the margin; keep the livenessProbe short",
+)
+def startup_probe_budget(w: Workload, ctx: Context) -> Iterator[Finding]:
+    if not w.serves:
+        return
+    c = w.serving
+    startup = _probe(c, "startupProbe")
+    if startup is None:
+        yield from _without_startup(w, c, ctx)
+        return
+    worst = ctx.measured.worst_startup_s if ctx.measured else None
+    if worst is not None:
+        yield from _with_startup(w, c, startup, worst * ctx.startup_margin, worst)
+
+
+def _norm_path(path: Any) -> str:
+    text = str(path or "/").split("?", 1)[0].strip()
+    text = text if text.startswith("/") else "/" + text
+    return text.rstrip("/") or "/"
+
+
+def _http_target(w: Workload, c: Container, kind: str, http: dict[str, Any],
+                 m: Measured) -> Iterator[Finding]:
+    base = (*c.path, kind, "httpGet")
+    if m.health_path and _norm_path(http.get("path")) != _norm_path(m.health_path):
+        yield hit("probe-target", w, f"{kind} GETs {http.get('path') or '/'} but the experiment "
+                  f"measured readiness at {m.health_path}", (*base, "path"), container=c,
+                  fix=f"set {kind}.httpGet.path: {m.health_path}")
+    if m.port is None:
+        return
+    port = c.port_number(http.get("port"))
+    if port != m.port:
+        said = f"port {http.get('port')!r}" + ("" if port is None else f" ({port})")
+        yield hit("probe-target", w, f"{kind} targets {said} but the experiment served on port "
+                  f"{m.port}", (*base, "port"), container=c,
+                  fix=f"set {kind}.httpGet.port: {m.port}")
+
+
+def _target(w: Workload, c: Container, kind: str, probe: dict[str, Any],
+            m: Measured | None) -> Iterator[Finding]:
+    http = probe.get("httpGet")
+    if isinstance(http, dict):
+        if m is not None:
+            yield from _http_target(w, c, kind, http, m)
+        return
+    handler = next((h for h in ("tcpSocket", "grpc", "exec") if h in probe), None)
+    if handler in ("tcpSocket", "grpc") or (handler == "exec" and m and m.health_path):
+        yield hit("probe-target", w, f"{kind} uses {handler}: it shows the process is up, not that "
+                  "the model is loaded and answers on the health path", (*c.path, kind, handler),
+                  container=c, severity=Severity.WARNING if handler != "exec" else Severity.INFO)
+
+
+@rule(
+    "probe-target",
+    Severity.WARNING,
+    "readiness/startup probes do not hit the measured health path and port, or liveness == "
+    "readiness",
+    rationale="Kubernetes shows Running as soon as the process starts; only a readiness probe "
+    "on the server's health endpoint keeps traffic away until the model is loaded. The "
+    "experiment measured readiness on one path and port; probes elsewhere measure something "
+    "else. A liveness probe identical to the readiness probe restarts pods that are merely "
+    "busy.",
+    fix="point readinessProbe and startupProbe at httpGet {path: <healthPath>, port: <port>} "
+    "from the experiment; give the livenessProbe a longer period or threshold",
+)
+def probe_target(w: Workload, ctx: Context) -> Iterator[Finding]:
+    if not w.serves:
+        return
+    c = w.serving
+    readiness = _probe(c, "readinessProbe")
+    if readiness is None:
+        yield hit("probe-target", w, "no readinessProbe: the Service sends requests as soon as the "
+                  "container runs, before the model is loaded", (*c.path, "readinessProbe"),
+                  container=c, severity=Severity.ERROR)
+    for kind in ("readinessProbe", "startupProbe"):
+        probe = _probe(c, kind)
+        if probe is not None:
+            yield from _target(w, c, kind, probe, ctx.measured)
+    liveness = _probe(c, "livenessProbe")
+    if liveness is not None and readiness is not None and as_dict(liveness) == readiness:
+        yield hit("probe-target", w, "livenessProbe is identical to readinessProbe: a busy or "
+                  "briefly unready server is restarted instead of being taken out of rotation",
+                  (*c.path, "livenessProbe"), container=c)

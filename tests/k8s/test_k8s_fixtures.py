@@ -1,0 +1,73 @@
+"""Every fixture under tests/data/k8s: positives report exactly what they expect, negatives nothing.
+
+A fixture states its expectations in leading comments:
+
+* ``# expect: rule-id@line [severity]`` one per expected finding (repeat for duplicates);
+* ``# result: results/x.json`` the --result file(s); ``# margin: 2.0``; ``# container: NAME``;
+* ``# only: rule-a, rule-b`` compare only these rules (for deliberately partial manifests).
+
+Without ``only``, the findings must equal the expectations exactly, over every rule.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servelab.findings import Finding
+from servelab.k8s import RULES, check_manifests
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
+POSITIVE = sorted((DATA / "positive").glob("*.yaml"))
+NEGATIVE = sorted((DATA / "negative").glob("*.yaml"))
+Reader = Callable[[Path], Any]
+
+
+def _run(fx: Any) -> list[Finding]:
+    report = check_manifests(
+        [fx.path], result_paths=fx.results, startup_margin=fx.margin,
+        serving_container=fx.container,
+    )
+    return [f for f in report.findings if not fx.only or f.rule_id in fx.only]
+
+
+def _show(findings: list[Finding]) -> str:
+    return "\n".join(f"  {f.rule_id}@{f.line} {f.severity.value}: {f.message}" for f in findings)
+
+
+@pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.stem)
+def test_positive_fixture(path: Path, k8s_fixture: Reader) -> None:
+    fx = k8s_fixture(path)
+    assert fx.expect, f"{path.name} has no '# expect:' line"
+    findings = _run(fx)
+    got = Counter((f.rule_id, f.line or 0) for f in findings)
+    assert got == fx.expect, f"{path.name}: findings differ from expectations:\n{_show(findings)}"
+    with_severity = Counter((f.rule_id, f.line or 0, f.severity.value) for f in findings)
+    missing = fx.severities - with_severity
+    assert not missing, f"{path.name}: expected severities not found: {dict(missing)}"
+    for f in findings:
+        assert f.file == str(path)
+        assert f.context.get("object"), "every finding names its object"
+        assert f.fix, "every finding says how to fix it"
+
+
+@pytest.mark.parametrize("path", NEGATIVE, ids=lambda p: p.stem)
+def test_negative_fixture(path: Path, k8s_fixture: Reader) -> None:
+    fx = k8s_fixture(path)
+    assert not fx.expect, f"{path.name}: a negative fixture expects nothing"
+    findings = _run(fx)
+    assert not findings, f"{path.name}: unexpected findings:\n{_show(findings)}"
+
+
+def test_every_rule_has_a_positive_fixture(k8s_fixture: Reader) -> None:
+    covered = {rule for path in POSITIVE for rule, _ in k8s_fixture(path).expect}
+    assert covered == set(RULES), f"rules without a positive fixture: {set(RULES) - covered}"
+
+
+def test_there_are_fixtures() -> None:
+    assert len(POSITIVE) >= 40
+    assert len(NEGATIVE) >= 5
