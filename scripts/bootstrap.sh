@@ -189,9 +189,29 @@ setup_base_image() {
   log "base image: $BASE_REPO:$BASE_TAG@$digest"
 }
 
+SARIF_NPM="@microsoft/jest-sarif@1.0.0-beta.0"
+
+setup_sarif_schema() {
+  # The tests validate SARIF output against the OASIS SARIF 2.1.0 schema, which Microsoft's
+  # jest-sarif package ships (lib/schemas/sarif-2.1.0-rtm.5.json): fetched from the npm
+  # registry at set-up, never committed.
+  local dest="$SERVELAB_ROOT/tests/data/sarif-2.1.0.schema.json"
+  [ -s "$dest" ] && return 0
+  command -v npm >/dev/null 2>&1 || apt_install npm
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$SARIF_NPM" >/dev/null 2>&1) \
+    || { log "npm pack $SARIF_NPM failed"; rm -rf "$tmp"; exit 3; }
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/schemas/sarif-2.1.0-rtm.5.json
+  cp "$tmp/package/lib/schemas/sarif-2.1.0-rtm.5.json" "$dest.tmp" && mv "$dest.tmp" "$dest"
+  rm -rf "$tmp"
+  log "SARIF 2.1.0 schema from npm $SARIF_NPM"
+}
+
 main() {
   command -v curl >/dev/null 2>&1 || apt_install curl ca-certificates
   setup_venv
+  setup_sarif_schema
   setup_engine
   setup_registry
   setup_base_image

@@ -1,0 +1,83 @@
+"""How fast is `servelab lint`? Prints the two figures of the speed targets, side by side.
+
+1. One Dockerfile, as a whole process: `servelab lint FILE` against `python -c pass`;
+   the target is at most 2 x (python -c pass) + 150 ms.
+2. 1,000 Dockerfiles in one call (hadolint excluded, as the target says): under 5 s.
+
+Each process figure is the median of --runs runs. Run: python bench/lint_speed.py [--check]
+(--check exits 1 when a target is missed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "data" / "lint"
+ONE = FIXTURES / "positive" / "weights-baked-builder-stage.Dockerfile"
+MANY = 1000
+MANY_LIMIT_S = 5.0
+
+
+def _servelab() -> list[str]:
+    script = Path(sys.executable).with_name("servelab")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "servelab"]
+
+
+def _time(cmd: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _make_many(root: Path, n: int) -> None:
+    texts = [p.read_text() for p in sorted((FIXTURES / "positive").glob("*.Dockerfile"))]
+    texts += [p.read_text() for p in sorted((FIXTURES / "negative").glob("*.Dockerfile"))]
+    for i in range(n):
+        d = root / f"svc{i:04d}"
+        d.mkdir()
+        (d / "Dockerfile").write_text(texts[i % len(texts)])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15, help="runs per process figure (median)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = ap.parse_args()
+    lint = [*_servelab(), "lint", "--fail-on", "none"]
+
+    # warm the OS caches once so the first measured run is not an outlier
+    _time([sys.executable, "-c", "pass"], 2)
+    _time([*lint, "--no-hadolint", str(ONE)], 2)
+    base = _time([sys.executable, "-c", "pass"], args.runs)
+    one = _time([*lint, "--no-hadolint", str(ONE)], args.runs)
+    target = 2 * base + 0.150
+    print(f"python -c pass                      {base * 1000:8.1f} ms")
+    print(f"servelab lint (1 file, no hadolint) {one * 1000:8.1f} ms   "
+          f"target <= {target * 1000:.1f} ms   {'OK' if one <= target else 'MISSED'}")
+    if shutil.which("hadolint") or Path(sys.executable).with_name("hadolint").exists():
+        with_h = _time([*lint, str(ONE)], args.runs)
+        print(f"servelab lint (1 file, hadolint)    {with_h * 1000:8.1f} ms   (for information)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _make_many(Path(tmp), MANY)
+        out = str(Path(tmp) / "r.json")
+        many = _time([*lint, "--no-hadolint", "-f", "json", "-o", out, tmp], min(3, args.runs))
+    print(f"servelab lint ({MANY} files, 1 call)  {many * 1000:8.1f} ms   "
+          f"target < {MANY_LIMIT_S * 1000:.0f} ms   {'OK' if many < MANY_LIMIT_S else 'MISSED'}")
+    ok = one <= target and many < MANY_LIMIT_S
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

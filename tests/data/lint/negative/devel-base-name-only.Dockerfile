@@ -1,0 +1,6 @@
+# negative: devel-base
+# Only the tag says -devel; a repository called devel is fine.
+FROM 127.0.0.1:5000/devel/python:3.11.9@sha256:a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

@@ -1,0 +1,6 @@
+# negative: secret-in-build
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+ENV MAX_NEW_TOKENS=512 TOKENIZERS_PARALLELISM=false HF_TOKEN_PATH=/run/secrets/hf_token
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

@@ -1,0 +1,7 @@
+# negative: unpinned-packages
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+RUN echo "deb [check-valid-until=no] http://snapshot.debian.org/archive/debian/20240601T000000Z bookworm main" > /etc/apt/sources.list \
+ && apt-get update && apt-get install -y --no-install-recommends curl
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

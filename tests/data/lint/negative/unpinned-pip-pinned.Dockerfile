@@ -1,0 +1,7 @@
+# negative: unpinned-packages
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+RUN pip install --no-cache-dir fastapi==0.111.0 'uvicorn[standard]==0.30.1' ./wheels/app-1.0-py3-none-any.whl
+RUN pip install --require-hashes -r /tmp/requirements.lock
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

@@ -1,0 +1,5 @@
+# expect: devel-base
+FROM pytorch/pytorch:2.3.1-cuda12.1-cudnn8-devel@sha256:a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

@@ -1,0 +1,9 @@
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1 AS fetch
+# The final image copies from this stage, so its download counts.
+# expect: weights-baked
+RUN python -c "from huggingface_hub import snapshot_download; snapshot_download('org/m')"
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+COPY --from=fetch /root/.cache/huggingface /home/app/.cache/huggingface
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]
