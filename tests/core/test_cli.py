@@ -57,3 +57,18 @@ def test_timeout_raises() -> None:
     with pytest.raises(CommandError) as e:
         run([sys.executable, "-c", "import time; time.sleep(5)"], timeout=0.5)
     assert e.value.timed_out
+
+
+def test_rules_doc_lists_every_rule_and_is_current() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "gen_rules_docs.py"),
+                           "--check"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    text = (root / "docs" / "rules.md").read_text()
+    from servelab.lint.rules import RULES
+
+    for rid, rule in RULES.items():
+        assert f"`{rid}`" in text
+        assert rule.fix, f"rule {rid} has no fix"
