@@ -131,6 +131,21 @@ def _gantt(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _reproducibility(rep: dict[str, Any]) -> list[str]:
+    if not rep:
+        return []
+    out = ["## Reproducibility", ""]
+    for arm, r in rep.items():
+        out.append(f"- **{arm}**: {r.get('summary', '')}")
+        expl = r.get("explanation") or []
+        if expl:
+            out += ["", "  <details><summary>why the digests differ</summary>", ""]
+            out += [f"  - {line}" for line in expl[:50]]
+            out += ["", "  </details>"]
+    out.append("")
+    return out
+
+
 def _findings_details(results: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
@@ -168,6 +183,7 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
     lines.append("")
     lines += _comparison(control, treatment, deltas)
     lines += _per_repeat(results)
+    lines += _reproducibility(summary.get("reproducibility") or {})
     lines += _gantt(results)
     lines += _findings_details(results)
     for note in summary.get("notes", []):

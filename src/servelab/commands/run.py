@@ -1,0 +1,104 @@
+"""Run a whole experiment: validate, lint, then for each repeat and arm (interleaved):
+build, scan, smoke; then aggregate, judge and report.
+
+Writes OUT/<arm>/repeat-<n>/ (result.json, build record, Trivy JSON, SARIF, SBOM, container
+log, timeline), OUT/summary.json and OUT/summary.md (for GITHUB_STEP_SUMMARY). Under GitHub
+Actions (GITHUB_ACTIONS=true) it also sets the step outputs, appends the job summary and
+annotates lint and schema findings.
+
+Verdicts: improved, regressed, trade-off (something better, something worse), no detectable
+change, passed (no control arm), failed (a gate or check of the treatment failed), not
+reproducible, invalid (a fixed factor differed between arms or repeats).
+
+Exit codes: 0 ok (improved, trade-off, no detectable change, passed), 1 a gate or check of the
+treatment failed, 2 bad input or an invalid run, 3 a missing tool, engine or capability.
+The control arm's own failed checks are reported, not gated: it shows the common way.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
+    parser.add_argument("--document", metavar="NAME",
+                        help="metadata.name of the experiment in a multi-document file")
+    parser.add_argument("--out", default="servelab-out", metavar="DIR",
+                        help="artifact directory (default: servelab-out); must not hold a run")
+    parser.add_argument("--repeats", type=int, metavar="N", help="override the spec's repeats")
+    parser.add_argument("--stages", default="lint,build,scan,smoke",
+                        help="comma-separated stages to run (default: all of "
+                        "lint,build,scan,smoke); the report says what was skipped")
+    parser.add_argument("--fail-on", default="error", choices=["error", "warning", "info", "none"],
+                        help="lint findings of the treatment at this severity fail the run")
+    gpu = parser.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", dest="gpu", action="store_true", default=None,
+                     help="require GPUs for the smoke stage (overrides the spec)")
+    gpu.add_argument("--no-gpu", dest="gpu", action="store_false",
+                     help="never start with GPUs (overrides the spec)")
+    parser.add_argument("--trivy-cache-dir", metavar="DIR", help="Trivy cache directory")
+    parser.add_argument("--db-repository", action="append", default=[], metavar="REPO",
+                        help="Trivy DB mirror, repeatable, tried in order")
+    parser.add_argument("--offline", action="store_true", default=None,
+                        help="never download the Trivy DB")
+    parser.add_argument("--run-name", metavar="NAME",
+                        help="a name for this run (job, matrix key) recorded in the results")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the built images (prints their ref@sha256)")
+    parser.add_argument("--format", choices=["text", "json"], default="text",
+                        help="what to print at the end: a text verdict (default) or summary.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from servelab.errors import UsageError
+    from servelab.run import RunOptions, parse_stages, run_experiment
+    from servelab.spec import load_experiment
+
+    if args.repeats is not None and not 1 <= args.repeats <= 50:
+        raise UsageError("--repeats must be between 1 and 50")
+    exp = load_experiment(Path(args.experiment), args.document)
+    opts = RunOptions(
+        out_dir=Path(args.out), stages=parse_stages(args.stages), repeats=args.repeats,
+        fail_on=args.fail_on, gpu=args.gpu,
+        trivy_cache_dir=Path(args.trivy_cache_dir) if args.trivy_cache_dir else None,
+        db_repositories=list(args.db_repository), offline=args.offline,
+        run_name=args.run_name, keep=args.keep,
+    )
+
+    def progress(msg: str) -> None:
+        print(f"servelab: {msg}", file=sys.stderr, flush=True)
+
+    result = run_experiment(exp, opts, progress)
+    _github(result.summary, result.markdown, result.out_dir)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({k: v for k, v in result.summary.items() if k != "results"},
+                                    indent=2, default=str) + "\n")
+    else:
+        s = result.summary
+        sys.stdout.write(f"verdict: {s['verdict']}\n")
+        for reason in s["reasons"]:
+            sys.stdout.write(f"  - {reason}\n")
+        sys.stdout.write(f"summary: {result.out_dir / 'summary.md'}\n"
+                         f"artifacts: {result.out_dir}/<arm>/repeat-<n>/\n")
+    return result.exit_code
+
+
+def _github(summary: dict[str, object], markdown: str, out_dir: object) -> None:
+    """GitHub outputs, job summary and annotations, only when running under GitHub Actions."""
+    try:
+        from servelab import github
+    except ImportError:
+        return
+    if not github.in_github_actions():
+        return
+    github.write_summary(markdown)
+    outputs = github.outputs_from_summary(summary)
+    outputs.setdefault("summary-path", f"{out_dir}/summary.md")
+    outputs.setdefault("results-dir", str(out_dir))
+    github.set_outputs(outputs)
+    github.annotate(summary.get("annotations") or [])  # type: ignore[arg-type]

@@ -1,0 +1,114 @@
+"""`servelab run` end to end on the bundled example, with the real engine, registry and Trivy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from servelab.results import validate_result
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "experiment.yaml"
+
+pytestmark = [pytest.mark.docker, pytest.mark.trivy, pytest.mark.registry]
+
+
+def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "servelab", "run", *args],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _leftovers(docker_client: object, run_id: str) -> list[str]:
+    client = docker_client
+    found = [c.name for c in client.containers.list(  # type: ignore[attr-defined]
+        all=True, filters={"label": f"servelab.run-id={run_id}"})]
+    found += [i.tags for i in client.images.list(  # type: ignore[attr-defined]
+        filters={"reference": f"servelab/{run_id}/*"})]
+    return [str(x) for x in found if x]
+
+
+def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: str,
+                             fixture_trivy_cache: Path) -> None:
+    out = tmp_path / "out"
+    proc = _run([str(EXAMPLE), "--out", str(out), "--repeats", "2", "--offline",
+                 "--trivy-cache-dir", str(fixture_trivy_cache), "--format", "json"])
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["repeats"] == 2
+    assert summary["reproducible"] is True
+    assert summary["digest"].startswith("sha256:")
+    assert summary["verdict"] in ("improved", "trade-off", "no detectable change", "regressed")
+    # one artifact directory per arm and repeat, each with a schema-valid result.json
+    for arm in ("control", "treatment"):
+        for n in (1, 2):
+            d = out / arm / f"repeat-{n}"
+            result = json.loads((d / "result.json").read_text())
+            assert validate_result(result) == []
+            assert result["metrics"]["digest"] == result["image"]["digest"]
+            assert result["metrics"]["size"]["compressed_bytes"] > 1_000_000
+    treat = json.loads((out / "treatment" / "repeat-1" / "result.json").read_text())
+    assert treat["metrics"]["startup"]["ready_s"] > 0
+    assert treat["metrics"]["latency"]["p95_ms"] is not None
+    assert treat["stages"]["smoke"]["status"] == "ok"
+    assert treat["environment"]["trivy"]["version"]
+    control = json.loads((out / "control" / "repeat-1" / "result.json").read_text())
+    failed = {v["check"] for v in control["verdicts"] if v["passed"] is False}
+    assert "lint" in failed  # the control is the common way: tag-only base, root
+    md = (out / "summary.md").read_text()
+    assert md.startswith("# servelab:")
+    assert "```mermaid\ngantt" in md
+    assert "section treatment r2" in md
+    assert "shared" in json.dumps(summary) or "shared" in md
+    assert _leftovers(docker_client, summary["run"]["id"]) == []
+
+
+def test_refuses_to_overwrite_a_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "treatment").mkdir(parents=True)
+    proc = _run([str(EXAMPLE), "--out", str(out), "--stages", "lint"])
+    assert proc.returncode == 2
+    assert "never overwrites" in proc.stderr
+
+
+def test_not_reproducible_variant_is_explained(tmp_path: Path, docker_client: object,
+                                               base_image: str) -> None:
+    ctx = tmp_path / "ctx"
+    shutil.copytree(ROOT / "examples", ctx, ignore=shutil.ignore_patterns("build-args.env"))
+    (ctx / "build-args.env").write_text(f"BASE_IMAGE={base_image}\n")
+    df = (ctx / "Dockerfile").read_text().replace(
+        "USER 10001:10001", "RUN date +%s%N > /app/built-at\nUSER 10001:10001")
+    (ctx / "Dockerfile").write_text(df)
+    spec = (ctx / "experiment.yaml").read_text()
+    spec = spec.split("\n  control:")[0] + "\n  treatment:" + spec.split("\n  treatment:")[1]
+    spec += "  build:\n    sourceDateEpoch: 1700000000\n"
+    (ctx / "experiment.yaml").write_text(spec)
+    out = tmp_path / "out"
+    proc = _run([str(ctx / "experiment.yaml"), "--out", str(out), "--repeats", "2",
+                 "--stages", "lint,build", "--format", "json"])
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["verdict"] == "not reproducible"
+    assert summary["reproducible"] is False
+    md = (out / "summary.md").read_text()
+    assert "app/built-at" in md
+    assert "content" in md
+
+
+def test_missing_git_ref_names_the_fix(tmp_path: Path) -> None:
+    ctx = tmp_path / "ctx"
+    shutil.copytree(ROOT / "examples", ctx, ignore=shutil.ignore_patterns("build-args.env"))
+    subprocess.run(["git", "init", "-q", str(ctx)], check=True)
+    subprocess.run(["git", "-C", str(ctx), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    spec = (ctx / "experiment.yaml").read_text().replace(
+        "    allowUnpinnedBase: true", "    allowUnpinnedBase: true\n    gitRef: origin/main")
+    (ctx / "experiment.yaml").write_text(spec)
+    (ctx / "build-args.env").write_text("BASE_IMAGE=x@sha256:" + "0" * 64 + "\n")
+    proc = _run([str(ctx / "experiment.yaml"), "--out", str(tmp_path / "o"), "--stages", "lint"])
+    assert proc.returncode == 2, proc.stderr
+    assert "origin/main" in proc.stderr and "fetch-depth" in proc.stderr
