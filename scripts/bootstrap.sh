@@ -210,6 +210,8 @@ setup_sarif_schema() {
 
 main() {
   command -v curl >/dev/null 2>&1 || apt_install curl ca-certificates
+  # strace: the scan test that proves Trivy makes no connection in a loopback-only netns
+  command -v strace >/dev/null 2>&1 || apt_install strace
   setup_venv
   setup_sarif_schema
   setup_engine

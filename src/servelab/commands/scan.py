@@ -1,0 +1,195 @@
+"""Scan images for vulnerabilities (OS and language packages) and secrets with Trivy.
+
+TARGET is an image in the local engine (NAME[:TAG][@sha256:...]), an OCI layout directory, an
+OCI archive (a tar from 'docker buildx build --output type=oci,dest=FILE.tar', unpacked to a
+temporary directory first) or a docker archive ('docker save'). Several targets may be given:
+targets with the same digest (repeats of a reproducible build) are scanned once and the result
+is shared, which the report says.
+
+The policy comes from flags, or from an experiment's scan block with --spec (flags win):
+severities that fail the gate, --ignore-unfixed, a .trivyignore or .trivyignore.yaml file and
+a VEX document. --baseline compares with a stored result (the --json output of an earlier
+scan, a run's result.json, or Trivy's own JSON) or with another image: new, fixed and
+unchanged findings are listed.
+
+Outputs: the report on stdout (text, json or markdown, for a job summary), and on request
+--json (the parsed result), --sarif (SARIF 2.1.0 holding only the severities the policy
+fails on) and --sbom (CycloneDX JSON). With targets of several digests, --sarif and --sbom get
+the digest's first 12 hex digits before the extension.
+
+The vulnerability DB lives in --cache-dir (keep it between CI runs with actions/cache). Online,
+it is downloaded when due from --db-repository mirrors, tried in order. --offline never
+downloads. The scan fails closed: a missing, corrupt or stale DB (--max-db-age), a failing or
+timed-out Trivy (--timeout) or output that does not parse is exit 3, never zero findings.
+
+Exit codes: 0 the gate passed, 1 a finding at a failing severity (listed), 2 bad input or
+usage, 3 Trivy or its DB unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("targets", nargs="+", metavar="TARGET",
+                        help="image name, OCI layout directory, OCI or docker archive")
+    pol = parser.add_argument_group("policy (default: the --spec scan block, else built-ins)")
+    pol.add_argument("--spec", metavar="FILE", help="take the policy from this experiment file")
+    pol.add_argument("--document", metavar="NAME", help="experiment document in --spec")
+    pol.add_argument("--fail-on", metavar="SEVERITIES",
+                     help="comma-separated severities that fail the gate, or 'none' "
+                     "(default: CRITICAL,HIGH)")
+    pol.add_argument("--ignore-unfixed", action="store_true", default=None,
+                     help="ignore vulnerabilities that have no fixed version")
+    pol.add_argument("--ignore-file", metavar="FILE",
+                     help="a .trivyignore or .trivyignore.yaml file")
+    pol.add_argument("--vex", metavar="FILE", help="a VEX document (OpenVEX, CycloneDX, CSAF)")
+    pol.add_argument("--baseline", metavar="RESULT|TARGET",
+                     help="compare with a stored result file or with another image")
+    db = parser.add_argument_group("Trivy and its DB")
+    db.add_argument("--cache-dir", metavar="DIR", help="Trivy cache directory (DB inside)")
+    db.add_argument("--db-repository", action="append", metavar="REPO", default=None,
+                    help="DB mirror (repeatable, tried in order)")
+    db.add_argument("--offline", action="store_true", default=None,
+                    help="never download the DB; no network requests")
+    db.add_argument("--max-db-age", type=float, metavar="HOURS",
+                    help="fail (exit 3) when the DB is older (default: 168)")
+    db.add_argument("--timeout", type=float, metavar="SECONDS",
+                    help="timeout of each Trivy call (default: 1800)")
+    out = parser.add_argument_group("outputs")
+    out.add_argument("--sarif", metavar="FILE", help="write SARIF 2.1.0 here")
+    out.add_argument("--sbom", metavar="FILE", help="write the CycloneDX SBOM here")
+    out.add_argument("--json", metavar="FILE", help="write the parsed result as JSON here")
+    out.add_argument("--out-dir", metavar="DIR",
+                     help="keep every file of every scan here (default: a temp dir, removed)")
+    out.add_argument("-f", "--format", default="text", choices=["text", "json", "markdown"],
+                     help="report format on stdout (default: text)")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the report here instead")
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from servelab.spec import ScanPolicy, load_experiment
+
+    policy = ScanPolicy()
+    if args.spec:
+        policy = load_experiment(Path(args.spec), args.document).scan
+    changes: dict[str, Any] = {}
+    if args.fail_on is not None:
+        words = [w for w in args.fail_on.split(",") if w.strip()]
+        changes["fail_on"] = [] if [w.strip().lower() for w in words] == ["none"] else words
+    for flag, key in (("ignore_unfixed", "ignore_unfixed"), ("offline", "offline"),
+                      ("max_db_age", "max_db_age_hours"), ("db_repository", "db_repositories")):
+        if getattr(args, flag) is not None:
+            changes[key] = getattr(args, flag)
+    for flag, key in (("ignore_file", "ignore_file"), ("vex", "vex"),
+                      ("cache_dir", "cache_dir")):
+        if getattr(args, flag):
+            changes[key] = Path(getattr(args, flag))
+    if args.timeout is not None:
+        changes["timeout_s"] = int(args.timeout)
+    return replace(policy, **changes)
+
+
+def _suffixed(path: str, digest: str, several: bool) -> str:
+    from pathlib import Path
+
+    if not several:
+        return path
+    p = Path(path)
+    short = digest.rsplit(":", maxsplit=1)[-1][:12]
+    stem = p.name[: -len("".join(p.suffixes))] if p.suffixes else p.name
+    return str(p.with_name(f"{stem}-{short}{''.join(p.suffixes)}"))
+
+
+def _copy_outputs(args: argparse.Namespace, results: list[Any]) -> None:
+    import shutil
+
+    digests = {r.digest for r in results}
+    done: set[str] = set()
+    for r in results:
+        if r.digest in done:
+            continue
+        done.add(r.digest)
+        for flag, key in (("sarif", "sarif"), ("sbom", "sbom")):
+            if getattr(args, flag):
+                shutil.copyfile(r.files[key], _suffixed(getattr(args, flag), r.digest,
+                                                        len(digests) > 1))
+
+
+def _document(results: list[Any], diffs: list[Any]) -> dict[str, Any]:
+    from servelab import __version__
+
+    return {
+        "tool": "servelab scan",
+        "version": __version__,
+        "passed": all(r.gate is None or r.gate.passed for r in results),
+        "scans": len({r.digest for r in results}),
+        "results": [r.to_dict() for r in results],
+        "diffs": [d.to_dict() if d else None for d in diffs],
+    }
+
+
+def _render(fmt: str, results: list[Any], diffs: list[Any]) -> str:
+    import json
+
+    from servelab import scan
+
+    if fmt == "json":
+        return json.dumps(_document(results, diffs), indent=2, ensure_ascii=False) + "\n"
+    render = scan.render_markdown if fmt == "markdown" else scan.render_text
+    parts = [render(r, d) for r, d in zip(results, diffs, strict=True)]
+    scans = len({r.digest for r in results})
+    if len(results) > 1:
+        parts.append(f"{len(results)} target(s), {scans} distinct digest(s): scanned {scans} "
+                     f"time(s), {len(results) - scans} result(s) shared\n")
+    return ("\n" if fmt == "markdown" else "").join(parts)
+
+
+def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
+    from pathlib import Path
+
+    from servelab import scan
+
+    if not args.baseline:
+        return None
+    p = Path(args.baseline)
+    if p.is_file() and p.suffix == ".json":
+        return scan.load_result(p, scanner.policy)
+    return scanner.scan(args.baseline, out_dir=work / "baseline")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from servelab import scan
+    from servelab.commands._common import emit
+    from servelab.errors import ExitCode
+
+    scanner = scan.Scanner(_policy(args))
+    keep = Path(args.out_dir) if args.out_dir else None
+    work = keep or Path(tempfile.mkdtemp(prefix="servelab-scan-"))
+    try:
+        base = _baseline(args, scanner, work)
+        results = [scanner.scan(t, out_dir=work / f"{i + 1}") for i, t in
+                   enumerate(args.targets)]
+        diffs = [scan.compare(base, r) if base is not None else None for r in results]
+        _copy_outputs(args, results)
+        if args.json:
+            Path(args.json).write_text(
+                json.dumps(_document(results, diffs), indent=2, ensure_ascii=False) + "\n",
+                encoding="utf-8",
+            )
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    emit(_render(args.format, results, diffs), args.output)
+    failed = any(r.gate is not None and not r.gate.passed for r in results)
+    return int(ExitCode.FINDINGS if failed else ExitCode.OK)
