@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/bootstrap.sh
 . scripts/bootstrap.sh
 echo "[test] ruff" >&2
-ruff check src tests bench
+ruff check src tests bench scripts
 echo "[test] mypy (strict on src/)" >&2
 mypy
 echo "[test] pytest" >&2

@@ -156,3 +156,38 @@ def run(
     if check and proc.returncode != 0:
         raise CommandError(argv, returncode=proc.returncode, stderr=proc.stderr, hint=hint)
     return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr, seconds)
+
+
+def start(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    stdin: int | None = subprocess.PIPE,
+    stdout: int | None = subprocess.PIPE,
+    stderr: int | None = subprocess.PIPE,
+    new_session: bool = False,
+    hint: str | None = None,
+) -> subprocess.Popen[str]:
+    """Start *command* in the background (text mode, line-buffered pipes) and return it.
+
+    Resolved and logged like :func:`run`; the caller owns the process (read its pipes, then
+    terminate or wait for it). *new_session* puts it in its own session, so a Ctrl-C sent to
+    the terminal's process group does not reach it. CommandError when it cannot be started.
+    """
+    if not command:
+        raise ValueError("empty command")
+    exe = require(command[0])
+    argv = [exe, *command[1:]]
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    log.debug("$ %s &", shlex.join(argv))
+    try:
+        return subprocess.Popen(
+            argv, stdin=stdin, stdout=stdout, stderr=stderr, text=True, errors="replace",
+            bufsize=1, env=full_env, cwd=cwd, start_new_session=new_session,
+        )
+    except OSError as e:
+        raise CommandError(argv, returncode=None, stderr=str(e), hint=hint) from e
