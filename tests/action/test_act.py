@@ -1,0 +1,148 @@
+"""The composite action run by nektos/act on the host, as a workflow step `uses: ./`.
+
+act runs with ``-P self-hosted=-self-hosted --pull=false --no-cache-server`` and
+``ACT_DISABLE_VERSION_CHECK=1``. Still, act asks the kernel for a route to 8.8.8.8 (a UDP
+connect, no packet) to pick a default bind address; so where ``unshare --net`` works (root),
+the plumbing test runs act in a network namespace that has no interface but a loopback.
+
+act cannot fetch third-party actions here; ``--local-repository`` replaces each pinned one with
+a local stand-in that records its inputs (setup-python and cache are switched off by their
+inputs and must not run; upload-artifact stores the artifact under the record directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from action_testlib import BIN, act_workflow, can_isolate_network, run_act, write_standin
+
+pytestmark = [pytest.mark.act]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("exit_code", "outcome"), [(0, "success"), (1, "failure")])
+def test_action_plumbing_under_act(tmp_path: Path, exit_code: int, outcome: str) -> None:
+    """A stand-in `servelab run` (documented interface): inputs, outputs, one artifact/repeat."""
+    canary = tmp_path / "canary"
+    experiment = f"examples/x $(touch {canary}) `touch {canary}`; touch {canary}.yaml"
+    bin_dir = tmp_path / "bin"
+    write_standin(bin_dir)
+    workflow = act_workflow(
+        {
+            "experiment": experiment,
+            "install": "false",
+            "python-version": "",
+            "repeats": "3",
+            "trivy-cache-dir": str(tmp_path / "trivy"),
+            "cache-trivy-db": "false",
+            "trivy-db-repositories": "mirror.example/a,\nmirror.example/b",
+            "artifact-prefix": "servelab-matrix-key",
+        }
+    )
+    run = run_act(
+        tmp_path,
+        workflow,
+        env={
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "SERVELAB_STANDIN_RECORD": str(tmp_path / "record" / "argv.json"),
+            "SERVELAB_STANDIN_EXIT": str(exit_code),
+        },
+        isolate=can_isolate_network(),
+        timeout=300,
+    )
+    assert run.returncode == 0, run.log[-4000:]  # continue-on-error: the job itself passes
+    assert not canary.exists()
+    argv = run.json("argv.json")["argv"]
+    assert argv[-2:] == ["--", experiment]
+    assert "--db-repository=mirror.example/a" in argv and "--repeats=3" in argv
+    assert (run.record / "outcome.txt").read_text() == outcome  # the exit code follows
+    outputs = run.json("outputs.json")
+    assert outputs["exit-code"] == str(exit_code)
+    assert outputs["verdict"] == "trade-off" and outputs["reproducible"] == "true"
+    assert outputs["findings-critical"] == "1" and outputs["startup-p50"] == "1.500"
+    assert outputs["summary-artifact"] == "servelab-matrix-key-experiment-summary"
+    names = outputs["artifacts"].splitlines()
+    uploads = run.jsonl("upload-artifact")
+    assert [u["name"] for u in uploads] == names
+    assert len(names) == 7 == len(set(names))  # 3 repeats x 2 arms + the summary
+    assert names[0] == "servelab-matrix-key-experiment-control-repeat-1"
+    for arm in ("control", "treatment"):
+        for n in (1, 2, 3):
+            stored = run.record / "artifacts" / f"servelab-matrix-key-experiment-{arm}-repeat-{n}"
+            assert json.loads((stored / "result.json").read_text()) == {"arm": arm, "repeat": n}
+    assert run.jsonl("setup-python") == [] and run.jsonl("cache") == []
+    # annotations from servelab's glue, ranked and capped: 1 error, 9 warnings + a pointer
+    assert run.log.count("::error title=e,file=Dockerfile,line=1::bad") == 1
+    assert "servelab%3A 3 more warnings" in run.log
+    assert run.seconds < 60
+
+
+@pytest.mark.docker
+@pytest.mark.trivy
+@pytest.mark.registry
+@pytest.mark.slow
+def test_action_on_the_bundled_example_under_act(
+    tmp_path: Path, docker_client: object, base_image: str, fixture_trivy_cache: Path
+) -> None:
+    """The real `servelab run` on examples/experiment.yaml (2 repeats), through the action."""
+    start = time.monotonic()
+    workflow = act_workflow(
+        {
+            "experiment": "examples/experiment.yaml",
+            "repeats": "2",
+            "install": "false",
+            "python-version": "",
+            "trivy-cache-dir": str(fixture_trivy_cache),
+            "cache-trivy-db": "false",
+            "offline": "true",
+        },
+        # set-up writes it (the base image's digest); it is not in the repository
+        setup='cp "$BUILD_ARGS" examples/build-args.env',
+    )
+    run = run_act(
+        tmp_path,
+        workflow,
+        env={"PATH": f"{BIN}:{os.environ['PATH']}",
+             "BUILD_ARGS": str(ROOT / "examples" / "build-args.env")},
+        isolate=False,  # servelab talks to the local registry on the host's loopback
+        timeout=1500,
+    )
+    assert run.returncode == 0, run.log[-6000:]
+    outputs = run.json("outputs.json")
+    assert outputs["exit-code"] in ("0", "1"), run.log[-6000:]
+    assert (run.record / "outcome.txt").read_text() == (
+        "success" if outputs["exit-code"] == "0" else "failure"
+    )
+    assert outputs["verdict"] in ("improved", "trade-off", "no detectable change", "regressed")
+    assert outputs["reproducible"] == "true"
+    assert outputs["digest"].startswith("sha256:") and len(outputs["digest"]) == 71
+    assert int(outputs["size"]) > 1_000_000
+    assert float(outputs["startup-p50"]) > 0
+    for level in ("critical", "high", "medium", "low"):
+        assert int(outputs[f"findings-{level}"]) >= 0
+    summary_artifact = run.record / "artifacts" / outputs["summary-artifact"]
+    summary_md = (summary_artifact / "summary.md").read_text()
+    assert summary_md.startswith("# servelab:") and "```mermaid" in summary_md
+    summary = json.loads((summary_artifact / "summary.json").read_text())
+    assert summary["digest"] == outputs["digest"]
+    names = outputs["artifacts"].splitlines()
+    assert len(names) == 5 == len(set(names))  # 2 repeats x 2 arms + the summary
+    for arm in ("control", "treatment"):
+        for n in (1, 2):
+            stored = run.record / "artifacts" / f"servelab-experiment-{arm}-repeat-{n}"
+            result = json.loads((stored / "result.json").read_text())
+            assert (result["arm"], result["repeat"]) == (arm, n)
+            for name in ("trivy.json", "scan.sarif", "sbom.cdx.json", "container.log"):
+                assert (stored / name).is_file(), f"{stored.name} lacks {name}"
+    treatment = json.loads(
+        (run.record / "artifacts" / "servelab-experiment-treatment-repeat-1" / "result.json")
+        .read_text()
+    )
+    assert treatment["image"]["digest"] == outputs["digest"]
+    assert run.jsonl("setup-python") == [] and run.jsonl("cache") == []
+    (tmp_path / "seconds.txt").write_text(f"{time.monotonic() - start:.1f}\n")
