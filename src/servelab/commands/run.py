@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"servelab: {msg}", file=sys.stderr, flush=True)
 
     result = run_experiment(exp, opts, progress)
-    _github(result.summary, result.markdown, result.out_dir)
+    _github(result.out_dir)
     if args.format == "json":
         sys.stdout.write(json.dumps({k: v for k, v in result.summary.items() if k != "results"},
                                     indent=2, default=str) + "\n")
@@ -88,17 +88,11 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _github(summary: dict[str, object], markdown: str, out_dir: object) -> None:
-    """GitHub outputs, job summary and annotations, only when running under GitHub Actions."""
-    try:
-        from servelab import github
-    except ImportError:
-        return
-    if not github.in_github_actions():
-        return
-    github.write_summary(markdown)
-    outputs = github.outputs_from_summary(summary)
-    outputs.setdefault("summary-path", f"{out_dir}/summary.md")
-    outputs.setdefault("results-dir", str(out_dir))
-    github.set_outputs(outputs)
-    github.annotate(summary.get("annotations") or [])  # type: ignore[arg-type]
+def _github(out_dir: object) -> None:
+    """Outputs, job summary and annotations, only when running under GitHub Actions."""
+    from pathlib import Path
+
+    from servelab import github
+
+    if github.in_github_actions():
+        github.publish_run(Path(str(out_dir)))
