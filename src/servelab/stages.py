@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from servelab import proc
-from servelab.errors import GateFailed, InputError, ServelabError
+from servelab.errors import CapabilityError, GateFailed, InputError, ServelabError
 from servelab.findings import Severity
 from servelab.results import StageOutcome, verdict
 from servelab.spec import Arm, Experiment
@@ -243,11 +243,17 @@ class Stages:
         ref = str(image)
         gpu = self.exp.gpu if self.opts.gpu is None else replace(self.exp.gpu,
                                                                   required=self.opts.gpu)
-        settings = SmokeSettings.from_experiment(self.exp, gpu=gpu)
         build = (res["stages"].get("build") or {}).get("record") or {}
         first = ref not in self._smoked and bool(build.get("loaded_now", n == 1))
+        # the image's layers are searched for baked weights once per image, not per repeat
+        settings = SmokeSettings.from_experiment(self.exp, gpu=gpu,
+                                                 scan_weights=ref not in self._smoked)
         self._smoked.add(ref)
         r = smoke_image(ref, settings, run_id=self.run_id, out_dir=out_dir, first_start=first)
+        if r.verdict == "gpu-unavailable":
+            raise CapabilityError(f"GPU unavailable for the {arm.name} arm: {r.message}",
+                                  hint="run on a machine with an NVIDIA GPU and driver, or "
+                                  "--no-gpu to skip the GPU checks")
         d = r.to_dict()
         dur = (d.get("timeline") or {}).get("durations") or {}
         reqs = d.get("requests") or {}
@@ -291,8 +297,9 @@ def _smoke_verdicts(d: dict[str, Any]) -> list[dict[str, Any]]:
     out = [verdict("smoke", "smoke", d.get("passed", False),
                    f"{d.get('verdict')}: {d.get('message', '')}")]
     for key, value in (d.get("properties") or {}).items():
-        if isinstance(value, str) and value.startswith("not tested"):
-            out.append(verdict(key, "smoke", None, value))
+        if value == "not-tested":
+            out.append(verdict(key, "smoke", None, "not tested in this run (see the smoke "
+                               "settings: e.g. network allowed by the spec)"))
     for p in d.get("problems") or []:
         out.append(verdict(p.get("id", "problem"), "smoke", False, p.get("message", "")))
     return out

@@ -1,0 +1,617 @@
+"""The smoke stage: start an image hardened, time it to ready and to a first good request.
+
+API::
+
+    from servelab.smoke import SmokeSettings, smoke_image, render_text
+    result = smoke_image(image, experiment_or_settings, run_id=run_id, out_dir=Path(...),
+                         first_start=True)
+    result.verdict        # "pass", "runs-as-root", "crashed", "not-ready", ... (VERDICTS)
+    result.exit_code      # 0 pass, 1 failed, 3 GPU unavailable
+    result.to_dict()      # JSON-serialisable; also written to out_dir/smoke.json
+
+The container runs as the image's user (a uid 0 fails), ``--read-only`` with a tmpfs for each
+writable path, ``--network none`` (unless the spec allows bridge), ``--shm-size``, the model
+mounted read-only (its sha256 recorded and checked), ``--cap-drop ALL`` and
+``no-new-privileges``, labelled ``servelab.run-id`` and removed at the end whatever happens
+(:mod:`servelab.cleanup`). One prober in the container's network namespace
+(:mod:`servelab.probe`) records the timeline: created, started, first TCP accept, first health
+2xx, first good representative request, on one monotonic clock anchored to wall-clock time.
+Failures come with the exit code, OOMKilled, the last log lines and a likely cause
+(:mod:`servelab.smoke_diagnose`); baked weights are reported from the image's layers
+(:mod:`servelab.smoke_weights`). With ``gpu.required`` the image's NVIDIA_REQUIRE_* are checked
+against the host first (:mod:`servelab.smoke_gpu` over :mod:`servelab.gpu`), and no GPU is the
+verdict "gpu-unavailable". The settings and result classes live in
+:mod:`servelab.smoke_result` and are re-exported here.
+
+Files in *out_dir*: ``smoke.json`` (the result), ``container.log`` (the container's output,
+stdout and stderr merged in time order, each line with the engine's timestamp),
+``probe-events.jsonl`` (every prober event, times relative to ``created``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servelab import cleanup as cleanup_mod
+from servelab.errors import CapabilityError, InputError
+from servelab.probe import (
+    ProbeConfig,
+    ProbeEvent,
+    Prober,
+    RequestSpec,
+    cgroup_procs,
+    netns_available,
+)
+from servelab.smoke_diagnose import diagnose
+from servelab.smoke_gpu import device_requests, gpu_inside, gpu_preflight
+from servelab.smoke_model import ModelInfo, model_info
+from servelab.smoke_result import (
+    VERDICTS,
+    ContainerState,
+    Problem,
+    RequestSample,
+    RequestStats,
+    SmokeResult,
+    SmokeSettings,
+    Timeline,
+    UserCheck,
+    as_settings,
+    check_response,
+    config_uid,
+    json_subset,
+    percentile,
+    proc_euid,
+    render_text,
+    set_verdict,
+)
+from servelab.smoke_weights import scan_image
+from servelab.spec import Experiment, Request
+
+__all__ = [
+    "VERDICTS", "SmokeResult", "SmokeSettings", "Timeline", "check_response", "config_uid",
+    "container_kwargs", "json_subset", "percentile", "proc_euid", "render_text",
+    "smoke_image",
+]
+
+LOG_TAIL = 2000
+TMPFS_OPTIONS = "rw,nosuid,nodev,mode=1777"
+
+
+# ---------------------------------------------------------------------------- the stage
+
+
+def smoke_image(
+    image: str,
+    settings: Experiment | SmokeSettings,
+    *,
+    run_id: str,
+    out_dir: Path,
+    first_start: bool = False,
+    client: Any = None,
+) -> SmokeResult:
+    """Start *image* hardened, probe it, and return what happened (never prints or exits).
+
+    InputError (exit 2) for a missing image or model, CapabilityError (exit 3) when the engine
+    or the prober cannot work; every other outcome is a verdict in the result.
+    """
+    s = as_settings(settings)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    client = client or cleanup_mod.docker_client()
+    attrs = _image_attrs(client, image)
+    config = attrs.get("Config") or {}
+    res = SmokeResult(image, run_id, first_start, s.to_dict(), image_id=attrs.get("Id"))
+    image_user = str(config.get("User") or "")
+    run_as = s.serve.user if s.serve.user is not None else image_user
+    res.user = UserCheck(image_user, run_as or "(image default: root)", config_uid(run_as))
+    res.model = model_info(s.model, client)
+    if not _preflight(res, s, client, config):
+        with cleanup_mod.Cleanup(run_id, keep=s.keep, client=client) as cu:
+            _run_container(res, s, client, cu, config)
+        res.cleanup = {"errors": list(cu.errors), "kept": list(cu.kept)}
+        _decide(res, s)
+    _write(res, out_dir)
+    return res
+
+
+def _image_attrs(client: Any, image: str) -> dict[str, Any]:
+    try:
+        return dict(client.api.inspect_image(image))
+    except Exception as e:
+        if type(e).__name__ in ("ImageNotFound", "NotFound"):
+            raise InputError(
+                f"image {image!r} is not in the engine's image store",
+                hint="build or pull it first (servelab build, docker pull, docker load)",
+            ) from e
+        raise CapabilityError(f"cannot inspect image {image!r}: {e}") from e
+
+
+def _preflight(res: SmokeResult, s: SmokeSettings, client: Any, config: dict[str, Any]) -> bool:
+    """Checks before starting; True when one of them already decided the verdict."""
+    m = res.model
+    if s.scan_weights:
+        known = [(Path(f.relpath).name, f.size) for f in (m.files if m else [])]
+        res.weights = scan_image(client, str(res.image_id), model_files=known)
+    if m is not None and m.note:
+        res.notes.append(f"model: {m.note}")
+    if m is not None and m.match is False:
+        set_verdict(res, "model-mismatch",
+                    f"the model at {m.source} has sha256 {m.sha256}, expected {m.expected_sha256}",
+                    "mount the expected model, or update model.sha256 (--model-sha256)")
+        return True
+    if s.gpu.required:
+        return gpu_preflight(res, s, client, config)
+    return False
+
+
+# ---------------------------------------------------------------------------- the container
+
+
+def container_kwargs(
+    image: str, s: SmokeSettings, config: dict[str, Any], model: ModelInfo | None, *,
+    labels: dict[str, str], name: str, gpu_mode: str | None,
+) -> dict[str, Any]:
+    """The Docker SDK ``containers.create`` arguments of a hardened smoke container."""
+    from docker.types import Mount
+
+    sv = s.serve
+    kw: dict[str, Any] = {
+        "image": image, "name": name, "labels": labels, "detach": True,
+        "read_only": True, "network_mode": sv.network, "shm_size": sv.shm_size,
+        "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"],
+        "tmpfs": {p: TMPFS_OPTIONS for p in sv.writable_paths},
+        "environment": dict(sv.env),
+    }
+    if sv.user is not None:
+        kw["user"] = sv.user
+    if sv.args:
+        kw["command"] = [*(config.get("Cmd") or []), *sv.args]
+    if model is not None:
+        if model.kind == "volume":
+            mount = Mount(model.mount_target, model.mount_source, type="volume", read_only=True)
+        else:
+            mount = Mount(model.mount_target, model.mount_source, type="bind", read_only=True)
+        kw["mounts"] = [mount]
+    if gpu_mode is not None:
+        kw["device_requests"] = device_requests(s, gpu_mode)
+    return kw
+
+
+class _ExitWatch:
+    """Waits for the container to exit in a thread; ``exited`` is set with the time."""
+
+    def __init__(self, client: Any, cid: str) -> None:
+        self.exited = threading.Event()
+        self.mono: float | None = None
+        threading.Thread(target=self._run, args=(client, cid), daemon=True).start()
+
+    def _run(self, client: Any, cid: str) -> None:
+        try:
+            client.api.wait(cid, timeout=None)
+        except Exception:
+            return
+        self.mono = time.monotonic()
+        self.exited.set()
+
+
+@dataclass
+class _Observed:
+    events: list[ProbeEvent] = field(default_factory=list)
+    accept: ProbeEvent | None = None
+    health: ProbeEvent | None = None
+    last_state: str | None = None
+    requests: list[ProbeEvent] = field(default_factory=list)
+    end: ProbeEvent | None = None  # done, timeout, exit or error
+    container_exited: bool = False
+    readiness_timeout: bool = False
+    hard_limit: bool = False
+
+    def add(self, ev: ProbeEvent) -> None:
+        self.events.append(ev)
+        if ev.kind == "accept":
+            self.accept = ev
+        elif ev.kind == "health":
+            self.health = ev
+        elif ev.kind == "health_state":
+            self.last_state = str(ev.data.get("state"))
+        elif ev.kind == "request":
+            self.requests.append(ev)
+        elif ev.kind in ("done", "timeout", "exit", "error"):
+            self.end = ev
+
+
+def _probe_config(s: SmokeSettings, left_s: float) -> ProbeConfig:
+    r = s.request
+    spec = None
+    if r is not None:
+        spec = RequestSpec(r.method, r.path, dict(r.headers), r.body, r.count,
+                           s.request_timeout_s)
+    return ProbeConfig(port=s.serve.port, health_path=s.serve.health_path,
+                       deadline_s=max(0.05, left_s), request=spec, interval_s=s.interval_s)
+
+
+def _wants_netns(s: SmokeSettings) -> bool:
+    import os
+
+    if s.probe == "helper":
+        return False
+    if s.probe == "netns" and os.geteuid() != 0:
+        raise CapabilityError("--probe netns needs root (to enter the container's network "
+                              "namespace)", hint="run as root or use --probe helper")
+    return os.geteuid() == 0
+
+
+def _run_container(
+    res: SmokeResult, s: SmokeSettings, client: Any, cu: cleanup_mod.Cleanup,
+    config: dict[str, Any],
+) -> None:
+    network = s.serve.network
+    if _wants_netns(s):
+        prober = Prober.spawn_netns(res.run_id)
+        cu.callback(prober.stop, "prober")
+    else:
+        prober = _spawn_helper(res, s, cu, network)
+        network = f"container:{prober.helper}"
+    tl = res.timeline = Timeline()
+    name = f"servelab-smoke-{res.run_id}-{cu.token[:6]}"
+    labels = {**cu.labels(), "servelab.stage": "smoke"}
+    gpu_mode = res.gpu["mode"] if res.gpu else None
+    kw = container_kwargs(res.image_id or res.image, s, config, res.model, labels=labels,
+                          name=name, gpu_mode=gpu_mode)
+    kw["network_mode"] = network
+    try:
+        c = client.containers.create(**kw)
+    except Exception as e:
+        raise InputError(f"the engine refused the container settings: {_first(e)}",
+                         hint="check serve.* (shmSize, writablePaths, user) and the model") from e
+    cu.container(c.id)
+    tl.mark("created")
+    res.container = ContainerState(c.id, name)
+    # The prober gets its orders before the start: it is polling when the server starts.
+    cfg = _probe_config(s, s.serve.readiness_timeout_s + 2.0)
+    if prober.mode == "netns":
+        prober.go(cfg, netns_cgroups=cgroup_procs(c.id))
+    else:
+        prober.go(cfg)
+    try:
+        c.start()
+    except Exception as e:
+        tl.mark("started")
+        res.container.error = _first(e)
+        return
+    tl.mark("started")
+    _probe_and_wait(res, s, client, cu, cid=c.id, prober=prober)
+
+
+def _spawn_helper(res: SmokeResult, s: SmokeSettings, cu: cleanup_mod.Cleanup,
+                  network: str) -> Prober:
+    prober = Prober.spawn_helper(res.image_id or res.image, network=network,
+                                 labels=cu.labels(), user=s.serve.user,
+                                 name=f"servelab-probe-{res.run_id}-{cu.token[:6]}")
+    cu.callback(prober.stop, "probe helper")
+    if prober.helper:
+        cu.container(prober.helper)
+    return prober
+
+
+def _first(e: BaseException) -> str:
+    text = getattr(e, "explanation", None) or str(e)
+    return str(text).strip().splitlines()[0][:500] if str(text).strip() else repr(e)
+
+
+def _confirm_prober(res: SmokeResult, s: SmokeSettings, cu: cleanup_mod.Cleanup, *, cid: str,
+                    pid: int, prober: Prober) -> Prober:
+    """After the start: give a netns prober the PID as a fallback, or, when this host cannot
+    enter the container's namespace (a remote engine), switch to a helper joined late."""
+    if prober.mode == "helper":
+        res.probe = {"mode": "helper", "how": "a helper container from the image, started "
+                     "first; the served container joined its network namespace"}
+    elif pid and netns_available(pid):
+        prober.send_pid(pid)
+        res.probe = {"mode": "netns", "how": "host Python, setns() into the container's "
+                     "network namespace (as nsenter -t PID -n), entered while it started"}
+    else:
+        prober.stop()
+        prober = _spawn_helper(res, s, cu, f"container:{cid}")
+        prober.go(_probe_config(s, s.serve.readiness_timeout_s))
+        res.probe = {"mode": "helper-joined", "how": "the container's namespace could not be "
+                     "entered from here; a helper joined it after start (early events are "
+                     "upper bounds)"}
+    res.probe["interval_ms"] = s.interval_s * 1000
+    res.probe["python"] = prober.hello.data.get("python") if prober.hello else None
+    return prober
+
+
+def _probe_and_wait(
+    res: SmokeResult, s: SmokeSettings, client: Any, cu: cleanup_mod.Cleanup, *, cid: str,
+    prober: Prober,
+) -> None:
+    if res.container is None or res.user is None or res.timeline is None:
+        raise RuntimeError("smoke state not initialised")
+    user = res.user
+    watch = _ExitWatch(client, cid)
+    pid = int((client.api.inspect_container(cid).get("State") or {}).get("Pid") or 0)
+    prober = _confirm_prober(res, s, cu, cid=cid, pid=pid, prober=prober)
+    user.euid_start, user.source = _euid(client, cid, pid)
+
+    def on_ready() -> None:
+        if pid:
+            user.euid_ready, _ = _euid(client, cid, pid)
+
+    ready_by = res.timeline.marks["started"] + s.serve.readiness_timeout_s
+    obs = _observe(prober, watch, s, on_ready, ready_by)
+    if prober.mode == "netns":
+        prober.stop()
+    if obs.end is not None and obs.end.kind == "error":
+        raise CapabilityError(f"the prober could not enter the container's network namespace: "
+                              f"{obs.end.data.get('error')}",
+                              hint="run as root on the engine's host, or use --probe helper")
+    _record(res, s, obs, watch, prober)
+    if res.gpu is not None and obs.health is not None and not watch.exited.is_set():
+        gpu_inside(res, cid)
+    _container_state(res, client, cid, s)
+
+
+def _euid(client: Any, cid: str, pid: int) -> tuple[int | None, str | None]:
+    if pid:
+        e = proc_euid(pid)
+        if e is not None:
+            return e, f"/proc/{pid}/status (host)"
+    try:
+        top = client.api.top(cid, ps_args="-o pid,euid")
+        titles = [t.upper() for t in top.get("Titles") or []]
+        for row in top.get("Processes") or []:
+            if str(row[titles.index("PID")]) == str(pid) or not pid:
+                return int(row[titles.index("EUID")]), "docker top"
+    except Exception:
+        return None, None
+    return None, None
+
+
+def _observe(prober: Prober, watch: _ExitWatch, s: SmokeSettings, on_ready: Any,
+             ready_by: float) -> _Observed:
+    """Collect the prober's events until it is done, the container exits, or the readiness
+    timeout (*ready_by*, monotonic) passes without a health 2xx."""
+    obs = _Observed()
+    budget = s.serve.readiness_timeout_s + 15.0
+    if s.request is not None:
+        budget += s.request.count * s.request_timeout_s
+    limit = time.monotonic() + budget
+    while obs.end is None:
+        ev = prober.next_event(0.02)
+        if ev is not None:
+            obs.add(ev)
+            if ev.kind == "health":
+                on_ready()
+            continue
+        now = time.monotonic()
+        if watch.exited.is_set():
+            _drain(prober, obs, 0.3)
+            obs.container_exited = True
+            break
+        if obs.health is None and now > ready_by:
+            obs.readiness_timeout = True
+            break
+        if now > limit:
+            obs.hard_limit = True
+            break
+    return obs
+
+
+def _drain(prober: Prober, obs: _Observed, seconds: float) -> None:
+    until = time.monotonic() + seconds
+    while obs.end is None and time.monotonic() < until:
+        ev = prober.next_event(until - time.monotonic())
+        if ev is None:
+            break
+        obs.add(ev)
+
+
+def _record(res: SmokeResult, s: SmokeSettings, obs: _Observed, watch: _ExitWatch,
+            prober: Prober) -> None:
+    tl = res.timeline
+    if tl is None:
+        return
+    if prober.go_mono is not None:
+        tl.mark("prober_started", prober.go_mono)
+    first = "an upper bound: it succeeded on the prober's first attempt"
+    if obs.accept is not None:
+        early = int(obs.accept.data.get("attempts", 9)) <= 2
+        tl.mark("first_tcp_accept", obs.accept.mono, first if early else None)
+    if obs.health is not None:
+        early = int(obs.health.data.get("attempts", 9)) == 1
+        tl.mark("first_health_2xx", obs.health.mono, first if early else None)
+    if watch.mono is not None:
+        tl.mark("exited", watch.mono)
+    res.probe["last_health_answer"] = obs.last_state
+    res.probe["ended_by"] = ("container exit" if obs.container_exited else
+                             "readiness timeout" if obs.readiness_timeout else
+                             "hard limit" if obs.hard_limit else
+                             obs.end.kind if obs.end else None)
+    res.probe["events"] = [{"ev": e.kind, "t_s": round(tl.rel(e.mono), 6), **e.data}
+                           for e in obs.events]
+    if s.request is not None and obs.health is not None:
+        res.requests = _request_stats(s.request, obs.requests, tl)
+
+
+def _request_stats(req: Request, events: list[ProbeEvent], tl: Timeline) -> RequestStats:
+    stats = RequestStats(req.method, req.path, req.count)
+    for ev in events:
+        d = ev.data
+        body = base64.b64decode(d.get("body") or "")
+        status = d.get("status")
+        reason = d.get("error") or check_response(req, status, body)
+        lat = (float(d["t1"]) - float(d["t0"])) * 1000 if status is not None else None
+        stats.samples.append(RequestSample(int(d.get("i", 0)), lat, status, reason is None,
+                                           reason, body))
+        if reason is None:
+            tl.mark("first_good_request", float(d["t1"]))
+    return stats
+
+
+def _container_state(res: SmokeResult, client: Any, cid: str, s: SmokeSettings) -> None:
+    st = res.container
+    if st is None:
+        return
+    try:
+        state = client.api.inspect_container(cid).get("State") or {}
+        if state.get("Running"):
+            time.sleep(0.1)  # the engine copies the container's output asynchronously
+        raw = client.api.logs(cid, stdout=True, stderr=True, tail=LOG_TAIL, timestamps=True)
+    except Exception as e:
+        res.notes.append(f"could not read the container's state or logs: {_first(e)}")
+        return
+    st.status = state.get("Status")
+    st.running = bool(state.get("Running"))
+    st.exit_code = None if st.running else state.get("ExitCode")
+    st.oom_killed = bool(state.get("OOMKilled"))
+    st.error = st.error or (state.get("Error") or None)
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    lines = sorted(text.splitlines(), key=_log_time)
+    res.files["_log_text"] = "".join(line + "\n" for line in lines)
+    st.log_tail = [line.partition(" ")[2] for line in lines[-s.log_lines:]]
+
+
+def _log_time(line: str) -> tuple[str, str]:
+    """Sort key of an engine-timestamped log line (stdout and stderr arrive interleaved)."""
+    stamp = line.partition(" ")[0].rstrip("Z")
+    base, _, frac = stamp.partition(".")
+    return base, frac.ljust(9, "0")
+
+
+# ---------------------------------------------------------------------------- verdict
+
+
+def _decide(res: SmokeResult, s: SmokeSettings) -> None:
+    st, tl, u = res.container, res.timeline, res.user
+    ready = tl is not None and "first_health_2xx" in tl.marks
+    if st is not None and not ready:
+        lines = [x.partition(" ")[2] for x in res.files.get("_log_text", "").splitlines()[-200:]]
+        extra = [x for x in (st.error, res.probe.get("last_health_answer")) if x]
+        res.cause = diagnose(lines, exit_code=st.exit_code, oom_killed=st.oom_killed,
+                             non_root=not (u and u.root), extra=extra,
+                             mount_path=s.model.mount_path if s.model else None)
+    _main_verdict(res, s, ready)
+    if u is not None and u.root and res.verdict != "runs-as-root":
+        res.problems.append(_root_problem(u))
+    res.properties = _properties(res, s, ready)
+    if s.serve.network != "none":
+        res.notes.append(f"network is {s.serve.network!r}: that the server needs no download "
+                         "to become ready was NOT tested")
+    if u is not None and not u.checked:
+        res.notes.append("the effective uid could not be checked (no /proc access, docker top "
+                         "failed) and the image's USER is a name")
+
+
+def _root_problem(u: UserCheck) -> Problem:
+    return Problem("runs-as-root",
+                   f"the server runs as uid 0 (image USER {u.image_user or '(none)'!r}, "
+                   f"effective uid {u.euid})",
+                   "add a non-root USER (numeric, e.g. USER 10001:10001) to the Dockerfile")
+
+
+def _main_verdict(res: SmokeResult, s: SmokeSettings, ready: bool) -> None:
+    found = _failure(res, s, ready)
+    if found is None:
+        res.verdict = "pass"
+        res.message = _pass_message(res)
+    else:
+        set_verdict(res, *found)
+
+
+def _failure(res: SmokeResult, s: SmokeSettings, ready: bool
+             ) -> tuple[str, str, str | None] | None:
+    """(verdict, message, fix) of the first failure, in the order of VERDICTS; None: pass."""
+    st = res.container
+    cause = f" (likely cause: {res.cause.title})" if res.cause else ""
+    fix = res.cause.fix if res.cause else None
+    if st is None:
+        return "start-failed", "the container was not created", None
+    never_ran = (res.timeline is not None and "first_tcp_accept" not in res.timeline.marks
+                 and not st.running and st.exit_code in (None, 0, 125, 126, 127, 128))
+    if st.error and never_ran:
+        return "start-failed", f"the engine could not start it: {st.error}{cause}", fix
+    if not ready and not st.running:
+        oom = ", OOMKilled" if st.oom_killed else ""
+        return ("crashed", f"the container exited with code {st.exit_code}{oom} before it "
+                f"was ready{cause}", fix)
+    if not ready:
+        last = res.probe.get("last_health_answer") or "no answer"
+        return ("not-ready", f"no 2xx from {s.serve.health_path} on port {s.serve.port} "
+                f"within {s.serve.readiness_timeout_s:g}s (last answer: {last}){cause}",
+                fix or "make the health endpoint answer 2xx once the model is loaded, or "
+                "raise serve.readinessTimeoutSeconds")
+    if res.requests is not None and res.requests.failed:
+        ff = res.requests.first_failure()
+        return ("request-failed", f"{res.requests.failed}/{res.requests.count} representative "
+                f"requests failed: {ff.reason if ff else 'not sent'}",
+                "check request.* in the spec against what the server answers")
+    gpu = next((p for p in res.problems if p.id == "gpu-failed"), None)
+    if gpu is not None:
+        res.problems.remove(gpu)
+        return "gpu-failed", gpu.message, gpu.fix
+    if res.user is not None and res.user.root:
+        p = _root_problem(res.user)
+        return "runs-as-root", p.message, p.fix
+    return None
+
+
+def _pass_message(res: SmokeResult) -> str:
+    msg = f"ready {res.startup_s:.3f}s after start" if res.startup_s is not None else "ready"
+    r = res.requests
+    if r is not None:
+        p50 = percentile([x.latency_ms for x in r.samples if x.latency_ms is not None], 50)
+        msg += f"; {r.ok}/{r.count} representative requests OK"
+        if p50 is not None:
+            msg += f" (p50 {p50:.1f} ms)"
+    else:
+        msg += "; no representative request configured"
+    return msg
+
+
+def _properties(res: SmokeResult, s: SmokeSettings, ready: bool) -> dict[str, str]:
+    cause = res.cause.cause if res.cause else None
+    u = res.user
+
+    def when_ready(bad: bool) -> str:
+        return "fail" if bad else ("pass" if ready else "not-tested")
+
+    return {
+        "non_root": "fail" if u and u.root else ("pass" if u and u.checked else "not-tested"),
+        "read_only_rootfs": when_ready(cause == "read-only-write"),
+        "no_network_needed": ("not-tested" if s.serve.network != "none"
+                              else when_ready(cause == "download-attempt")),
+        "model_read_only": "pass" if res.model and ready else "not-tested",
+        "model_sha256": ("fail" if res.model and res.model.match is False else
+                         "pass" if res.model and res.model.match else "not-tested"),
+        "cap_drop_all": "pass" if ready else "not-tested",
+        "no_new_privileges": "pass" if ready else "not-tested",
+    }
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def _write(res: SmokeResult, out_dir: Path) -> None:
+    log_text = res.files.pop("_log_text", None)
+    if log_text is not None:
+        (out_dir / "container.log").write_text(log_text, encoding="utf-8")
+        res.files["log"] = str(out_dir / "container.log")
+    events = res.probe.pop("events", None)
+    if events is not None:
+        with (out_dir / "probe-events.jsonl").open("w", encoding="utf-8") as f:
+            for e in events:
+                f.write(json.dumps(e) + "\n")
+        res.files["probe_events"] = str(out_dir / "probe-events.jsonl")
+    if res.gpu is not None:
+        res.gpu.pop("host_handle", None)
+    res.files["result"] = str(out_dir / "smoke.json")
+    (out_dir / "smoke.json").write_text(json.dumps(res.to_dict(), indent=2) + "\n",
+                                        encoding="utf-8")
+
+
