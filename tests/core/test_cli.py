@@ -72,3 +72,16 @@ def test_rules_doc_lists_every_rule_and_is_current() -> None:
     for rid, rule in RULES.items():
         assert f"`{rid}`" in text
         assert rule.fix, f"rule {rid} has no fix"
+
+
+def test_package_and_action_share_one_version() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from servelab import __version__
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["version"] == __version__
+    assert f"(servelab {__version__})" in (root / "action.yml").read_text()
+    assert f"## {__version__}" in (root / "CHANGELOG.md").read_text()
