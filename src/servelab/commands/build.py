@@ -1,0 +1,131 @@
+"""Build each arm of an experiment N times and say whether the builds are bit-identical.
+
+Every build is independent: docker buildx build --no-cache, exported as an OCI archive with
+rewrite-timestamp=true, SOURCE_DATE_EPOCH from build.sourceDateEpoch or the commit time of the
+build context's last commit, provenance and SBOM attestations off, and the build network the
+spec asks for (build.network). Each result is loaded into the engine (docker load) and recorded:
+per-platform manifest digest, config digest, layers (digest, compressed and uncompressed size,
+the instruction that made it), image sizes, base images and their digests, build time and the
+builder (engine, buildx, BuildKit, driver). An arm is reproducible when every repeat has the same
+manifest digest; otherwise the first differing pair is explained (what files or settings differ).
+
+Before building: every FROM must be pinned by digest (rule base-unpinned; an arm with
+allowUnpinnedBase may build anyway), the disk must have 3x the last image's size free (or
+SERVELAB_MIN_FREE_BYTES, default 1 GiB), and the builder must be able to export OCI with
+rewritten timestamps; when the current one cannot, a docker-container builder from a
+digest-pinned moby/buildkit image is created for the run and removed afterwards.
+
+Output: OUT/<arm>/repeat-<n>/{build.json,build.log}, OUT/images/<digest>.oci.tar (one
+per distinct digest), OUT/build-summary.json, and a report on stdout. Loaded images are removed
+at the end unless --keep-image, which keeps them and prints name@sha256 of each tested image.
+
+Exit codes: 0 built (and the treatment reproducible when gates.reproducible), 1 the treatment is
+not reproducible, a build failed, or a base is unpinned, 2 bad input (invalid experiment, no
+commit for SOURCE_DATE_EPOCH), 3 no capable builder, no engine, or not enough disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
+    parser.add_argument("--document", metavar="NAME",
+                        help="the metadata.name of the experiment in a multi-document file")
+    parser.add_argument("--repeats", type=int, metavar="N",
+                        help="builds per arm (default: the experiment's repeats)")
+    parser.add_argument("--out", metavar="DIR", default="servelab-out",
+                        help="output directory (default: servelab-out)")
+    parser.add_argument("--keep-image", action="store_true",
+                        help="keep the loaded images and print name@sha256 of each")
+    parser.add_argument("-f", "--format", default="text", choices=["text", "json", "markdown"],
+                        help="output format (default text)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the report to FILE instead of standard output")
+
+
+def _mb(n: int | None) -> str:
+    return "unknown" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def _arm_lines(a: Any) -> list[str]:
+    rep = a.reproducibility
+    out = [f"{a.arm}: {rep.summary}"]
+    if a.records:
+        r = a.records[0]
+        p = r.primary
+        b = r.builder
+        out += [
+            f"  digest {p.manifest_digest} ({p.platform}); config {p.config_digest}",
+            f"  size {_mb(p.compressed_size)} compressed, {_mb(p.uncompressed_size)} "
+            f"uncompressed, {len(p.layers)} layers",
+            f"  SOURCE_DATE_EPOCH={r.source_date_epoch} ({r.source_date_epoch_from}); "
+            f"builder {b.driver} (engine {b.engine_version}, buildx {b.buildx_version}, "
+            f"BuildKit {b.buildkit_version})" + (" created by servelab"
+                                                 if b.created_by_servelab else ""),
+        ]
+        out += [f"  repeat {x.repeat}: {x.manifest_digest} in {x.wall_s:.1f}s" for x in a.records]
+        out += [f"  note: {n}" for n in r.notes]
+    out += [f"  why: {line}" for line in rep.explanation]
+    if rep.note:
+        out.append(f"  note: {rep.note}")
+    return out
+
+
+def render_text(result: Any, kept: list[str]) -> str:
+    lines = [f"servelab build: run {result.run_id}, output in {result.out_dir}"]
+    for a in result.arms:
+        lines += _arm_lines(a)
+    lines += [f"skipped {s}" for s in result.skipped]
+    lines += [f"kept image: {k}" for k in kept]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(result: Any, kept: list[str]) -> str:
+    out = ["### servelab build", "", "| Arm | Verdict | Digest | Size (compressed) |",
+           "|---|---|---|---|"]
+    for a in result.arms:
+        r = a.records[0] if a.records else None
+        out.append(f"| {a.arm} | {a.reproducibility.summary} | "
+                   f"`{r.manifest_digest if r else '-'}` | "
+                   f"{_mb(r.primary.compressed_size) if r else '-'} |")
+    for a in result.arms:
+        if a.reproducibility.explanation:
+            out += ["", f"**Why {a.arm} differs:**", ""]
+            out += [f"- {x}" for x in a.reproducibility.explanation]
+    out += [f"\nKept image: `{k}`" for k in kept]
+    return "\n".join(out) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from servelab.build import build_experiment
+    from servelab.cleanup import Cleanup, new_run_id
+    from servelab.commands._common import emit
+    from servelab.errors import UsageError
+    from servelab.spec import load_experiment
+
+    if args.repeats is not None and args.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    exp = load_experiment(Path(args.experiment), args.document)
+    run_id = new_run_id()
+    with Cleanup(run_id, keep=args.keep_image) as cu:
+        result = build_experiment(exp, repeats=args.repeats or exp.repeats,
+                                  out_dir=Path(args.out), run_id=run_id, cleanup=cu,
+                                  keep=args.keep_image)
+    kept = []
+    if args.keep_image:
+        kept = list(dict.fromkeys(r.tested_ref() or "" for a in result.arms
+                                  for r in a.records if r.tested_ref()))
+    if args.format == "json":
+        text = json.dumps({**result.to_dict(), "kept_images": kept}, indent=2) + "\n"
+    elif args.format == "markdown":
+        text = render_markdown(result, kept)
+    else:
+        text = render_text(result, kept)
+    emit(text, args.output)
+    return result.exit_code

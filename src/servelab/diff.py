@@ -1,0 +1,582 @@
+"""Explain what differs between two images: index, manifest, config, layers, files in layers.
+
+API::
+
+    result = diff_images("a.oci.tar", "b.oci.tar", ignore_timestamps=False)   # -> DiffResult
+    result = compare(source_a, source_b)          # two open servelab.oci.ImageSource readers
+    result.verdict     # "identical" | "timestamps-only" | "encoding-only" | "differs"
+    result.explanation()                          # short lines naming the root causes
+    render(result, "text" | "json" | "markdown")  # the output of `servelab diff`
+
+How: manifests are paired by platform; equal manifest digests end the comparison. Otherwise the
+configs are compared field by field, and layers pairwise: equal digests are skipped, equal
+``diff_ids`` (same uncompressed tar, other compression) are reported without being read, and
+only the remaining pairs are streamed (gzip/zstd decompressed on the fly, both sides in
+parallel) and compared entry by entry by path: type, content sha256, size, mode, uid/gid,
+owner names, mtime/atime/ctime, link target, device numbers, xattrs and other PAX headers.
+Nothing is extracted: entries are hashed as they stream by, and entry names never become files.
+Memory grows with the number of entries in one layer pair (a few hundred bytes each), not with
+their size.
+
+Each change has a kind: ``timestamp`` (mtime/atime/ctime, config ``created`` and history dates,
+``...created`` annotations), ``content`` (anything else a container would see), ``encoding``
+(same files, other bytes: compression, entry order, tar headers) or ``derived`` (a digest that
+changed because of the others). The verdict is the worst kind present.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tarfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from servelab.oci import CHUNK, ImageSource, PlatformManifest, layer_stream, open_image
+
+KINDS = ("derived", "encoding", "timestamp", "content")
+VERDICTS = {
+    None: "identical",
+    "derived": "encoding-only",
+    "encoding": "encoding-only",
+    "timestamp": "timestamps-only",
+    "content": "differs",
+}
+TIMESTAMP_FIELDS = frozenset({"mtime", "atime", "ctime"})
+TIMESTAMP_ANNOTATIONS = frozenset({"org.opencontainers.image.created",
+                                   "buildkit/rewritten-timestamp"})
+ENTRY_FIELDS = ("type", "content", "size", "mode", "uid", "gid", "owner-names", "mtime",
+                "atime", "ctime", "link-target", "device", "xattrs", "pax-headers")
+_PAX_OWN = frozenset({"path", "linkpath", "size", "uid", "gid", "uname", "gname", "mtime",
+                      "atime", "ctime"})
+_XATTR_PREFIXES = ("SCHILY.xattr.", "LIBARCHIVE.xattr.")
+_TYPE_NAMES = {tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file", tarfile.CONTTYPE: "file",
+               tarfile.DIRTYPE: "dir", tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hardlink",
+               tarfile.CHRTYPE: "char-device", tarfile.BLKTYPE: "block-device",
+               tarfile.FIFOTYPE: "fifo"}
+
+
+@dataclass
+class Change:
+    """One difference. ``fields`` says what differs (for files, names from ENTRY_FIELDS)."""
+
+    category: str  # index | manifest | config | layer | file
+    subject: str
+    kind: str  # derived | encoding | timestamp | content
+    fields: list[str] = field(default_factory=list)
+    a: Any = None
+    b: Any = None
+    layer: int | None = None
+    instruction: str | None = None
+    note: str = ""
+
+    def describe(self) -> str:
+        where = ""
+        if self.category == "file" and self.layer is not None:
+            where = f" (layer {self.layer}"
+            where += f", {_short(self.instruction, 60)})" if self.instruction else ")"
+        if self.note:
+            return f"{self.subject}{where}: {self.note}"
+        if isinstance(self.a, dict) and isinstance(self.b, dict):
+            parts = [f"{f} {_show_field(f, self.a.get(f))} -> {_show_field(f, self.b.get(f))}"
+                     for f in self.fields]
+            return f"{self.subject}{where}: " + "; ".join(parts)
+        what = ", ".join(self.fields) if self.fields else "value"
+        verb = "differs" if len(self.fields) <= 1 else "differ"
+        return f"{self.subject}{where}: {what} {verb}: {_show(self.a)} -> {_show(self.b)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"category": self.category, "subject": self.subject,
+                               "kind": self.kind, "fields": list(self.fields),
+                               "a": _jsonable(self.a), "b": _jsonable(self.b)}
+        if self.layer is not None:
+            out["layer"] = self.layer
+        if self.instruction:
+            out["instruction"] = self.instruction
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class LayerStat:
+    index: int
+    a_digest: str | None
+    b_digest: str | None
+    instruction: str | None
+    status: str  # same | differs | encoding | added | removed
+    opened: bool = False
+    entries_a: int = 0
+    entries_b: int = 0
+    changed_entries: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DiffResult:
+    a: str
+    b: str
+    a_manifest: str | None
+    b_manifest: str | None
+    platform: str | None
+    changes: list[Change]
+    layers: list[LayerStat]
+    ignore_timestamps: bool = False
+    #: changes not listed because of max_entries
+    omitted: int = 0
+
+    @property
+    def worst(self) -> str | None:
+        kinds = {c.kind for c in self.changes}
+        return max(kinds, key=KINDS.index) if kinds else None
+
+    @property
+    def verdict(self) -> str:
+        return VERDICTS[self.worst]
+
+    @property
+    def equivalent(self) -> bool:
+        """No difference, or (with ignore_timestamps) none a container would notice."""
+        if self.ignore_timestamps:
+            return self.verdict != "differs"
+        return self.verdict == "identical"
+
+    def visible(self) -> list[Change]:
+        """The changes to show: root causes first; timestamps hidden with ignore_timestamps."""
+        out = [c for c in self.changes if not (self.ignore_timestamps and c.kind == "timestamp")]
+        return sorted(out, key=lambda c: -KINDS.index(c.kind))
+
+    def explanation(self, limit: int = 10) -> list[str]:
+        """Short lines naming what makes the images differ, worst first."""
+        roots = [c for c in self.visible() if c.kind != "derived"]
+        lines = [c.describe() for c in roots[:limit]]
+        if len(roots) > limit:
+            lines.append(f"... and {len(roots) - limit} more")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a, "b": self.b, "platform": self.platform,
+            "a_manifest": self.a_manifest, "b_manifest": self.b_manifest,
+            "verdict": self.verdict, "equivalent": self.equivalent,
+            "ignore_timestamps": self.ignore_timestamps,
+            "explanation": self.explanation(),
+            "layers": [x.to_dict() for x in self.layers],
+            "changes": [c.to_dict() for c in self.visible()],
+            "omitted_changes": self.omitted,
+        }
+
+
+def _short(text: str | None, n: int) -> str:
+    t = " ".join((text or "").split())
+    return t if len(t) <= n else t[: n - 3] + "..."
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, bytes):
+        return v.hex()[:12]
+    if v is None:
+        return "(none)"
+    return _short(json.dumps(_jsonable(v), ensure_ascii=False), 80)
+
+
+def _show_field(name: str, v: Any) -> str:
+    if name in TIMESTAMP_FIELDS and isinstance(v, str):
+        try:
+            when = datetime.fromtimestamp(float(v), UTC)
+        except (ValueError, OverflowError, OSError):
+            return v
+        return when.isoformat(timespec="microseconds" if "." in v else "seconds")
+    if name == "mode" and isinstance(v, int):
+        return oct(v)
+    return _show(v)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return "sha256:" + v.hex()
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+# ---------------------------------------------------------------------------- tar entries
+
+#: per entry: type, content sha256, size, mode, uid, gid, (uname, gname), mtime, atime, ctime,
+#: link target, (devmajor, devminor), xattrs, other pax headers -- in ENTRY_FIELDS order
+Entry = tuple[Any, ...]
+
+
+def _norm(name: str) -> str:
+    n = name
+    while n.startswith("./"):
+        n = n[2:]
+    return "/" + n.strip("/")
+
+
+def _content_hash(tf: tarfile.TarFile, m: tarfile.TarInfo) -> bytes | None:
+    if not m.isreg():
+        return None
+    f = tf.extractfile(m)
+    if f is None:
+        return None
+    h = hashlib.sha256()
+    while True:
+        chunk = f.read(CHUNK)
+        if not chunk:
+            return h.digest()
+        h.update(chunk)
+
+
+def _pax_time(m: tarfile.TarInfo, key: str) -> str | None:
+    v = m.pax_headers.get(key)
+    if v is None and key == "mtime":
+        return str(int(m.mtime))
+    return v
+
+
+def _entry(tf: tarfile.TarFile, m: tarfile.TarInfo) -> Entry:
+    pax = m.pax_headers
+    xattrs = tuple(sorted((k, v) for k, v in pax.items() if k.startswith(_XATTR_PREFIXES)))
+    other = tuple(sorted((k, v) for k, v in pax.items()
+                         if k not in _PAX_OWN and not k.startswith(_XATTR_PREFIXES)))
+    dev = (m.devmajor, m.devminor) if m.ischr() or m.isblk() else None
+    return (_TYPE_NAMES.get(m.type, repr(m.type)), _content_hash(tf, m), m.size, m.mode,
+            m.uid, m.gid, (sys.intern(m.uname), sys.intern(m.gname)),
+            _pax_time(m, "mtime"), _pax_time(m, "atime"), _pax_time(m, "ctime"),
+            m.linkname or None, dev, xattrs or None, other or None)
+
+
+@dataclass
+class _Scan:
+    entries: dict[str, Entry]
+    order: bytes
+    count: int
+
+
+def scan_layer(source: ImageSource, digest: str) -> _Scan:
+    """Every entry of a layer by path (the last one wins, as when a layer is applied)."""
+    entries: dict[str, Entry] = {}
+    order = hashlib.sha256()
+    count = 0
+    with source.open_blob(digest) as raw, layer_stream(raw) as data, \
+            tarfile.open(fileobj=data, mode="r|", bufsize=CHUNK) as tf:
+        for m in tf:
+            path = _norm(m.name)
+            entries[path] = _entry(tf, m)
+            order.update(path.encode("utf-8", "surrogateescape") + b"\0")
+            count += 1
+    return _Scan(entries, order.digest(), count)
+
+
+def _entry_changes(path: str, ea: Entry | None, eb: Entry | None, layer: int,
+                   instr: str | None) -> Change | None:
+    if ea is None:
+        return Change("file", path, "content", ["added"], None, eb[0] if eb else None, layer,
+                      instr, note=f"{eb[0] if eb else 'entry'} only in B")
+    if eb is None:
+        return Change("file", path, "content", ["removed"], ea[0], None, layer, instr,
+                      note=f"{ea[0]} only in A")
+    diff = [name for name, x, y in zip(ENTRY_FIELDS, ea, eb, strict=True) if x != y]
+    if not diff:
+        return None
+    kind = "timestamp" if set(diff) <= TIMESTAMP_FIELDS else "content"
+    idx = [ENTRY_FIELDS.index(d) for d in diff]
+    a = {ENTRY_FIELDS[i]: ea[i] for i in idx}
+    b = {ENTRY_FIELDS[i]: eb[i] for i in idx}
+    note = ""
+    if "content" in diff:
+        note = (f"content differs (sha256 {_show(ea[1])} -> {_show(eb[1])}, size {ea[2]} -> "
+                f"{eb[2]})")
+        rest = [d for d in diff if d not in ("content", "size")]
+        if rest:
+            note += "; also " + ", ".join(rest)
+    return Change("file", path, kind, diff, a, b, layer, instr, note)
+
+
+def compare_entries(sa: _Scan, sb: _Scan, layer: int, instr: str | None) -> list[Change]:
+    """Per-path changes between two scanned layers; order/encoding notes when files match."""
+    out: list[Change] = []
+    for path in sorted(sa.entries.keys() | sb.entries.keys()):
+        c = _entry_changes(path, sa.entries.get(path), sb.entries.get(path), layer, instr)
+        if c is not None:
+            out.append(c)
+    if not out:
+        note = ("same entries in a different order" if sa.order != sb.order
+                else "same entries, different tar encoding (headers or padding)")
+        out.append(Change("layer", f"layer {layer}", "encoding", ["tar"], layer=layer,
+                          instruction=instr, note=note))
+    return out
+
+
+# ---------------------------------------------------------------------------- config, manifest
+
+
+def _config_changes(ca: dict[str, Any], cb: dict[str, Any]) -> list[Change]:
+    out: list[Change] = []
+    for key in sorted(ca.keys() | cb.keys()):
+        if key in ("config", "history", "rootfs"):
+            continue
+        if ca.get(key) != cb.get(key):
+            kind = "timestamp" if key == "created" else "content"
+            out.append(Change("config", f"config.{key}", kind, [key], ca.get(key), cb.get(key)))
+    out += _container_config_changes(ca.get("config") or {}, cb.get("config") or {})
+    out += _history_changes(ca.get("history") or [], cb.get("history") or [])
+    return out
+
+
+def _container_config_changes(a: dict[str, Any], b: dict[str, Any]) -> list[Change]:
+    out: list[Change] = []
+    for key in sorted(a.keys() | b.keys()):
+        va, vb = a.get(key), b.get(key)
+        if va == vb:
+            continue
+        if key == "Labels" and isinstance(va or {}, dict) and isinstance(vb or {}, dict):
+            la, lb = va or {}, vb or {}
+            for lk in sorted(la.keys() | lb.keys()):
+                if la.get(lk) != lb.get(lk):
+                    kind = "timestamp" if lk in TIMESTAMP_ANNOTATIONS else "content"
+                    out.append(Change("config", f"config.Labels[{lk}]", kind, ["label"],
+                                      la.get(lk), lb.get(lk)))
+            continue
+        out.append(Change("config", f"config.{key}", "content", [key], va, vb))
+    return out
+
+
+def _history_changes(ha: list[Any], hb: list[Any]) -> list[Change]:
+    out: list[Change] = []
+    for i in range(max(len(ha), len(hb))):
+        ea = ha[i] if i < len(ha) and isinstance(ha[i], dict) else None
+        eb = hb[i] if i < len(hb) and isinstance(hb[i], dict) else None
+        if ea is None or eb is None:
+            e = eb if ea is None else ea
+            out.append(Change("config", f"history[{i}]", "content",
+                              ["added" if ea is None else "removed"], ea, eb,
+                              note=f"history entry only in {'B' if ea is None else 'A'}: "
+                              f"{_short((e or {}).get('created_by') or '(no created_by)', 60)}"))
+            continue
+        for key in sorted(ea.keys() | eb.keys()):
+            if ea.get(key) != eb.get(key):
+                kind = "timestamp" if key == "created" else "content"
+                out.append(Change("config", f"history[{i}].{key}", kind, [key],
+                                  ea.get(key), eb.get(key)))
+    return out
+
+
+def _annotation_changes(subject: str, a: dict[str, str], b: dict[str, str],
+                        category: str = "manifest") -> list[Change]:
+    out: list[Change] = []
+    for k in sorted(a.keys() | b.keys()):
+        if a.get(k) != b.get(k):
+            kind = "timestamp" if k in TIMESTAMP_ANNOTATIONS else "content"
+            out.append(Change(category, f"{subject}.annotations[{k}]", kind, ["annotation"],
+                              a.get(k), b.get(k)))
+    return out
+
+
+def layer_instructions(config: dict[str, Any], n_layers: int) -> list[str | None]:
+    """The history line (``created_by``, else comment) that made each layer, in order."""
+    out: list[str | None] = []
+    for h in config.get("history") or []:
+        if isinstance(h, dict) and not h.get("empty_layer"):
+            out.append(h.get("created_by") or h.get("comment") or None)
+    out += [None] * (n_layers - len(out))
+    return out[:n_layers]
+
+
+# ---------------------------------------------------------------------------- the comparison
+
+
+def _pair(ma: list[PlatformManifest], mb: list[PlatformManifest], platform: str | None
+          ) -> tuple[PlatformManifest, PlatformManifest, list[Change]]:
+    from servelab.errors import InputError
+
+    notes: list[Change] = []
+    pa = {m.platform: m for m in ma}
+    pb = {m.platform: m for m in mb}
+    if set(pa) != set(pb):
+        notes.append(Change("index", "platforms", "content", ["platforms"],
+                            sorted(pa), sorted(pb)))
+    if platform is not None:
+        if platform not in pa or platform not in pb:
+            raise InputError(f"platform {platform} is not in both images "
+                             f"(A: {', '.join(sorted(pa))}; B: {', '.join(sorted(pb))})",
+                             hint="choose one of the platforms both images have")
+        return pa[platform], pb[platform], notes
+    common = sorted(set(pa) & set(pb))
+    if common:
+        return pa[common[0]], pb[common[0]], notes
+    if len(ma) == 1 and len(mb) == 1:
+        return ma[0], mb[0], notes
+    raise InputError("the two images share no platform",
+                     hint="compare one platform of each with --platform")
+
+
+def _manifest_changes(a: PlatformManifest, b: PlatformManifest) -> list[Change]:
+    out = [Change("manifest", "manifest", "derived", ["digest"], a.digest, b.digest)]
+    if a.manifest.get("mediaType") != b.manifest.get("mediaType"):
+        out.append(Change("manifest", "manifest.mediaType", "encoding", ["mediaType"],
+                          a.manifest.get("mediaType"), b.manifest.get("mediaType")))
+    if a.config.digest != b.config.digest:
+        out.append(Change("manifest", "config", "derived", ["digest"],
+                          a.config.digest, b.config.digest))
+    out += _annotation_changes("manifest", a.manifest.get("annotations") or {},
+                               b.manifest.get("annotations") or {})
+    return out
+
+
+def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
+                 cb: dict[str, Any]) -> tuple[list[LayerStat], list[Change], list[int]]:
+    """Layer stats, layer-level changes, and the indexes of the pairs to open."""
+    ia = layer_instructions(ca, len(a.layers))
+    ib = layer_instructions(cb, len(b.layers))
+    da = (ca.get("rootfs") or {}).get("diff_ids") or []
+    db = (cb.get("rootfs") or {}).get("diff_ids") or []
+    stats: list[LayerStat] = []
+    changes: list[Change] = []
+    to_open: list[int] = []
+    for i in range(max(len(a.layers), len(b.layers))):
+        la = a.layers[i] if i < len(a.layers) else None
+        lb = b.layers[i] if i < len(b.layers) else None
+        instr = (ib[i] if lb is not None else ia[i]) or (ia[i] if la is not None else None)
+        st = LayerStat(i, la.digest if la else None, lb.digest if lb else None, instr, "same")
+        stats.append(st)
+        if la is None or lb is None:
+            st.status = "added" if la is None else "removed"
+            changes.append(Change("layer", f"layer {i}", "content", [st.status],
+                                  st.a_digest, st.b_digest, i, instr,
+                                  note=f"layer {st.status} ({_short(instr, 60) or 'no history'})"))
+            continue
+        if la.digest == lb.digest:
+            continue
+        changes.append(Change("layer", f"layer {i}", "derived", ["digest"], la.digest,
+                              lb.digest, i, instr))
+        changes += _annotation_changes(f"layer {i}", la.annotations, lb.annotations, "layer")
+        if i < len(da) and i < len(db) and da[i] == db[i]:
+            st.status = "encoding"
+            changes.append(Change("layer", f"layer {i}", "encoding", ["compression"],
+                                  la.media_type, lb.media_type, i, instr,
+                                  note="same uncompressed tar (diff_id), other compression"))
+            continue
+        st.status = "differs"
+        to_open.append(i)
+    return stats, changes, to_open
+
+
+def compare(a: ImageSource, b: ImageSource, *, platform: str | None = None,
+            ignore_timestamps: bool = False, max_entries: int = 1000) -> DiffResult:
+    """What differs between images *a* and *b* (see the module docstring)."""
+    ma, mb, notes = _pair(a.platform_manifests(), b.platform_manifests(), platform)
+    result = DiffResult(a.name, b.name, ma.digest, mb.digest, ma.platform, list(notes), [],
+                        ignore_timestamps)
+    if ma.digest == mb.digest:
+        return result
+    result.changes += _manifest_changes(ma, mb)
+    ca = a.read_json(ma.config.digest)
+    cb = b.read_json(mb.config.digest)
+    if ma.config.digest != mb.config.digest:
+        result.changes += _config_changes(ca, cb)
+    stats, changes, to_open = _layer_pairs(ma, mb, ca, cb)
+    result.layers = stats
+    result.changes += changes
+    for i in to_open:
+        file_changes = _compare_layer(a, b, ma, mb, stats[i])
+        result.omitted += max(0, len(file_changes) - max_entries)
+        result.changes += file_changes[:max_entries]
+    return result
+
+
+#: layer pairs smaller than this (compressed, together) are read one after the other
+PARALLEL_MIN_BYTES = 8 << 20
+
+
+def _compare_layer(a: ImageSource, b: ImageSource, ma: PlatformManifest,
+                   mb: PlatformManifest, st: LayerStat) -> list[Change]:
+    la, lb = ma.layers[st.index], mb.layers[st.index]
+    if la.size + lb.size < PARALLEL_MIN_BYTES:
+        sa, sb = scan_layer(a, la.digest), scan_layer(b, lb.digest)
+    else:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="servelab-diff") as pool:
+            fa = pool.submit(scan_layer, a, la.digest)
+            fb = pool.submit(scan_layer, b, lb.digest)
+            sa, sb = fa.result(), fb.result()
+    st.opened = True
+    st.entries_a, st.entries_b = sa.count, sb.count
+    changes = compare_entries(sa, sb, st.index, st.instruction)
+    st.changed_entries = sum(1 for c in changes if c.category == "file")
+    return changes
+
+
+def diff_images(a: str, b: str, **kwargs: Any) -> DiffResult:
+    """Open *a* and *b* (archives, layout dirs or references) and :func:`compare` them."""
+    with open_image(a) as ia, open_image(b) as ib:
+        return compare(ia, ib, **kwargs)
+
+
+# ---------------------------------------------------------------------------- output
+
+VERDICT_TEXT = {
+    "identical": "identical (same manifest digest)",
+    "timestamps-only": "only timestamps differ: the files and settings are the same",
+    "encoding-only": "same files and settings, different bytes (compression or tar encoding)",
+    "differs": "content differs",
+}
+
+
+def render_text(r: DiffResult) -> str:
+    out = [f"A: {r.a}", f"   manifest {r.a_manifest}", f"B: {r.b}",
+           f"   manifest {r.b_manifest}", f"platform: {r.platform}",
+           f"verdict: {r.verdict} ({VERDICT_TEXT[r.verdict]})"]
+    if r.layers:
+        opened = sum(1 for x in r.layers if x.opened)
+        differ = sum(1 for x in r.layers if x.status != "same")
+        out.append(f"layers: {len(r.layers)} compared, {differ} differ, {opened} opened")
+    roots = [c for c in r.visible() if c.kind != "derived"]
+    if roots:
+        out.append("differences:")
+        out += [f"  [{c.kind}] {c.category}: {c.describe()}" for c in roots]
+    for c in r.visible():
+        if c.kind == "derived":
+            out.append(f"  [derived] {c.subject} digest: {c.a} -> {c.b}")
+    if r.omitted:
+        out.append(f"  ... {r.omitted} more file changes not listed (raise --max-entries)")
+    if r.ignore_timestamps and r.verdict == "timestamps-only":
+        out.append("timestamp differences hidden (--ignore-timestamps)")
+    return "\n".join(out) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(r: DiffResult) -> str:
+    out = ["### servelab diff", "", f"**Verdict:** {VERDICT_TEXT[r.verdict]}", "",
+           f"- A: `{r.a}` (`{r.a_manifest}`)", f"- B: `{r.b}` (`{r.b_manifest}`)", ""]
+    rows = [c for c in r.visible() if c.kind != "derived"]
+    if rows:
+        out += ["| Kind | Where | What |", "|---|---|---|"]
+        out += [f"| {c.kind} | `{_md(c.subject)}` | {_md(c.describe())} |" for c in rows]
+    if r.omitted:
+        out += ["", f"> {r.omitted} more file changes not listed"]
+    return "\n".join(out) + "\n"
+
+
+def render(r: DiffResult, fmt: str) -> str:
+    """*r* as text, json or markdown."""
+    renderers: dict[str, Callable[[DiffResult], str]] = {
+        "text": render_text,
+        "markdown": render_markdown,
+        "json": lambda x: json.dumps(x.to_dict(), indent=2, ensure_ascii=False) + "\n",
+    }
+    return renderers[fmt](r)
+

@@ -1,0 +1,323 @@
+"""Pin every tag-only ``FROM`` of a Dockerfile to ``name:tag@sha256:...`` by asking the registry.
+
+API::
+
+    report = pin_file(Path("Dockerfile"), check=False)   # -> PinReport (findings + what changed)
+    froms = scan_froms(text)                              # every FROM with its exact position
+
+Only the image word of each FROM line is replaced; everything else (flags, ``AS name``,
+comments, blank lines, line endings, a BOM, the file mode) is kept byte for byte, and the file
+is written atomically (a temporary file in the same directory, then rename). With ``check``
+the file is never written and the registry is not asked. The digest is the one the registry
+reports for the tag (``Docker-Content-Digest`` of a manifest HEAD with OCI and Docker index and
+manifest Accept types), i.e. the multi-arch index digest when the tag points to an index.
+
+Not rewritten, but reported: ``FROM $ARG`` forms (fix the ARG's default instead), ``scratch``
+and references to earlier stages need nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from servelab.errors import InputError, ServelabError
+from servelab.findings import Finding, FindingsReport, Rule, Severity
+
+DIGEST_RE = re.compile(r"@sha256:[0-9a-f]{64}$")
+_DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
+_HEREDOC = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][\w.-]*)\1")
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))")
+MAX_BYTES = 1024 * 1024
+
+FALLBACK_RULE = Rule(
+    "base-unpinned",
+    Severity.ERROR,
+    "FROM image not pinned by digest",
+    "A tag is a moving pointer: the same Dockerfile builds on a different base tomorrow, so "
+    "the image cannot be rebuilt bit for bit.",
+    "pin the base: FROM name:tag@sha256:<digest> (servelab pin DOCKERFILE does it)",
+)
+ARG_RULE = Rule(
+    "base-arg",
+    Severity.WARNING,
+    "FROM names its image through an ARG",
+    "servelab pin rewrites image words, not ARG defaults: the value comes from the ARG's "
+    "default or a --build-arg.",
+    "pin the ARG's default (ARG BASE=name:tag@sha256:...) or the value you pass at build time",
+)
+
+
+def base_unpinned_rule() -> Rule:
+    """The lint rule ``base-unpinned`` (its text is shared), or a copy when lint is absent."""
+    try:
+        from servelab.lint.rules import RULES
+    except ImportError:
+        return FALLBACK_RULE
+    return RULES.get("base-unpinned", FALLBACK_RULE)
+
+
+@dataclass
+class FromLine:
+    """One FROM: where its image word is (1-based line, 0-based columns) and what it is."""
+
+    line: int
+    start: int
+    end: int
+    image: str
+    stage: str | None
+    #: pinned | unpinned | arg | stage | scratch
+    status: str
+    #: the image after substituting global ARG defaults (for status "arg"), if any
+    resolved: str | None = None
+
+
+def _directives_end(lines: list[str]) -> tuple[int, str]:
+    """(index of the first line after the parser directives, escape character)."""
+    escape = "\\"
+    for i, raw in enumerate(lines):
+        m = _DIRECTIVE.match(raw.strip())
+        if not m:
+            return i, escape
+        if m.group(1).lower() == "escape" and m.group(2) in ("\\", "`"):
+            escape = m.group(2)
+    return len(lines), escape
+
+
+def _tokens(text: str) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", text)]
+
+
+def _substitute(word: str, args: dict[str, str]) -> str | None:
+    missing = False
+
+    def repl(m: re.Match[str]) -> str:
+        nonlocal missing
+        name = m.group(1) or m.group(2)
+        if name not in args:
+            missing = True
+            return ""
+        return args[name]
+
+    out = _VAR.sub(repl, word)
+    return None if missing else out
+
+
+def _classify(image: str, stages: set[str], args: dict[str, str]) -> tuple[str, str | None]:
+    low = image.lower()
+    if low == "scratch":
+        return "scratch", None
+    if "$" in image:
+        return "arg", _substitute(image, args)
+    if low in stages:
+        return "stage", None
+    return ("pinned" if DIGEST_RE.search(image) else "unpinned"), None
+
+
+def _global_arg(text: str, args: dict[str, str]) -> None:
+    for _s, _e, tok in _tokens(text)[1:]:
+        name, eq, value = tok.partition("=")
+        if eq:
+            args[name] = value.strip("\"'")
+
+
+def _logical(lines: list[str], i: int, escape: str) -> int:
+    """Index of the last physical line of the instruction starting at line *i*."""
+    j = i
+    while j < len(lines) and lines[j].rstrip().endswith(escape):
+        j += 1
+        while j < len(lines) and lines[j].strip().startswith("#"):
+            j += 1
+    return min(j, len(lines) - 1)
+
+
+def scan_froms(text: str) -> list[FromLine]:
+    """Every FROM instruction of a Dockerfile, with the position of its image word."""
+    lines = text.splitlines()
+    i, escape = _directives_end(lines)
+    out: list[FromLine] = []
+    stages: set[str] = set()
+    args: dict[str, str] = {}
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        end = _logical(lines, i, escape)
+        keyword = stripped.split(None, 1)[0].upper()
+        if keyword == "FROM":
+            fl = _from_line(lines, i, end, escape=escape, stages=stages, args=args)
+            if fl is not None:
+                out.append(fl)
+                if fl.stage:
+                    stages.add(fl.stage)
+        elif keyword == "ARG" and not out:
+            _global_arg(stripped, args)
+        i = _skip_heredocs(lines, i, end)
+    return out
+
+
+def _skip_heredocs(lines: list[str], i: int, end: int) -> int:
+    body = " ".join(lines[i : end + 1])
+    names = [m.group(2) for m in _HEREDOC.finditer(body)]
+    j = end + 1
+    for name in names:
+        while j < len(lines) and lines[j].strip() != name:
+            j += 1
+        j += 1
+    return j
+
+
+def _from_line(lines: list[str], i: int, end: int, *, escape: str, stages: set[str],
+               args: dict[str, str]) -> FromLine | None:
+    words: list[tuple[int, int, int, str]] = []  # (line index, start, end, word)
+    for n in range(i, end + 1):
+        raw = lines[n]
+        if n > i and raw.strip().startswith("#"):
+            continue
+        body = raw.rstrip()
+        if n < end and body.endswith(escape):
+            body = body[:-1]
+        words += [(n, s, e, w) for s, e, w in _tokens(body)]
+    words = words[1:]  # the FROM keyword
+    while words and words[0][3].startswith("--"):
+        words = words[1:]
+    if not words:
+        return None
+    n, s, e, image = words[0]
+    stage = words[2][3].lower() if len(words) >= 3 and words[1][3].lower() == "as" else None
+    status, resolved = _classify(image, stages, args)
+    return FromLine(n + 1, s, e, image, stage, status, resolved)
+
+
+# ---------------------------------------------------------------------------- pinning
+
+
+@dataclass
+class PinReport:
+    file: str
+    findings: FindingsReport
+    pinned: list[dict[str, object]] = field(default_factory=list)
+    changed: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.findings.fails("error") else 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"file": self.file, "changed": self.changed, "pinned": list(self.pinned),
+                "findings": [f.to_dict() for f in self.findings.sorted_findings()]}
+
+
+def read_dockerfile(path: Path) -> tuple[bytes, str]:
+    """(BOM bytes or b"", text) of a Dockerfile; InputError for unreadable or binary input."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as e:
+        raise InputError("no such file", file=str(path), hint="check the path") from e
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", file=str(path)) from e
+    if len(raw) > MAX_BYTES or b"\x00" in raw:
+        raise InputError("not a Dockerfile (binary or over 1 MiB)", file=str(path))
+    bom = b"\xef\xbb\xbf" if raw.startswith(b"\xef\xbb\xbf") else b""
+    try:
+        return bom, raw[len(bom):].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError("not UTF-8 text", file=str(path), hint="save it as UTF-8") from e
+
+
+def resolve_digest(image: str) -> str:
+    """The digest the registry reports for *image* (name[:tag])."""
+    from servelab.registry import Reference, RegistryClient
+
+    return RegistryClient().head_manifest(Reference.parse(image)).digest
+
+
+def rewrite(text: str, replacements: dict[int, tuple[int, int, str]]) -> str:
+    """*text* with, per 1-based line, columns [start, end) replaced; line endings kept."""
+    parts = text.splitlines(keepends=True)
+    for line, (start, end, new) in replacements.items():
+        raw = parts[line - 1]
+        body = raw.rstrip("\r\n")
+        parts[line - 1] = body[:start] + new + body[end:] + raw[len(body):]
+    return "".join(parts)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace *path* with *data* via a temporary file in the same directory (mode kept)."""
+    target = path.resolve()
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".servelab-pin",
+                               dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).chmod(mode)
+        Path(tmp).replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+
+
+def _finding(rule: Rule, fl: FromLine, path: str, message: str) -> Finding:
+    return Finding(rule.id, rule.severity, message, file=path, line=fl.line,
+                   column=fl.start + 1, fix=rule.fix, source="servelab pin",
+                   context={"image": fl.image})
+
+
+def pin_file(path: Path, *, check: bool = False,
+             resolve: Callable[[str], str] | None = None) -> PinReport:
+    """Pin *path*'s tag-only FROMs in place (or, with *check*, only list them). *resolve*
+    maps name[:tag] to a digest (default: ask the registry)."""
+    resolver = resolve or resolve_digest
+    bom, text = read_dockerfile(path)
+    shown = str(path)
+    rule = base_unpinned_rule()
+    report = PinReport(shown, FindingsReport("servelab pin", [], {rule.id: rule,
+                                                                   ARG_RULE.id: ARG_RULE},
+                                             files=[shown]))
+    froms = scan_froms(text)
+    if not froms:
+        raise InputError("no FROM instruction", file=shown, hint="is this a Dockerfile?")
+    replacements: dict[int, tuple[int, int, str]] = {}
+    for fl in froms:
+        _judge(fl, report, rule=rule, check=check, resolver=resolver,
+               replacements=replacements)
+    if replacements and not check:
+        atomic_write(path, bom + rewrite(text, replacements).encode("utf-8"))
+        report.changed = True
+    return report
+
+
+def _judge(fl: FromLine, report: PinReport, *, rule: Rule, check: bool,
+           resolver: Callable[[str], str], replacements: dict[int, tuple[int, int, str]]) -> None:
+    shown = report.file
+    f = report.findings.findings
+    if fl.status == "unpinned":
+        if check:
+            f.append(_finding(rule, fl, shown, f"FROM {fl.image} is not pinned by digest"))
+            return
+        try:
+            digest = resolver(fl.image)
+        except ServelabError as e:
+            f.append(_finding(rule, fl, shown, f"FROM {fl.image}: could not resolve the tag: "
+                              f"{e.message}"))
+            return
+        new = f"{fl.image}@{digest}"
+        replacements[fl.line] = (fl.start, fl.end, new)
+        report.pinned.append({"line": fl.line, "from": fl.image, "to": new})
+    elif fl.status == "arg":
+        if fl.resolved is not None and not DIGEST_RE.search(fl.resolved):
+            f.append(_finding(rule, fl, shown, f"FROM {fl.image} resolves to {fl.resolved}, "
+                              "which is not pinned (pin the ARG default; not rewritten)"))
+        elif fl.resolved is None:
+            f.append(_finding(ARG_RULE, fl, shown, f"FROM {fl.image}: the ARG has no default; "
+                              "its value must be pinned where it is passed (not rewritten)"))

@@ -1,0 +1,319 @@
+"""A small client for the OCI distribution API (manifests and blobs), over http(s).
+
+API::
+
+    ref = Reference.parse("127.0.0.1:5000/servelab/python-base:bookworm")
+    client = RegistryClient()
+    client.head_manifest(ref) -> ManifestInfo(digest, media_type, size)   # the tag's digest
+    client.get_manifest(ref)  -> Manifest(body, digest, media_type)
+    client.open_blob(ref, "sha256:...") -> a stream of the blob
+
+Scheme: plain http for loopback registries (127.0.0.1, localhost, ::1) and for hosts listed in
+``SERVELAB_INSECURE_REGISTRIES`` (comma-separated host[:port]); https for every other host.
+``docker.io`` names resolve to ``registry-1.docker.io`` with the ``library/`` prefix.
+
+Authentication follows the distribution token flow: a request answered ``401`` with
+``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` is retried with a token fetched
+from the realm (``?service=...&scope=repository:NAME:pull``), sending Basic credentials when
+there are some; ``Basic`` challenges are answered with the credentials directly. Credentials
+come from ``SERVELAB_REGISTRY_USER``/``SERVELAB_REGISTRY_PASSWORD`` (for any host) or from the
+Docker client's ``config.json`` (``$DOCKER_CONFIG`` or ``~/.docker``): ``auths`` entries and
+credential helpers (``credHelpers``/``credsStore``, run as ``docker-credential-<name> get``).
+Tokens and credentials are sent only to the registry and its realm, never across redirects.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from servelab.errors import CapabilityError, InputError
+
+ACCEPT = ", ".join((
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+))
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_API = "registry-1.docker.io"
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+MAX_MANIFEST = 4 * 1024 * 1024
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_NAME = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
+_TAG = re.compile(r"^[\w][\w.-]{0,127}$")
+_DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An image reference split into registry host, repository, tag and digest."""
+
+    registry: str
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Reference:
+        """Parse ``[host[:port]/]name[:tag][@sha256:...]`` like the Docker client does."""
+        rest, _, digest = text.strip().partition("@")
+        if digest and not _DIGEST.match(digest):
+            raise _bad_ref(text, f"malformed digest {digest!r}")
+        first, slash, remainder = rest.partition("/")
+        if slash and ("." in first or ":" in first or first == "localhost"):
+            host, path = first, remainder
+        else:
+            host, path = DOCKER_HUB, rest
+        tag = None
+        name, colon, maybe_tag = path.rpartition(":")
+        if colon and "/" not in maybe_tag:
+            path, tag = name, maybe_tag
+            if not _TAG.match(tag):
+                raise _bad_ref(text, f"malformed tag {tag!r}")
+        if host == DOCKER_HUB and "/" not in path:
+            path = "library/" + path
+        if not _NAME.match(path):
+            raise _bad_ref(text, f"malformed repository name {path!r}")
+        return cls(host, path, tag, digest or None)
+
+    @property
+    def api_host(self) -> str:
+        return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
+
+    @property
+    def reference(self) -> str:
+        """What goes after /manifests/: the digest when there is one, else the tag."""
+        return self.digest or self.tag or "latest"
+
+    def with_digest(self, digest: str) -> Reference:
+        return Reference(self.registry, self.repository, self.tag, digest)
+
+    def __str__(self) -> str:
+        out = f"{self.registry}/{self.repository}"
+        if self.tag:
+            out += f":{self.tag}"
+        if self.digest:
+            out += f"@{self.digest}"
+        return out
+
+
+def _bad_ref(text: str, why: str) -> InputError:
+    return InputError(f"invalid image reference {text!r}: {why}",
+                      hint="write [host[:port]/]name[:tag][@sha256:<64 hex>]")
+
+
+@dataclass(frozen=True)
+class ManifestInfo:
+    digest: str
+    media_type: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    body: bytes
+    digest: str
+    media_type: str
+
+
+def scheme_for(host: str) -> str:
+    """http for loopback and SERVELAB_INSECURE_REGISTRIES hosts, else https."""
+    bare = re.sub(r":\d+$", "", host)
+    insecure = {h.strip() for h in os.environ.get("SERVELAB_INSECURE_REGISTRIES", "").split(",")}
+    if bare in LOOPBACK or host in insecure or bare in insecure:
+        return "http"
+    return "https"
+
+
+# ---------------------------------------------------------------------------- auth
+
+
+def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
+    """``Bearer realm="x",service="y"`` -> ("bearer", {"realm": "x", "service": "y"})."""
+    scheme, _, params = header.strip().partition(" ")
+    out: dict[str, str] = {}
+    for m in re.finditer(r'([A-Za-z_][\w-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))', params):
+        out[m.group(1).lower()] = m.group(2) if m.group(2) is not None else m.group(3)
+    return scheme.lower(), out
+
+
+def _docker_config() -> dict[str, object]:
+    base = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    try:
+        doc = json.loads((base / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _helper_credentials(helper: str, host: str) -> tuple[str, str] | None:
+    from servelab import proc
+    from servelab.errors import ServelabError
+
+    try:
+        res = proc.run([f"docker-credential-{helper}", "get"], input_text=host, timeout=30,
+                       check=False)
+        doc = json.loads(res.stdout) if res.returncode == 0 else {}
+    except (ServelabError, ValueError):
+        return None
+    user, secret = doc.get("Username"), doc.get("Secret")
+    return (str(user), str(secret)) if user and secret else None
+
+
+def credentials_for(host: str) -> tuple[str, str] | None:
+    """(user, password) for *host* from the environment or the Docker client config."""
+    user = os.environ.get("SERVELAB_REGISTRY_USER")
+    pw = os.environ.get("SERVELAB_REGISTRY_PASSWORD")
+    if user and pw:
+        return user, pw
+    cfg = _docker_config()
+    keys = [host, f"https://{host}", f"http://{host}"]
+    if host in (DOCKER_HUB, DOCKER_HUB_API):
+        keys.append("https://index.docker.io/v1/")
+    helpers = cfg.get("credHelpers")
+    if isinstance(helpers, dict) and host in helpers:
+        return _helper_credentials(str(helpers[host]), host)
+    auths = cfg.get("auths")
+    if isinstance(auths, dict):
+        for k in keys:
+            entry = auths.get(k)
+            if isinstance(entry, dict) and isinstance(entry.get("auth"), str):
+                raw = base64.b64decode(entry["auth"]).decode(errors="replace")
+                u, sep, p = raw.partition(":")
+                if sep:
+                    return u, p
+    store = cfg.get("credsStore")
+    return _helper_credentials(str(store), host) if isinstance(store, str) and store else None
+
+
+def _basic(creds: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+
+
+# ---------------------------------------------------------------------------- client
+
+
+class RegistryClient:
+    """HEAD/GET manifests and GET blobs, with the token flow on 401."""
+
+    def __init__(self, *, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self._auth: dict[tuple[str, str], str] = {}
+
+    def _url(self, ref: Reference, kind: str, what: str) -> str:
+        return f"{scheme_for(ref.api_host)}://{ref.api_host}/v2/{ref.repository}/{kind}/{what}"
+
+    def _request(self, method: str, url: str, ref: Reference,
+                 accept: str | None = None) -> urllib.response.addinfourl:
+        key = (ref.api_host, ref.repository)
+        for attempt in range(2):
+            req = urllib.request.Request(url, method=method)  # noqa: S310 (http/https only)
+            if accept:
+                req.add_header("Accept", accept)
+            if key in self._auth:
+                req.add_unredirected_header("Authorization", self._auth[key])
+            try:
+                return urllib.request.urlopen(req, timeout=self.timeout)  # type: ignore[no-any-return]  # noqa: S310
+            except urllib.error.HTTPError as e:
+                if e.code == 401 and attempt == 0 and self._authenticate(e, ref):
+                    e.close()
+                    continue
+                raise self._http_error(e, ref, url) from e
+            except (urllib.error.URLError, OSError) as e:
+                raise CapabilityError(
+                    f"registry {ref.api_host} is not reachable: {getattr(e, 'reason', e)}",
+                    hint="check the registry address and that it is running "
+                    "(http is used only for loopback and SERVELAB_INSECURE_REGISTRIES)",
+                ) from e
+        raise AssertionError("unreachable")
+
+    def _authenticate(self, err: urllib.error.HTTPError, ref: Reference) -> bool:
+        scheme, params = parse_challenge(err.headers.get("WWW-Authenticate", ""))
+        creds = credentials_for(ref.registry)
+        key = (ref.api_host, ref.repository)
+        if scheme == "basic" and creds:
+            self._auth[key] = _basic(creds)
+            return True
+        if scheme != "bearer" or "realm" not in params:
+            return False
+        token = self._fetch_token(params, ref, creds)
+        if token:
+            self._auth[key] = "Bearer " + token
+        return bool(token)
+
+    def _fetch_token(self, params: dict[str, str], ref: Reference,
+                     creds: tuple[str, str] | None) -> str | None:
+        realm = params["realm"]
+        if urllib.parse.urlsplit(realm).scheme not in ("http", "https"):
+            return None
+        query = {"scope": params.get("scope") or f"repository:{ref.repository}:pull"}
+        if "service" in params:
+            query["service"] = params["service"]
+        req = urllib.request.Request(realm + "?" + urllib.parse.urlencode(query))  # noqa: S310
+        if creds:
+            req.add_unredirected_header("Authorization", _basic(creds))
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:  # noqa: S310
+                doc = json.loads(r.read(1024 * 1024))
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+        tok = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
+        return str(tok) if tok else None
+
+    def _http_error(self, e: urllib.error.HTTPError, ref: Reference, url: str) -> Exception:
+        if e.code in (401, 403):
+            return InputError(
+                f"registry {ref.api_host} refused access to {ref.repository} (HTTP {e.code})",
+                hint="log in (docker login) or set SERVELAB_REGISTRY_USER and "
+                "SERVELAB_REGISTRY_PASSWORD",
+            )
+        if e.code == 404:
+            return InputError(f"{ref} was not found in the registry (HTTP 404 for {url})",
+                              hint="check the name and tag, or push the image first")
+        return CapabilityError(f"registry {ref.api_host} answered HTTP {e.code} for {url}",
+                               hint="retry later or check the registry's logs")
+
+    def head_manifest(self, ref: Reference) -> ManifestInfo:
+        """The digest the registry reports for *ref* (the index digest for a multi-arch tag)."""
+        url = self._url(ref, "manifests", ref.reference)
+        with self._request("HEAD", url, ref, ACCEPT) as r:
+            digest = r.headers.get("Docker-Content-Digest")
+            mtype = r.headers.get("Content-Type", "")
+            size = int(r.headers.get("Content-Length") or 0)
+        if digest and _DIGEST.match(digest):
+            return ManifestInfo(digest, mtype, size)
+        got = self.get_manifest(ref)  # registries may omit the header on HEAD
+        return ManifestInfo(got.digest, got.media_type, len(got.body))
+
+    def get_manifest(self, ref: Reference) -> Manifest:
+        """The manifest bytes of *ref*; their sha256 is checked against a requested digest."""
+        url = self._url(ref, "manifests", ref.reference)
+        with self._request("GET", url, ref, ACCEPT) as r:
+            body = r.read(MAX_MANIFEST + 1)
+            header = r.headers.get("Docker-Content-Digest")
+            mtype = r.headers.get("Content-Type", "")
+        if len(body) > MAX_MANIFEST:
+            raise InputError(f"{ref}: manifest over {MAX_MANIFEST} bytes")
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        if ref.digest and ref.digest != digest:
+            raise InputError(f"{ref}: the registry's manifest has digest {digest}",
+                             hint="the registry returned other bytes than the pinned digest")
+        if header and header != digest and header.startswith("sha256:"):
+            raise InputError(f"{ref}: Docker-Content-Digest {header} does not match the "
+                             f"manifest bytes ({digest})")
+        return Manifest(body, digest, mtype)
+
+    def open_blob(self, ref: Reference, digest: str) -> BinaryIO:
+        """A stream of blob *digest* of *ref*'s repository (redirects followed, no auth sent)."""
+        url = self._url(ref, "blobs", digest)
+        return self._request("GET", url, ref)  # type: ignore[return-value]
