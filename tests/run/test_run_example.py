@@ -112,3 +112,73 @@ def test_missing_git_ref_names_the_fix(tmp_path: Path) -> None:
     proc = _run([str(ctx / "experiment.yaml"), "--out", str(tmp_path / "o"), "--stages", "lint"])
     assert proc.returncode == 2, proc.stderr
     assert "origin/main" in proc.stderr and "fetch-depth" in proc.stderr
+
+
+def _git_copy_of_examples(tmp_path: Path, base_image: str) -> Path:
+    ctx = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples", ctx, ignore=shutil.ignore_patterns("build-args.env"))
+    (ctx / "build-args.env").write_text(f"BASE_IMAGE={base_image}\n")
+    git = ["git", "-C", str(ctx), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(ctx)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    return ctx
+
+
+def test_control_from_a_git_ref_builds_in_a_worktree(tmp_path: Path, docker_client: object,
+                                                     base_image: str) -> None:
+    ctx = _git_copy_of_examples(tmp_path, base_image)
+    base = subprocess.run(["git", "-C", str(ctx), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    # the working tree moves on; the control is the committed base, built from a worktree
+    (ctx / "server" / "app.py").write_text((ctx / "server" / "app.py").read_text() + "\n# new\n")
+    spec = (ctx / "experiment.yaml").read_text().replace(
+        "    dockerfile: Dockerfile.control\n    allowUnpinnedBase: true",
+        f"    dockerfile: Dockerfile\n    buildArgsFile: build-args.env\n    gitRef: {base}")
+    (ctx / "experiment.yaml").write_text(spec)
+    subprocess.run(["git", "-C", str(ctx), "add", "build-args.env", "-f"], check=True)
+    subprocess.run(["git", "-C", str(ctx), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "args"], check=True)
+    out = tmp_path / "out"
+    proc = _run([str(ctx / "experiment.yaml"), "--out", str(out), "--repeats", "1",
+                 "--stages", "build", "--format", "json"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "from a temporary worktree" in proc.stderr
+    control = json.loads((out / "control" / "repeat-1" / "result.json").read_text())
+    treatment = json.loads((out / "treatment" / "repeat-1" / "result.json").read_text())
+    assert control["inputs"]["git_ref"] == base
+    # the uncommitted change reaches only the treatment's image
+    assert control["image"]["digest"] != treatment["image"]["digest"]
+    worktrees = subprocess.run(["git", "-C", str(ctx), "worktree", "list"], capture_output=True,
+                               text=True, check=True).stdout.strip().splitlines()
+    assert len(worktrees) == 1, "the temporary worktree must be removed"
+
+
+def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, docker_client: object,
+                                        base_image: str) -> None:
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "servelab", "run", str(EXAMPLE), "--out", str(out),
+         "--repeats", "1", "--stages", "build,smoke"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 300
+    while "smoke ..." not in seen and time.monotonic() < deadline:
+        line = child.stderr.readline()
+        if not line:
+            break
+        seen += line
+    assert "smoke ..." in seen, seen
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=120)
+    assert child.returncode != 0
+    client = docker_client
+    left = [c.name for c in client.containers.list(  # type: ignore[attr-defined]
+        all=True, filters={"label": "servelab.run-id"})]
+    images = [t for i in client.images.list() for t in i.tags  # type: ignore[attr-defined]
+              if t.startswith("servelab/")]
+    assert left == [] and images == [], (left, images)

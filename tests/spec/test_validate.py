@@ -167,3 +167,22 @@ def test_top_level_schema_is_the_shipped_one() -> None:
     top = root / "schemas" / "experiment.schema.json"
     shipped = root / "src" / "servelab" / "schemas" / "experiment.schema.json"
     assert top.read_bytes() == shipped.read_bytes()
+
+
+def test_every_schema_field_has_a_description() -> None:
+    from servelab.schema import load_schema
+
+    missing: list[str] = []
+
+    def walk(node: object, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, sub in node.get("properties", {}).items():
+            if "description" not in sub:
+                missing.append(f"{path}.{key}")
+            walk(sub, f"{path}.{key}")
+        for name, sub in node.get("$defs", {}).items():
+            walk(sub, f"#/{name}")
+
+    walk(load_schema("experiment"), "#")
+    assert missing == []
