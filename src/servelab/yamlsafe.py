@@ -17,6 +17,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servelab.errors import InputError
+from servelab.textio import decode, read_bytes
 
 MAX_BYTES = 1024 * 1024
 #: Values built from one document, aliases expanded. A billion-laughs bomb blows past it.
@@ -57,42 +58,7 @@ class Document:
 
 def read_text(path: Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
     """Read *path* as UTF-8 text with clear errors for missing, huge or non-UTF-8 files."""
-    name = str(path)
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(
-                f"{what} is {size} bytes, over the {max_bytes}-byte limit",
-                file=name,
-                hint="check that this is the right file; split it if it really is that large",
-            )
-        raw = path.read_bytes()
-    except FileNotFoundError as e:
-        raise InputError("no such file", file=name, hint="check the path") from e
-    except IsADirectoryError as e:
-        raise InputError("is a directory, not a file", file=name) from e
-    except PermissionError as e:
-        raise InputError("permission denied", file=name, hint="make it readable") from e
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", file=name) from e
-    return decode(raw, name)
-
-
-def decode(raw: bytes, name: str) -> str:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InputError(
-            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            file=name,
-            line=line,
-            column=col,
-            hint="save the file as UTF-8",
-        ) from e
+    return decode(read_bytes(path, max_bytes=max_bytes, what=what), str(path))
 
 
 class _Builder:

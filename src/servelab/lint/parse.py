@@ -18,6 +18,7 @@ from pathlib import Path
 
 from servelab.errors import InputError
 from servelab.lint.words import PREDEFINED, expand, unquote
+from servelab.textio import decode, read_bytes
 
 MAX_BYTES = 1024 * 1024
 #: Instructions BuildKit knows; anything else fails the build.
@@ -147,23 +148,8 @@ class Dockerfile:
 
 def read_source(path: Path, display: str) -> str:
     """The text of a Dockerfile, or InputError for missing, binary or non-UTF-8 files."""
-    try:
-        if path.is_dir():
-            raise InputError("is a directory, not a Dockerfile", file=display)
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(
-                f"file is {size} bytes, over the {MAX_BYTES}-byte limit for a Dockerfile",
-                file=display,
-                hint="check that this is a Dockerfile",
-            )
-        raw = path.read_bytes()
-    except FileNotFoundError as e:
-        raise InputError("no such file", file=display, hint="check the path") from e
-    except PermissionError as e:
-        raise InputError("permission denied", file=display, hint="make it readable") from e
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", file=display) from e
+    raw = read_bytes(path, max_bytes=MAX_BYTES, what="Dockerfile", display=display,
+                     hint="check that this is a Dockerfile")
     if b"\x00" in raw:
         line = raw.count(b"\n", 0, raw.index(b"\x00")) + 1
         raise InputError(
@@ -172,18 +158,7 @@ def read_source(path: Path, display: str) -> str:
             line=line,
             hint="pass a Dockerfile, or a directory to search for Dockerfiles",
         )
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise InputError(
-            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            file=display,
-            line=line,
-            hint="save the Dockerfile as UTF-8",
-        ) from e
+    return decode(raw, display, hint="save the Dockerfile as UTF-8")
 
 
 def escape_char(lines: list[str]) -> str:
