@@ -94,7 +94,8 @@ def _per_repeat(results: list[dict[str, Any]]) -> list[str]:
             f"| {r.get('arm')}", str(r.get("repeat")), _short(m.get("digest")),
             _fmt(_get(m, "size", "compressed_bytes"), "bytes"),
             _fmt(m.get("build_seconds"), "s"),
-            _fmt(_get(m, "startup", "ready_s"), "s"),
+            _fmt(_get(m, "startup", "ready_s"), "s")
+            + (" (first start)" if _get(m, "startup", "first_start") else ""),
             _fmt(_get(m, "startup", "first_request_s"), "s"),
             f"{_fmt(lat.get('p50_ms'), 'ms')} / {_fmt(lat.get('p95_ms'), 'ms')}",
             "/".join(str(f.get(s, "–")) for s in SEVERITIES[:4]) if f else "–",
@@ -119,7 +120,8 @@ def _gantt(results: list[dict[str, Any]]) -> list[str]:
     longest = max(b for _, bars in rows for _, _, b in bars)
     axis = "%S.%L" if longest < 60 else "%M:%S"
     out = ["## Start-up timeline", "",
-           "Milliseconds from container start; build durations are in the table above.", "",
+           "Milliseconds from container start; build durations are in the table above. The "
+           "first start after an image was loaded is marked in the per-repeat table.", "",
            "```mermaid", "gantt", "    title Start-up timeline per repeat",
            "    dateFormat x", f"    axisFormat {axis}"]
     for section, bars in rows:
