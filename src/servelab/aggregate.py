@@ -175,6 +175,9 @@ def judge(
         return Verdict("passed", ["no control arm: the treatment passed every gate"], 0)
     better = [d.label for d in deltas if d.direction == "better"]
     worse = [d.label for d in deltas if d.direction == "worse"]
+    fixed_checks = [c for c in control.failed_checks if c not in treatment.failed_checks]
+    if fixed_checks:
+        better.append("checks now passing: " + ", ".join(fixed_checks))
     rep = _reproducibility_change(control, treatment)
     if rep == "better":
         better.insert(0, "reproducible digest")

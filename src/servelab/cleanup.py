@@ -114,6 +114,17 @@ def docker_client(timeout: int = 60) -> Any:
     return client
 
 
+_shared: list[Any] = []
+
+
+def shared_client() -> Any:
+    """One Docker SDK client for the whole process (creating one costs a connection and a
+    ping); callers must not close it."""
+    if not _shared:
+        _shared.append(docker_client(timeout=120))
+    return _shared[0]
+
+
 # ---------------------------------------------------------------------------- removal
 
 
@@ -266,7 +277,7 @@ class Cleanup:
 
     def _client(self) -> Any:
         if self.client is None:
-            self.client = docker_client()
+            self.client = shared_client()
         return self.client
 
     # -- signals
@@ -326,7 +337,7 @@ def sweep(
 ) -> SweepResult:
     """Remove leftovers of killed runs: labelled resources whose owner process on this host is
     gone, or older than *max_age_s*. With *run_id*, remove everything of that run instead."""
-    client = client or docker_client()
+    client = client or shared_client()
     out = SweepResult()
     flt = f"{RUN_ID_LABEL}={run_id}" if run_id else RUN_ID_LABEL
     found = _labelled(client, flt)

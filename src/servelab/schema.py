@@ -16,6 +16,7 @@ def load_schema(name: str) -> dict[str, Any]:
     return data
 
 
+@cache
 def validator(name: str, pointer: str | None = None) -> Any:
     """A Draft 2020-12 validator for schema *name*, or for its sub-schema at ``#/$defs/X``."""
     from jsonschema import Draft202012Validator

@@ -70,7 +70,7 @@ from servelab.smoke_result import (
     render_text,
     set_verdict,
 )
-from servelab.smoke_weights import scan_image
+from servelab.smoke_weights import scan_archive, scan_image
 from servelab.spec import Experiment, Request
 
 __all__ = [
@@ -102,7 +102,7 @@ def smoke_image(
     """
     s = as_settings(settings)
     out_dir.mkdir(parents=True, exist_ok=True)
-    client = client or cleanup_mod.docker_client()
+    client = client or cleanup_mod.shared_client()
     attrs = _image_attrs(client, image)
     config = attrs.get("Config") or {}
     res = SmokeResult(image, run_id, first_start, s.to_dict(), image_id=attrs.get("Id"))
@@ -136,7 +136,10 @@ def _preflight(res: SmokeResult, s: SmokeSettings, client: Any, config: dict[str
     m = res.model
     if s.scan_weights:
         known = [(Path(f.relpath).name, f.size) for f in (m.files if m else [])]
-        res.weights = scan_image(client, str(res.image_id), model_files=known)
+        if s.weights_archive is not None and s.weights_archive.is_file():
+            res.weights = scan_archive(s.weights_archive, model_files=known)
+        else:
+            res.weights = scan_image(client, str(res.image_id), model_files=known)
     if m is not None and m.note:
         res.notes.append(f"model: {m.note}")
     if m is not None and m.match is False:

@@ -48,6 +48,8 @@ class SmokeSettings:
     #: "auto" (netns when root, else helper), "netns" or "helper"
     probe: str = "auto"
     scan_weights: bool = True
+    #: the image's OCI archive (from the build): weights are read from it, not exported
+    weights_archive: Path | None = None
     interval_s: float = 0.005
     request_timeout_s: float = 30.0
     log_lines: int = 40

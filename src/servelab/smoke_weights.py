@@ -1,9 +1,12 @@
 """Baked weights: files in an image's layers that look like model weights.
 
-API: :func:`scan_image(client, image_id, model_files=...) -> WeightsReport`.
+API: :func:`scan_image(client, image_id, model_files=...) -> WeightsReport`, or
+:func:`scan_archive(oci_archive, model_files=...)` for an OCI archive the build wrote.
 
-The image is streamed from the engine (``docker save``, read once, never written to disk) and
-every layer's tar headers are read. A file is reported when
+The image is streamed from the engine (``docker save``, read once, never written to disk), or
+read from the OCI archive, and every layer's tar headers are read. What a layer holds is
+cached by its digest (in memory, and on disk under ``~/.cache/servelab``), so a base layer
+shared by many images and runs is read once. A file is reported when
 
 * its extension is a weights format (.safetensors, .gguf, .onnx, .pt, .pth, .ckpt, ...) and it
   is at least :data:`STRONG_MIN_BYTES`; or
@@ -20,11 +23,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 STRONG_EXT = frozenset({
@@ -167,6 +171,10 @@ def _read_json(fileobj: IO[bytes], archive: _Archive) -> None:
         return
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "Layers" in doc[0]:
         archive.order = [str(x) for x in doc[0]["Layers"]]
+    elif isinstance(doc, dict) and isinstance(doc.get("layers"), list) and "config" in doc:
+        # an OCI image manifest: the layer order of an OCI archive
+        archive.order = ["blobs/sha256/" + str(x.get("digest", "")).split(":")[-1]
+                         for x in doc["layers"] if isinstance(x, dict)]
     elif isinstance(doc, dict) and "rootfs" in doc and "history" in doc:
         archive.history = [
             h.get("created_by") for h in doc.get("history") or [] if not h.get("empty_layer")
@@ -174,11 +182,23 @@ def _read_json(fileobj: IO[bytes], archive: _Archive) -> None:
         archive.diff_ids = list((doc.get("rootfs") or {}).get("diff_ids") or [])
 
 
-def _walk(stream: IO[bytes], model_files: set[tuple[str, int]]) -> _Archive:
+#: layers already read, by content-addressed member name and the model files looked for:
+#: images that share their base (control and treatment) read its big layers once
+_layer_cache: dict[tuple[str, tuple[tuple[str, int], ...]], _Layer] = {}
+
+
+def _walk(stream: IO[bytes], model_files: set[tuple[str, int]], *,
+          seekable: bool = False) -> _Archive:
+    """Read an image archive; a seekable file skips cached layers without reading them."""
     archive = _Archive()
-    with tarfile.open(fileobj=stream, mode="r|") as outer:
+    known = tuple(sorted(model_files))
+    with tarfile.open(fileobj=stream, mode="r:" if seekable else "r|") as outer:
         for m in outer:
             if not m.isfile():
+                continue
+            cached = _layer_cache.get((m.name, known)) if "sha256" in m.name else None
+            if cached is not None:
+                archive.layers[m.name] = cached  # its bytes are skipped unread
                 continue
             f = outer.extractfile(m)
             if f is None:
@@ -191,6 +211,8 @@ def _walk(stream: IO[bytes], model_files: set[tuple[str, int]]) -> _Archive:
             if layer is None:
                 continue
             archive.layers[m.name] = layer
+            if "sha256" in m.name:
+                _layer_cache[(m.name, known)] = layer
     return archive
 
 
@@ -207,7 +229,8 @@ def _assemble(archive: _Archive) -> list[WeightFile]:
     layers = [archive.layers.get(n, _Layer()) for n in names]
     out: list[WeightFile] = []
     for i, (name, layer) in enumerate(zip(names, layers, strict=True)):
-        for wf in layer.candidates:
+        for cached in layer.candidates:
+            wf = replace(cached)  # layers are cached and shared between images: copy
             wf.layer_index = i
             wf.layer_digest = (archive.diff_ids[i] if i < len(archive.diff_ids)
                                else "sha256:" + PurePosixPath(name).name.split(".")[0])
@@ -215,6 +238,62 @@ def _assemble(archive: _Archive) -> list[WeightFile]:
             wf.deleted_later = _deleted_by(wf.path, layers[i + 1:])
             out.append(wf)
     return out
+
+
+def _cache_file() -> Path:
+    base = os.environ.get("SERVELAB_CACHE_DIR") or str(Path.home() / ".cache" / "servelab")
+    return Path(base) / "weights-layers.json"
+
+
+def _load_disk_cache() -> None:
+    try:
+        doc = json.loads(_cache_file().read_text())
+    except (OSError, ValueError):
+        return
+    for key, value in (doc if isinstance(doc, dict) else {}).items():
+        name, _, known = key.partition("|")
+        try:
+            files = tuple((str(a), int(b)) for a, b in json.loads(known))
+            layer = _Layer([WeightFile(str(c["path"]), int(c["size"]), str(c["reason"]))
+                            for c in value.get("candidates", [])],
+                           [str(d) for d in value.get("deleted", [])])
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue
+        _layer_cache.setdefault((name, files), layer)
+
+
+def _save_disk_cache() -> None:
+    doc = {f"{name}|{json.dumps(list(known))}": {
+        "candidates": [{"path": c.path, "size": c.size, "reason": c.reason}
+                       for c in layer.candidates],
+        "deleted": layer.deleted} for (name, known), layer in _layer_cache.items()}
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
+
+
+def scan_archive(
+    archive_path: Path, *, model_files: Iterable[tuple[str, int]] = ()
+) -> WeightsReport:
+    """Report files that look like model weights in an OCI archive (a tar, e.g. from buildx)."""
+    known = set(model_files)
+    start = time.monotonic()
+    if not _layer_cache:
+        _load_disk_cache()
+    try:
+        with archive_path.open("rb") as f:
+            archive = _walk(f, known, seekable=True)
+    except (OSError, tarfile.TarError) as e:
+        return WeightsReport(False, error=f"cannot read {archive_path}: {e}",
+                             seconds=time.monotonic() - start)
+    _save_disk_cache()
+    return WeightsReport(True, _assemble(archive), len(archive.order or archive.layers),
+                         time.monotonic() - start)
 
 
 def scan_image(

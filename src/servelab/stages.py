@@ -246,7 +246,8 @@ class Stages:
         build = (res["stages"].get("build") or {}).get("record") or {}
         first = ref not in self._smoked and bool(build.get("loaded_now", n == 1))
         # the image's layers are searched for baked weights once per image, not per repeat
-        settings = SmokeSettings.from_experiment(self.exp, gpu=gpu,
+        archive = Path(build["archive"]) if build.get("archive") else None
+        settings = SmokeSettings.from_experiment(self.exp, gpu=gpu, weights_archive=archive,
                                                  scan_weights=ref not in self._smoked)
         self._smoked.add(ref)
         r = smoke_image(ref, settings, run_id=self.run_id, out_dir=out_dir, first_start=first)

@@ -154,3 +154,15 @@ def test_compare_rejects_foreign_json(tmp_path: Path) -> None:
     p.write_text(json.dumps({"hello": 1}))
     with pytest.raises(InputError):
         compare_runs(p, p)
+
+
+def test_checks_the_control_fails_and_the_treatment_passes_count_as_improvement() -> None:
+    c_rows = [result("control", i) for i in (1, 2)]
+    for r in c_rows:
+        r["verdicts"].append({"check": "runs-as-root", "stage": "smoke", "passed": False,
+                              "reason": "uid 0"})
+    c = aggregate.arm_stats("control", c_rows)
+    t = aggregate.arm_stats("treatment", [result("treatment", i) for i in (1, 2)])
+    v = aggregate.judge(c, t, aggregate.compare_arms(c, t), [], [])
+    assert v.verdict == "improved"
+    assert "runs-as-root" in v.reasons[0]

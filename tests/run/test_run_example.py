@@ -42,7 +42,7 @@ def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: 
     assert summary["repeats"] == 2
     assert summary["reproducible"] is True
     assert summary["digest"].startswith("sha256:")
-    assert summary["verdict"] in ("improved", "trade-off", "no detectable change", "regressed")
+    assert summary["verdict"] in ("improved", "trade-off")
     # one artifact directory per arm and repeat, each with a schema-valid result.json
     for arm in ("control", "treatment"):
         for n in (1, 2):
