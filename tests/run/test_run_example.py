@@ -184,3 +184,19 @@ def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, docker_client: object,
         all=True, filters={"label": "servelab.run-id"})]
     assert left == []
     assert servelab_images() - before == set()
+
+
+def test_invalid_spec_is_annotated_under_github_actions(tmp_path: Path) -> None:
+    import os
+
+    bad = tmp_path / "exp.yaml"
+    bad.write_text("apiVersion: servelab/v1\nkind: Experiment\nspec:\n  change: x\n"
+                   "  repeats: 0\n  serve: {port: 99999}\n")
+    env = {**os.environ, "GITHUB_ACTIONS": "true"}
+    proc = subprocess.run([sys.executable, "-m", "servelab", "run", str(bad), "--out",
+                           str(tmp_path / "o")], capture_output=True, text=True, timeout=60,
+                          check=False, env=env)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("::error ")]
+    assert len(lines) == 2
+    assert ",line=5," in lines[0] + lines[1] and ",line=6," in lines[0] + lines[1]

@@ -55,13 +55,17 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from servelab.errors import UsageError
+    from servelab.errors import InputError, UsageError
     from servelab.run import RunOptions, parse_stages, run_experiment
     from servelab.spec import load_experiment
 
     if args.repeats is not None and not 1 <= args.repeats <= 50:
         raise UsageError("--repeats must be between 1 and 50")
-    exp = load_experiment(Path(args.experiment), args.document)
+    try:
+        exp = load_experiment(Path(args.experiment), args.document)
+    except InputError:
+        _annotate_spec(Path(args.experiment), args.document)
+        raise
     opts = RunOptions(
         out_dir=Path(args.out), stages=parse_stages(args.stages), repeats=args.repeats,
         fail_on=args.fail_on, gpu=args.gpu,
@@ -86,6 +90,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(f"summary: {result.out_dir / 'summary.md'}\n"
                          f"artifacts: {result.out_dir}/<arm>/repeat-<n>/\n")
     return result.exit_code
+
+
+def _annotate_spec(path: object, document: str | None) -> None:
+    """Under GitHub Actions, every problem of an invalid experiment as an annotation."""
+    import sys
+    from pathlib import Path
+
+    from servelab import github
+
+    if not github.in_github_actions():
+        return
+    from servelab.report import get_reporter
+    from servelab.validate import validate_files
+
+    report = validate_files([Path(str(path))], document)
+    sys.stdout.write(get_reporter("github").render(report))
 
 
 def _github(out_dir: object) -> None:
