@@ -107,6 +107,18 @@ def require(tool: str) -> str:
     return path
 
 
+def _prepare(
+    command: Sequence[str], env: Mapping[str, str] | None
+) -> tuple[list[str], dict[str, str] | None]:
+    """The resolved argv (tool checked, see :func:`require`) and the full environment."""
+    if not command:
+        raise ValueError("empty command")
+    argv = [require(command[0]), *command[1:]]
+    if env is None:
+        return argv, None
+    return argv, {**os.environ, **env}
+
+
 def run(
     command: Sequence[str],
     *,
@@ -122,14 +134,7 @@ def run(
     ``command[0]`` is resolved with :func:`require`. ``env`` entries are added to the current
     environment. Raises :class:`CommandError` on timeout, or on a non-zero exit when *check*.
     """
-    if not command:
-        raise ValueError("empty command")
-    exe = require(command[0])
-    argv = [exe, *command[1:]]
-    full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    argv, full_env = _prepare(command, env)
     log.debug("$ %s", shlex.join(argv))
     start = time.monotonic()
     try:
@@ -175,14 +180,7 @@ def start(
     terminate or wait for it). *new_session* puts it in its own session, so a Ctrl-C sent to
     the terminal's process group does not reach it. CommandError when it cannot be started.
     """
-    if not command:
-        raise ValueError("empty command")
-    exe = require(command[0])
-    argv = [exe, *command[1:]]
-    full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    argv, full_env = _prepare(command, env)
     log.debug("$ %s &", shlex.join(argv))
     try:
         return subprocess.Popen(
