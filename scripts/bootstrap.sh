@@ -160,26 +160,26 @@ make_base_rootfs() {
   rm -rf "$dir"
 }
 
+base_digest() {
+  # The registry's digest of the base image's tag (a manifest HEAD).
+  curl -fsS --max-time 5 -o /dev/null -I \
+    -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+    -H 'Accept: application/vnd.oci.image.index.v1+json' \
+    "http://$REGISTRY_ADDR/v2/servelab/python-base/manifests/$BASE_TAG" 2>/dev/null \
+    | tr -d '\r' | awk -F': ' 'tolower($1)=="docker-content-digest"{print $2}'
+}
+
 setup_base_image() {
   local args_file="$SERVELAB_ROOT/examples/build-args.env"
   local digest=""
-  digest=$(curl -fsS --max-time 5 -o /dev/null -D - \
-      -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-      -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
-      -H 'Accept: application/vnd.oci.image.index.v1+json' \
-      "http://$REGISTRY_ADDR/v2/servelab/python-base/manifests/$BASE_TAG" 2>/dev/null \
-      | tr -d '\r' | awk -F': ' 'tolower($1)=="docker-content-digest"{print $2}') || true
+  digest=$(base_digest) || true
   if [ -z "$digest" ]; then
     make_base_rootfs
     log "importing and pushing $BASE_REPO:$BASE_TAG"
     docker import "$STATE/python-base-rootfs.tar" "$BASE_REPO:$BASE_TAG" >/dev/null
     docker push -q "$BASE_REPO:$BASE_TAG" >/dev/null
-    digest=$(curl -fsS --max-time 5 -o /dev/null -D - \
-      -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-      -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
-      -H 'Accept: application/vnd.oci.image.index.v1+json' \
-      "http://$REGISTRY_ADDR/v2/servelab/python-base/manifests/$BASE_TAG" \
-      | tr -d '\r' | awk -F': ' 'tolower($1)=="docker-content-digest"{print $2}')
+    digest=$(base_digest)
   fi
   [ -n "$digest" ] || { log "could not read the base image digest from the registry"; exit 3; }
   local want="BASE_IMAGE=$BASE_REPO:$BASE_TAG@$digest"
