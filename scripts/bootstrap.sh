@@ -162,7 +162,7 @@ make_base_rootfs() {
 
 base_digest() {
   # The registry's digest of the base image's tag (a manifest HEAD).
-  curl -fsS --max-time 5 -o /dev/null -I \
+  curl -fsS --max-time 5 -o /dev/null -I -D - \
     -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
     -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
     -H 'Accept: application/vnd.oci.image.index.v1+json' \
