@@ -106,7 +106,7 @@ def test_probe_with_stand_in_torch(tmp_path: Path, source: str, status: str, fie
     pkg.mkdir()
     (pkg / "__init__.py").write_text(source)
     doc = _run([sys.executable, "-m", "servelab.gpu_probe_py"],
-               env={"PYTHONPATH": f"{tmp_path}:{Path(gpu.__file__).parent.parent}"})
+               env={"PYTHONPATH": f"{tmp_path}:{Path(gpu.__file__).parents[2]}"})
     assert doc["status"] == status
     assert text in doc["torch"][field]
     findings = gpu.assess_probe(doc, H200)

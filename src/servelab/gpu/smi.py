@@ -1,0 +1,392 @@
+"""nvidia-smi: ``--query-gpu`` CSV, the text of ``-q``, failure reasons, and the host's GPUs.
+
+The only side effect is :func:`host_gpus`, which runs ``nvidia-smi`` through
+:func:`servelab.proc.run`. Nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from servelab import proc
+from servelab.errors import CapabilityError, CommandError, ToolMissingError
+from servelab.gpu.require import DeviceFacts, HostFacts
+
+QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "memory.total", "compute_cap")
+SMI_TIMEOUT = 30.0
+
+
+def query_command(fields: Sequence[str] = QUERY_FIELDS) -> list[str]:
+    """The nvidia-smi command line that lists the GPUs."""
+    return ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+
+
+class SmiParseError(ValueError):
+    """nvidia-smi printed something that is not in its documented format."""
+
+
+#: nvidia-smi's "Product Brand" (NVML brand names) -> the lower-case names libnvidia-container
+#: compares ``brand=`` against (the names NVIDIA's CUDA images list).
+BRAND_KEYS: dict[str, str] = {
+    "unknown": "unknown",
+    "quadro": "quadro",
+    "tesla": "tesla",
+    "nvs": "nvs",
+    "grid": "grid",
+    "geforce": "geforce",
+    "titan": "titan",
+    "nvidia virtual applications": "vapps",
+    "nvidia virtual pc": "vpc",
+    "nvidia virtual compute server": "vcs",
+    "nvidia rtx virtual workstation": "vws",
+    "nvidia cloud gaming": "cloudgaming",
+    "nvidia vgaming": "cloudgaming",
+    "quadro rtx": "quadrortx",
+    "nvidia rtx": "nvidiartx",
+    "nvidia": "nvidia",
+    "geforce rtx": "geforcertx",
+    "titan rtx": "titanrtx",
+}
+
+
+def brand_key(product_brand: str | None) -> str | None:
+    """libnvidia-container's name for an nvidia-smi "Product Brand" ("NVIDIA RTX" -> nvidiartx)."""
+    if product_brand is None:
+        return None
+    norm = " ".join(product_brand.lower().split())
+    if not norm or norm in ("n/a", "[n/a]"):
+        return None
+    return BRAND_KEYS.get(norm, norm.replace(" ", ""))
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as nvidia-smi reports it."""
+
+    index: int
+    name: str
+    uuid: str
+    driver_version: str | None
+    memory_total_mib: int | None
+    compute_cap: str | None
+    product_brand: str | None = None
+    architecture: str | None = None
+    bus_id: str | None = None
+
+    @property
+    def brand(self) -> str | None:
+        return brand_key(self.product_brand)
+
+    @property
+    def sm(self) -> str | None:
+        """The SASS target name of this GPU's compute capability ("9.0" -> "sm_90")."""
+        cap = parse_capability(self.compute_cap)
+        return f"sm_{cap[0]}{cap[1]}" if cap else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "uuid": self.uuid,
+            "driver_version": self.driver_version,
+            "memory_total_mib": self.memory_total_mib,
+            "compute_cap": self.compute_cap,
+            "sm": self.sm,
+            "product_brand": self.product_brand,
+            "brand": self.brand,
+            "architecture": self.architecture,
+            "bus_id": self.bus_id,
+        }
+
+
+def _na(value: str) -> str | None:
+    v = value.strip()
+    if not v or v.startswith("[") or v.upper() == "N/A":
+        return None
+    return v
+
+
+def parse_capability(text: str | None) -> tuple[int, int] | None:
+    """``"9.0"`` -> ``(9, 0)``; None when absent or malformed."""
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> list[GpuInfo]:
+    """The GPUs in ``--query-gpu=... --format=csv,noheader,nounits`` output (one row each)."""
+    gpus: list[GpuInfo] = []
+    rows = [r for r in csv.reader(text.splitlines(), skipinitialspace=True) if r]
+    for n, row in enumerate(rows, 1):
+        if len(row) != len(fields):
+            raise SmiParseError(
+                f"row {n} of nvidia-smi --query-gpu has {len(row)} fields, expected "
+                f"{len(fields)} ({', '.join(fields)}): {','.join(row)[:200]!r}"
+            )
+        rec = dict(zip(fields, (c.strip() for c in row), strict=True))
+        if not rec["index"].isdigit():
+            raise SmiParseError(f"row {n} of nvidia-smi --query-gpu: index {rec['index']!r}")
+        mem = _na(rec.get("memory.total", ""))
+        gpus.append(
+            GpuInfo(
+                index=int(rec["index"]),
+                name=rec["name"],
+                uuid=rec["uuid"],
+                driver_version=_na(rec["driver_version"]),
+                memory_total_mib=int(mem) if mem and mem.isdigit() else None,
+                compute_cap=_na(rec.get("compute_cap", "")),
+            )
+        )
+    return gpus
+
+
+@dataclass(frozen=True)
+class SmiGpuSection:
+    """The fields of one "GPU <bus id>" section of ``nvidia-smi -q``, nested keys joined by "/"."""
+
+    bus_id: str
+    fields: dict[str, str]
+
+    def get(self, key: str) -> str | None:
+        v = self.fields.get(key)
+        return _na(v) if v is not None else None
+
+
+@dataclass(frozen=True)
+class SmiLog:
+    """``nvidia-smi -q``: the header (driver and CUDA version) and one section per GPU."""
+
+    header: dict[str, str]
+    gpus: list[SmiGpuSection]
+
+    @property
+    def driver_version(self) -> str | None:
+        return _na(self.header.get("Driver Version", ""))
+
+    @property
+    def cuda_version(self) -> str | None:
+        v = _na(self.header.get("CUDA Version", ""))
+        return v if v and re.fullmatch(r"\d+(\.\d+)*", v) else None
+
+
+_KV = re.compile(r"^(\s*)(\S.*?)\s+:\s?(.*)$")
+_GPU_HEAD = re.compile(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)\s*$")
+
+
+def parse_smi_q(text: str) -> SmiLog:
+    """Parse the text of ``nvidia-smi -q``.
+
+    Lines are ``Key<spaces>: value``; a line without `` : `` opens a section whose children
+    are indented deeper; ``GPU <bus id>`` at column 0 opens a GPU.
+    """
+    if "NVSMI LOG" not in text:
+        raise SmiParseError("not the output of nvidia-smi -q (no 'NVSMI LOG' banner)")
+    header: dict[str, str] = {}
+    gpus: list[SmiGpuSection] = []
+    stack: list[tuple[int, str]] = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("="):
+            continue
+        head = _GPU_HEAD.match(line)
+        if head:
+            gpus.append(SmiGpuSection(head.group(1), {}))
+            stack = []
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        kv = _KV.match(line)
+        if kv is None:
+            stack.append((indent, line.strip()))
+            continue
+        key = "/".join([s for _, s in stack] + [kv.group(2).strip()])
+        target = gpus[-1].fields if gpus and indent > 0 else header
+        target.setdefault(key, kv.group(3).strip())
+    return SmiLog(header, gpus)
+
+
+#: (substring of nvidia-smi's message, reason shown to the user)
+_SMI_FAILURES: tuple[tuple[str, str], ...] = (
+    ("couldn't communicate with the nvidia driver",
+     "the NVIDIA driver is not loaded or not reachable (nvidia-smi could not communicate "
+     "with it)"),
+    ("no devices were found", "no NVIDIA GPU was found (nvidia-smi: No devices were found)"),
+    ("driver/library version mismatch",
+     "the loaded NVIDIA kernel module and the user-space driver differ (reboot or reload "
+     "the module)"),
+    ("insufficient permissions", "nvidia-smi lacks permission to open the GPU devices"),
+)
+
+
+def classify_smi_failure(returncode: int | None, stdout: str, stderr: str) -> str:
+    """Why nvidia-smi failed, in words, from its exit code and messages."""
+    text = f"{stdout}\n{stderr}"
+    low = text.lower()
+    for needle, reason in _SMI_FAILURES:
+        if needle in low:
+            return reason
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return f"nvidia-smi exited with code {returncode}" + (f": {first[:200]}" if first else "")
+
+
+# --------------------------------------------------------------------------------------------
+# The host
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostGpuInfo:
+    """What the host's NVIDIA stack reports. ``available`` False is a result, never a pass."""
+
+    available: bool
+    reason: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpus: tuple[GpuInfo, ...] = ()
+    notes: tuple[str, ...] = ()
+    raw: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def state(self) -> str:
+        return "available" if self.available else "unavailable"
+
+    def facts(self) -> HostFacts:
+        return HostFacts(
+            driver_version=self.driver_version,
+            cuda_version=self.cuda_version,
+            devices=tuple(
+                DeviceFacts(index=g.index, arch=g.compute_cap, brand=g.brand) for g in self.gpus
+            ),
+        )
+
+    def to_dict(self, *, raw: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "state": self.state,
+            "reason": self.reason,
+            "driver_version": self.driver_version,
+            "cuda_version": self.cuda_version,
+            "gpus": [g.to_dict() for g in self.gpus],
+            "notes": list(self.notes),
+        }
+        if raw:
+            out["raw"] = dict(self.raw)
+        return out
+
+
+def unavailable(reason: str, **raw: str) -> HostGpuInfo:
+    return HostGpuInfo(available=False, reason=reason, raw=dict(raw))
+
+
+def merge_smi(gpus: Sequence[GpuInfo], log: SmiLog | None) -> list[GpuInfo]:
+    """Add brand, product name and bus id from ``nvidia-smi -q`` (matched by UUID, else order)."""
+    if log is None:
+        return list(gpus)
+    by_uuid = {s.get("GPU UUID"): s for s in log.gpus if s.get("GPU UUID")}
+    out: list[GpuInfo] = []
+    for n, g in enumerate(gpus):
+        sec = by_uuid.get(g.uuid) or (log.gpus[n] if n < len(log.gpus) else None)
+        if sec is None:
+            out.append(g)
+            continue
+        out.append(
+            replace(
+                g,
+                product_brand=sec.get("Product Brand"),
+                architecture=sec.get("Product Architecture"),
+                bus_id=sec.bus_id,
+            )
+        )
+    return out
+
+
+def _run_smi(args: list[str], timeout: float) -> proc.Completed:
+    return proc.run(["nvidia-smi", *args], check=False, timeout=timeout)
+
+
+def _query(timeout: float) -> tuple[list[GpuInfo], dict[str, str]]:
+    """Run and parse --query-gpu; retry without compute_cap on drivers that lack the field."""
+    fields: Sequence[str] = QUERY_FIELDS
+    res = _run_smi(query_command(fields)[1:], timeout)
+    raw = {"query_gpu": res.stdout + res.stderr}
+    if res.returncode != 0 and "compute_cap" in (res.stdout + res.stderr):
+        fields = tuple(f for f in QUERY_FIELDS if f != "compute_cap")
+        res = _run_smi(query_command(fields)[1:], timeout)
+        raw["query_gpu"] = res.stdout + res.stderr
+    if res.returncode != 0:
+        raise _SmiFailed(classify_smi_failure(res.returncode, res.stdout, res.stderr), raw)
+    return parse_query_gpu(res.stdout, fields), raw
+
+
+class _SmiFailed(Exception):
+    def __init__(self, reason: str, raw: dict[str, str]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.raw = raw
+
+
+def host_gpus(*, require: bool = False, timeout: float = SMI_TIMEOUT) -> HostGpuInfo:
+    """Ask nvidia-smi about the host's GPUs.
+
+    No nvidia-smi, no driver, no GPU, a hang or unparsable output give an *unavailable*
+    result with the reason; with ``require=True`` they raise :class:`CapabilityError` (exit 3).
+    """
+    info = _host_gpus(timeout)
+    if require and not info.available:
+        raise CapabilityError(
+            f"a GPU is required but unavailable: {info.reason}",
+            hint="run on a machine with an NVIDIA GPU and driver (nvidia-smi must list it), "
+            "or drop the GPU requirement",
+        )
+    return info
+
+
+def _host_gpus(timeout: float) -> HostGpuInfo:
+    try:
+        gpus, raw = _query(timeout)
+    except ToolMissingError:
+        return unavailable("nvidia-smi not found on PATH (no NVIDIA driver installed)")
+    except CommandError as e:
+        what = "timed out" if e.timed_out else "could not be run"
+        return unavailable(f"nvidia-smi {what}: {e.stderr.strip()[:200] or e.message}")
+    except _SmiFailed as e:
+        return unavailable(e.reason, **e.raw)
+    except SmiParseError as e:
+        return unavailable(f"unexpected nvidia-smi output: {e}")
+    if not gpus:
+        return unavailable("nvidia-smi listed no GPU", **raw)
+    notes: list[str] = []
+    log = _smi_q(timeout, raw, notes)
+    drivers = {g.driver_version for g in gpus if g.driver_version}
+    return HostGpuInfo(
+        available=True,
+        driver_version=(log.driver_version if log else None) or next(iter(sorted(drivers)), None),
+        cuda_version=log.cuda_version if log else None,
+        gpus=tuple(merge_smi(gpus, log)),
+        notes=tuple(notes),
+        raw=raw,
+    )
+
+
+def _smi_q(timeout: float, raw: dict[str, str], notes: list[str]) -> SmiLog | None:
+    try:
+        res = _run_smi(["-q"], timeout)
+    except CommandError as e:
+        notes.append(f"nvidia-smi -q failed ({e.message.splitlines()[0]}): brand and CUDA unknown")
+        return None
+    raw["q"] = res.stdout
+    if res.returncode != 0:
+        why = classify_smi_failure(res.returncode, res.stdout, res.stderr)
+        notes.append(f"nvidia-smi -q failed ({why}): brand and driver CUDA version unknown")
+        return None
+    try:
+        log = parse_smi_q(res.stdout)
+    except SmiParseError as e:
+        notes.append(f"nvidia-smi -q output not understood ({e}): brand and CUDA unknown")
+        return None
+    if log.cuda_version is None:
+        notes.append("nvidia-smi -q reports no CUDA Version: cuda= conditions cannot be checked")
+    return log
+
