@@ -26,6 +26,12 @@ options); hadolint missing is only a note.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from servelab.findings import FindingsReport
+    from servelab.lint.config import LintConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +58,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--health-declared",
         action="store_true",
         help="a health endpoint is declared elsewhere (the experiment spec): skip no-health",
+    )
+    parser.add_argument(
+        "--spec",
+        metavar="EXPERIMENT",
+        help="lint each arm of this experiment: its Dockerfile, context and build args "
+        "(the spec's health endpoint counts as declared)",
     )
     parser.add_argument(
         "--context",
@@ -100,13 +112,44 @@ def run(args: argparse.Namespace) -> int:
         key, value = config.parse_build_arg(item)
         build_args[key] = value
     cfg = config.load_config(Path(args.config), set(RULES)) if args.config else discover_config()
+    hadolint = False if args.no_hadolint else None
+    if args.spec:
+        report = _lint_spec(Path(args.spec), build_args, cfg, hadolint)
+        emit(get_reporter(args.format).render(report), args.output)
+        return 1 if report.fails(args.fail_on) else 0
     report = lint_paths(
         args.paths or ["."],
         build_args=build_args,
         health_declared=args.health_declared,
         config=cfg,
         context=Path(args.context) if args.context else None,
-        hadolint=False if args.no_hadolint else None,
+        hadolint=hadolint,
     )
     emit(get_reporter(args.format).render(report), args.output)
     return 1 if report.fails(args.fail_on) else 0
+
+
+def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,
+               hadolint: bool | None) -> FindingsReport:
+    """One report over every arm of an experiment, each with its own context and build args."""
+    from servelab.findings import FindingsReport
+    from servelab.lint import lint_paths
+    from servelab.spec import load_experiment
+
+    exp = load_experiment(path)
+    declared = exp.request is not None or "serve" in exp.spec_data
+    merged = FindingsReport("servelab lint", [], {}, [])
+    for arm in exp.arms():
+        if arm.image:
+            merged.notes.append(f"{arm.name}: a prebuilt image, no Dockerfile to lint")
+            continue
+        r = lint_paths([arm.dockerfile], build_args={**arm.build_args, **extra_args},
+                       health_declared=declared, config=cfg,
+                       context=arm.context, hadolint=hadolint)
+        for f in r.findings:
+            f.context.setdefault("arm", arm.name)
+        merged.findings.extend(r.findings)
+        merged.rules.update(r.rules)
+        merged.files.extend(r.files)
+        merged.notes.extend(f"{arm.name}: {n}" for n in r.notes)
+    return merged
