@@ -53,7 +53,8 @@ class Stages:
             from servelab.build import Builds
 
             self._builds = self._stack.enter_context(Builds(
-                self.run_id, store_dir=self.opts.out_dir / "images", cleanup=self.cleanup))
+                self.run_id, store_dir=self.opts.out_dir / "images", cleanup=self.cleanup,
+                keep=self.opts.keep))
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,

@@ -200,3 +200,21 @@ def test_invalid_spec_is_annotated_under_github_actions(tmp_path: Path) -> None:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("::error ")]
     assert len(lines) == 2
     assert ",line=5," in lines[0] + lines[1] and ",line=6," in lines[0] + lines[1]
+
+
+def test_keep_keeps_the_tested_images_and_prints_them(tmp_path: Path, docker_client: object,
+                                                      base_image: str) -> None:
+    proc = _run([str(EXAMPLE), "--out", str(tmp_path / "o"), "--repeats", "1",
+                 "--stages", "build", "--keep"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    refs = [ln.split(": ", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("  ")]
+    assert len(refs) == 2
+    client = docker_client
+    try:
+        for ref in refs:
+            name, digest = ref.split("@")
+            image = client.images.get(name)  # type: ignore[attr-defined]
+            assert image.id == digest
+    finally:
+        for ref in refs:
+            client.images.remove(ref.split("@")[0], force=True)  # type: ignore[attr-defined]

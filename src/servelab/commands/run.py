@@ -87,6 +87,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(f"verdict: {s['verdict']}\n")
         for reason in s["reasons"]:
             sys.stdout.write(f"  - {reason}\n")
+        if args.keep:
+            kept = sorted({f"{r['arm']}: {r['image']['ref']}" for r in s.get("results", [])
+                           if r["image"].get("ref")})
+            sys.stdout.write("kept images (the exact tested bytes):\n")
+            sys.stdout.writelines(f"  {k}\n" for k in kept)
         sys.stdout.write(f"summary: {result.out_dir / 'summary.md'}\n"
                          f"artifacts: {result.out_dir}/<arm>/repeat-<n>/\n")
     return result.exit_code
