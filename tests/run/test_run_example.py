@@ -207,7 +207,8 @@ def test_keep_keeps_the_tested_images_and_prints_them(tmp_path: Path, docker_cli
     proc = _run([str(EXAMPLE), "--out", str(tmp_path / "o"), "--repeats", "1",
                  "--stages", "build", "--keep"])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    refs = [ln.split(": ", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("  ")]
+    refs = [ln.split(": ", 1)[1] for ln in proc.stdout.splitlines()
+            if ln.startswith(("  control: ", "  treatment: "))]
     assert len(refs) == 2
     client = docker_client
     try:
