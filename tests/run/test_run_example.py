@@ -204,18 +204,22 @@ def test_invalid_spec_is_annotated_under_github_actions(tmp_path: Path) -> None:
 
 def test_keep_keeps_the_tested_images_and_prints_them(tmp_path: Path, docker_client: object,
                                                       base_image: str) -> None:
-    proc = _run([str(EXAMPLE), "--out", str(tmp_path / "o"), "--repeats", "1",
-                 "--stages", "build", "--keep"])
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    refs = [ln.split(": ", 1)[1] for ln in proc.stdout.splitlines()
-            if ln.startswith(("  control: ", "  treatment: "))]
-    assert len(refs) == 2
+    out = tmp_path / "o"
+    proc = _run([str(EXAMPLE), "--out", str(out), "--repeats", "1", "--stages", "build",
+                 "--keep"])
     client = docker_client
+    run_id = json.loads((out / "summary.json").read_text())["run"]["id"]
     try:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        refs = [ln.split(": ", 1)[1] for ln in proc.stdout.splitlines()
+                if ln.startswith(("  control: ", "  treatment: "))]
+        assert len(refs) == 2
         for ref in refs:
             name, digest = ref.split("@")
-            image = client.images.get(name)  # type: ignore[attr-defined]
-            assert image.id == digest
+            assert name.startswith(f"servelab/{run_id}/")
+            assert client.images.get(name).id == digest  # type: ignore[attr-defined]
     finally:
-        for ref in refs:
-            client.images.remove(ref.split("@")[0], force=True)  # type: ignore[attr-defined]
+        for image in client.images.list():  # type: ignore[attr-defined]
+            for tag in image.tags:
+                if tag.startswith(f"servelab/{run_id}/"):
+                    client.images.remove(tag, force=True)  # type: ignore[attr-defined]
