@@ -208,7 +208,7 @@ def test_keep_keeps_the_tested_images_and_prints_them(tmp_path: Path, docker_cli
     proc = _run([str(EXAMPLE), "--out", str(out), "--repeats", "1", "--stages", "build",
                  "--keep"])
     client = docker_client
-    run_id = json.loads((out / "summary.json").read_text())["run"]["id"]
+    run_id = json.loads((out / "summary.json").read_text())["run"]["id"].lower()
     try:
         assert proc.returncode == 0, proc.stderr[-2000:]
         refs = [ln.split(": ", 1)[1] for ln in proc.stdout.splitlines()
