@@ -28,7 +28,7 @@ def _leftovers(docker_client: object, run_id: str) -> list[str]:
     found = [c.name for c in client.containers.list(  # type: ignore[attr-defined]
         all=True, filters={"label": f"servelab.run-id={run_id}"})]
     found += [i.tags for i in client.images.list(  # type: ignore[attr-defined]
-        filters={"reference": f"servelab/{run_id}/*"})]
+        filters={"reference": f"servelab/{run_id.lower()}/*"})]
     return [str(x) for x in found if x]
 
 
