@@ -208,6 +208,25 @@ setup_sarif_schema() {
   log "SARIF 2.1.0 schema from npm $SARIF_NPM"
 }
 
+setup_example_weights() {
+  # The example's model weights: 8 MiB of deterministic, incompressible bytes (sha256 in counter
+  # mode), made here rather than committed. The control bakes them into its image, the
+  # treatment mounts them read-only: the size difference the example shows is theirs.
+  local dest="$SERVELAB_ROOT/examples/model/weights.safetensors"
+  [ -s "$dest" ] && return 0
+  "$VENV/bin/python" - "$dest" <<'PY'
+import hashlib, sys
+from pathlib import Path
+dest = Path(sys.argv[1])
+tmp = dest.with_name(dest.name + ".tmp")
+with tmp.open("wb") as f:
+    for i in range(8 * 1024 * 1024 // 32):
+        f.write(hashlib.sha256(b"servelab-example-%d" % i).digest())
+tmp.replace(dest)
+PY
+  log "example model weights: $dest"
+}
+
 main() {
   command -v curl >/dev/null 2>&1 || apt_install curl ca-certificates
   # strace: the scan test that proves Trivy makes no connection in a loopback-only netns
@@ -215,6 +234,7 @@ main() {
     if [ "$(id -u)" = 0 ]; then apt_install strace; else log "strace missing: the no-traffic scan test needs it"; fi
   fi
   setup_venv
+  setup_example_weights
   setup_sarif_schema
   setup_engine
   setup_registry

@@ -287,6 +287,16 @@ class Stages:
                            "gpu_state": host.get("state")}
 
 
+#: why a smoke property can stay untested even when the server became ready
+_NOT_TESTED = {
+    "no_network_needed": "the spec allows network (serve.network: bridge), so start-up without "
+    "downloads was not proven",
+    "model_sha256": "the spec gives no model.sha256 to check the mounted model against",
+    "model_read_only": "no model is mounted (spec.model is not set)",
+    "non_root": "the user could not be determined",
+}
+
+
 def _slim_build(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k not in ("log",)}
 
@@ -300,8 +310,10 @@ def _smoke_verdicts(d: dict[str, Any]) -> list[dict[str, Any]]:
                    f"{d.get('verdict')}: {d.get('message', '')}")]
     for key, value in (d.get("properties") or {}).items():
         if value == "not-tested":
-            out.append(verdict(key, "smoke", None, "not tested in this run (see the smoke "
-                               "settings: e.g. network allowed by the spec)"))
+            why = _NOT_TESTED.get(key, "the server never became ready, so it was not observed")
+            if not d.get("passed") and key not in ("no_network_needed", "model_sha256"):
+                why = "the server never became ready, so it was not observed"
+            out.append(verdict(key, "smoke", None, why))
     for p in d.get("problems") or []:
         out.append(verdict(p.get("id", "problem"), "smoke", False, p.get("message", "")))
     return out
