@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from servelab import proc
 from servelab.errors import CapabilityError, GateFailed, InputError, ServelabError
 from servelab.findings import Severity
-from servelab.results import StageOutcome, verdict
+from servelab.results import StageOutcome, verdict, write_json
 from servelab.spec import Arm, Experiment
 
 if TYPE_CHECKING:
@@ -274,9 +274,12 @@ class Stages:
         if model.get("sha256"):
             res["inputs"]["model_sha256"] = str(model["sha256"]).removeprefix("sha256:")
         self._gpu_facts(res, d.get("gpu"))
+        files = dict(r.files)
+        if d.get("timeline"):
+            write_json(out_dir / "timeline.json", d["timeline"])
+            files["timeline"] = str(out_dir / "timeline.json")
         return StageOutcome("ok" if r.passed else "failed", f"{r.verdict}: {r.message}",
-                            record=_slim_smoke(d), verdicts=_smoke_verdicts(d),
-                            files=dict(r.files))
+                            record=_slim_smoke(d), verdicts=_smoke_verdicts(d), files=files)
 
     @staticmethod
     def _gpu_facts(res: dict[str, Any], gpu: dict[str, Any] | None) -> None:

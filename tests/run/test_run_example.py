@@ -55,6 +55,10 @@ def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: 
     assert treat["metrics"]["startup"]["ready_s"] > 0
     assert treat["metrics"]["latency"]["p95_ms"] is not None
     assert treat["stages"]["smoke"]["status"] == "ok"
+    timeline = json.loads((out / "treatment" / "repeat-1" / "timeline.json").read_text())
+    names = [e["name"] for e in timeline["events"]]
+    assert names.index("created") < names.index("first_tcp_accept") < \
+        names.index("first_health_2xx") < names.index("first_good_request")
     assert treat["environment"]["trivy"]["version"]
     control = json.loads((out / "control" / "repeat-1" / "result.json").read_text())
     failed = {v["check"] for v in control["verdicts"] if v["passed"] is False}
