@@ -561,30 +561,26 @@ def _opt_path(base: Path, value: str | None) -> Path | None:
     return (base / value) if value else None
 
 
-def build_experiment(checked: Checked) -> Experiment:
-    """The typed model of a valid document (paths resolved against the file's directory)."""
-    if checked.spec is None:
-        raise InputError("the experiment is not valid", file=checked.file,
-                         hint="run servelab validate on it")
-    s = checked.spec
-    file = Path(checked.file).resolve()
-    base = file.parent
-    m = s.get("model")
-    model = None
-    if m is not None:
-        model = Model(path=_opt_path(base, m.get("path")), volume=m.get("volume"),
-                      mount_path=m.get("mountPath", "/models"),
-                      sha256=(m["sha256"].removeprefix("sha256:") if "sha256" in m else None))
-    sv = s.get("serve", {})
-    serve = Serve(
+def _model(m: dict[str, Any] | None, base: Path) -> Model | None:
+    if m is None:
+        return None
+    sha = m["sha256"].removeprefix("sha256:") if "sha256" in m else None
+    return Model(path=_opt_path(base, m.get("path")), volume=m.get("volume"),
+                 mount_path=m.get("mountPath", "/models"), sha256=sha)
+
+
+def _serve(sv: dict[str, Any]) -> Serve:
+    return Serve(
         port=sv.get("port", 8000), health_path=sv.get("healthPath", "/health"),
         readiness_timeout_s=float(sv.get("readinessTimeoutSeconds", 120)),
         env=dict(sv.get("env", {})), args=list(sv.get("args", [])),
         writable_paths=list(sv.get("writablePaths", [])), shm_size=sv.get("shmSize", "64m"),
         network=sv.get("network", "none"), user=sv.get("user"),
     )
-    sc = s.get("scan", {})
-    scan = ScanPolicy(
+
+
+def _scan(sc: dict[str, Any], base: Path) -> ScanPolicy:
+    return ScanPolicy(
         fail_on=list(sc.get("failOn", ["CRITICAL", "HIGH"])),
         ignore_unfixed=bool(sc.get("ignoreUnfixed", False)),
         ignore_file=_opt_path(base, sc.get("ignoreFile")), vex=_opt_path(base, sc.get("vex")),
@@ -593,9 +589,26 @@ def build_experiment(checked: Checked) -> Experiment:
         db_repositories=list(sc.get("dbRepositories", [])),
         cache_dir=_opt_path(base, sc.get("cacheDir")), offline=bool(sc.get("offline", False)),
     )
+
+
+def _gates(gt: dict[str, Any]) -> Gates:
+    return Gates(reproducible=bool(gt.get("reproducible", True)),
+                 max_size_bytes=gt.get("maxSizeBytes"),
+                 max_startup_s=gt.get("maxStartupSeconds"),
+                 max_findings=dict(gt.get("maxFindings", {})),
+                 min_effect={k: float(v) for k, v in gt.get("minEffect", {}).items()})
+
+
+def build_experiment(checked: Checked) -> Experiment:
+    """The typed model of a valid document (paths resolved against the file's directory)."""
+    if checked.spec is None:
+        raise InputError("the experiment is not valid", file=checked.file,
+                         hint="run servelab validate on it")
+    s = checked.spec
+    file = Path(checked.file).resolve()
+    base = file.parent
     g = s.get("gpu", {})
     b = s.get("build", {})
-    gt = s.get("gates", {})
     return Experiment(
         name=checked.name,
         change=s["change"],
@@ -604,20 +617,16 @@ def build_experiment(checked: Checked) -> Experiment:
         repeats=int(s.get("repeats", 3)),
         treatment=_arm("treatment", s.get("treatment", {}), base, file),
         control=_arm("control", s["control"], base, file) if "control" in s else None,
-        model=model,
-        serve=serve,
+        model=_model(s.get("model"), base),
+        serve=_serve(s.get("serve", {})),
         request=_request(s["request"], base) if "request" in s else None,
-        scan=scan,
+        scan=_scan(s.get("scan", {}), base),
         gpu=GpuNeeds(required=bool(g.get("required", False)), count=g.get("count", "all"),
                      mode=g.get("mode", "auto")),
         build=BuildSettings(source_date_epoch=b.get("sourceDateEpoch", "commit"),
                             network=b.get("network", "default"), platform=b.get("platform"),
                             timeout_s=int(b.get("timeoutSeconds", 3600))),
-        gates=Gates(reproducible=bool(gt.get("reproducible", True)),
-                    max_size_bytes=gt.get("maxSizeBytes"),
-                    max_startup_s=gt.get("maxStartupSeconds"),
-                    max_findings=dict(gt.get("maxFindings", {})),
-                    min_effect={k: float(v) for k, v in gt.get("minEffect", {}).items()}),
+        gates=_gates(s.get("gates", {})),
         file=file,
         form=checked.form,
         spec_data=s,
