@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,9 +287,9 @@ def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
     v = err.validator
     if v == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
-        extra = [k for k in err.instance if k not in allowed and not any(
-            __import__("re").search(p, k) for p in err.schema.get("patternProperties", {})
-        )]
+        patterns = list(err.schema.get("patternProperties", {}))
+        extra = [k for k in err.instance
+                 if k not in allowed and not any(re.search(p, k) for p in patterns)]
         key = extra[0] if extra else ""
         return (
             f"unknown key {key!r}{_suggest(key, allowed)}",
