@@ -8,7 +8,7 @@
 # (downloaded by Trivy where the network allows). Without it, on machines that cannot reach
 # Trivy's DB registry, the scan runs offline against servelab's *fixture* DB (made-up
 # advisories CVE-2099-*, see tests/trivydb.py): the findings then show the mechanics, not
-# real vulnerabilities, and the summary's DB facts say so.
+# real vulnerabilities; the summary's "Scanner" line names the DB it used.
 # Extra arguments go to `servelab run` (e.g. --repeats 2).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -223,7 +223,10 @@ class Stages:
                                       ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")}
         db = result.db.to_dict() if result.db else {}
         res["environment"]["trivy"] = {"version": result.trivy_version,
-                                       "db_updated_at": db.get("updated_at")}
+                                       "db_updated_at": db.get("updated_at"),
+                                       "db_path": db.get("path"),
+                                       "db_repository": db.get("repository") or None,
+                                       "offline": bool(self._scanner_for().policy.offline)}
         self._scans["shared" if result.shared else "scanned"] += 1
         shared = " (shared: same digest already scanned)" if result.shared else ""
         d = result.to_dict()

@@ -80,6 +80,17 @@ def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delt
     return out
 
 
+def _scanner_line(results: list[dict[str, Any]]) -> list[str]:
+    t = next((_get(r, "environment", "trivy") for r in results
+              if _get(r, "environment", "trivy")), None)
+    if not t:
+        return []
+    where = f" from {t['db_repository']}" if t.get("db_repository") else ""
+    mode = ", offline" if t.get("offline") else ""
+    return [f"**Scanner:** Trivy {t.get('version')} · vulnerability DB updated "
+            f"{t.get('db_updated_at')}{where} (`{t.get('db_path')}`{mode})", ""]
+
+
 def _per_repeat(results: list[dict[str, Any]]) -> list[str]:
     out = ["## Per repeat", "",
            "| arm | repeat | digest | size | build | ready | first good request | "
@@ -178,6 +189,7 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
               f"**Repeats:** {summary.get('repeats')} · **Fixed:** "
               f"{', '.join(exp.get('fixed', []))} · **Metrics:** "
               f"{', '.join(exp.get('metrics', []))}", ""]
+    lines += _scanner_line(results)
     for s in summary.get("skipped", []):
         lines.append(f"> stage **{s['stage']}** skipped: {s['reason']}")
     for s in summary.get("not_tested", []):
