@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab import yamlsafe
+from servelab.buildargs import parse_build_args_file
 from servelab.errors import InputError
 from servelab.findings import Finding, Severity
 
@@ -495,24 +496,6 @@ def check_file(path: Path, document: str | None = None) -> Checked:
 # ---------------------------------------------------------------------------- normalising
 
 
-def read_build_args_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (``#`` comments, blank lines ignored), as ``docker --build-arg``."""
-    text = yamlsafe.read_text(path, what="build-args file")
-    out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise InputError(
-                f"expected KEY=VALUE, got {raw!r}", file=str(path), line=n,
-                hint="write one build argument per line as NAME=value",
-            )
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _arm(name: str, d: dict[str, Any], base: Path, file: Path) -> Arm:
     context = (base / d.get("context", ".")).resolve()
     args: dict[str, str] = {}
@@ -524,7 +507,7 @@ def _arm(name: str, d: dict[str, Any], base: Path, file: Path) -> Arm:
                 file=str(file),
                 hint="run scripts/bootstrap.sh (it writes examples/build-args.env) or fix the path",
             )
-        args.update(read_build_args_file(args_path))
+        args.update(parse_build_args_file(args_path))
     args.update(d.get("buildArgs", {}))
     return Arm(
         name=name,

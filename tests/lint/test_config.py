@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from servelab.buildargs import parse_build_args_file
 from servelab.errors import InputError
 from servelab.findings import Severity
 from servelab.lint import RULES, LintConfig, discover_config, lint_paths
-from servelab.lint.config import load_config, parse_build_args_file, suppressions
+from servelab.lint.config import load_config, suppressions
 
 from .conftest import CLEAN_TAIL, DATA, PINNED, REPO
 

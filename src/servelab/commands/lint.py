@@ -99,6 +99,7 @@ def _list_rules() -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from servelab.buildargs import parse_build_arg, parse_build_args_file
     from servelab.commands._common import emit
     from servelab.lint import RULES, config, discover_config, lint_paths
     from servelab.report import get_reporter
@@ -107,9 +108,9 @@ def run(args: argparse.Namespace) -> int:
         return _list_rules()
     build_args: dict[str, str] = {}
     for f in args.build_args_file:
-        build_args.update(config.parse_build_args_file(Path(f)))
+        build_args.update(parse_build_args_file(Path(f)))
     for item in args.build_arg:
-        key, value = config.parse_build_arg(item)
+        key, value = parse_build_arg(item)
         build_args[key] = value
     cfg = config.load_config(Path(args.config), set(RULES)) if args.config else discover_config()
     hadolint = False if args.no_hadolint else None

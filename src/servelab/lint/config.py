@@ -24,7 +24,6 @@ from servelab.findings import Severity
 
 _EXTERNAL_ID = re.compile(r"^(DL|SC)\d{4}$")
 _SUPPRESS = re.compile(r"#\s*servelab:\s*ignore\s*=\s*([A-Za-z0-9_,\s.-]+)")
-_BUILD_ARG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _KEYS = {"disable", "severity", "hadolint"}
 
 
@@ -169,39 +168,3 @@ def unknown_suppressions(lines: list[str], known: set[str]) -> list[tuple[int, s
     return out
 
 
-def parse_build_arg(text: str, where: str = "--build-arg") -> tuple[str, str]:
-    m = _BUILD_ARG.match(text.strip())
-    if not m:
-        raise InputError(
-            f"{where}: expected KEY=VALUE, got {text!r}",
-            hint="write NAME=value, e.g. BASE_IMAGE=registry/name:tag@sha256:...",
-        )
-    value = m.group(2)
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        value = value[1:-1]
-    return m.group(1), value
-
-
-def parse_build_args_file(path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines; blank lines and ``#`` comments are skipped."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise InputError("no such build-args file", file=str(path), hint="check the path") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read build-args file: {e}", file=str(path)) from e
-    out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if not _BUILD_ARG.match(line):
-            raise InputError(
-                f"expected KEY=VALUE, got {line!r}",
-                file=str(path),
-                line=n,
-                hint="one NAME=value per line; # starts a comment",
-            )
-        key, value = parse_build_arg(line)
-        out[key] = value
-    return out
