@@ -20,26 +20,36 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def sha256_tree(root: Path, *, exclude: list[str] | None = None) -> str:
-    """sha256 of the sorted ``"<sha256>  <relative path>\\n"`` lines of every file under *root*.
-
-    For a single file, the file's own sha256. This is the ``model.sha256`` convention.
-    """
-    if root.is_file():
-        return sha256_file(root)
-    lines = []
+def tree_files(root: Path, *, exclude: list[str] | None = None) -> list[tuple[str, int, str]]:
+    """(relative path, size, sha256) of every regular file under *root* (symlinks to files
+    followed), sorted by relative path (``/``-separated, byte order)."""
+    out: list[tuple[str, int, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root)
-        dirnames[:] = sorted(d for d in dirnames
-                             if not _excluded((rel_dir / d).as_posix(), exclude))
+        dirnames[:] = [d for d in dirnames if not _excluded((rel_dir / d).as_posix(), exclude)]
         for name in filenames:
             rel = (rel_dir / name).as_posix()
-            if _excluded(rel, exclude):
-                continue
             p = Path(dirpath) / name
-            if p.is_file():
-                lines.append(f"{sha256_file(p)}  {rel}\n")
-    return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
+            if p.is_file() and not _excluded(rel, exclude):
+                out.append((rel, p.stat().st_size, sha256_file(p)))
+    out.sort(key=lambda f: f[0].encode())
+    return out
+
+
+def manifest_digest(files: list[tuple[str, int, str]]) -> str:
+    """sha256 of the ``"<sha256>  <relative path>\n"`` lines of *files*, in their order."""
+    return hashlib.sha256("".join(f"{sha}  {rel}\n" for rel, _size, sha in files)
+                          .encode()).hexdigest()
+
+
+def sha256_tree(root: Path, *, exclude: list[str] | None = None) -> str:
+    """The ``model.sha256`` convention: a file's own sha256; for a directory the sha256 of its
+    manifest (:func:`tree_files` order), the same as
+    ``cd DIR && find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum
+    | sha256sum``."""
+    if root.is_file():
+        return sha256_file(root)
+    return manifest_digest(tree_files(root, exclude=exclude))
 
 
 def _excluded(rel: str, patterns: list[str] | None) -> bool:

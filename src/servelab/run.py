@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ class Runner:
             for s in STAGES if s not in opts.stages
         ]
         self.notes: list[str] = []
+        self._input_cache: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ the loop
     def execute(self) -> RunResult:
@@ -159,14 +161,27 @@ class Runner:
                 "repeats": self.repeats, "spec": e.spec_data}
 
     def _inputs(self, arm: Arm) -> dict[str, Any]:
+        """The arm's input hashes, computed at its first repeat (a context or model of GBs is
+        read once per run, not once per repeat)."""
+        if arm.name not in self._input_cache:
+            self._input_cache[arm.name] = self._hash_inputs(arm)
+        return dict(self._input_cache[arm.name])
+
+    @cached_property
+    def _model_sha256(self) -> str | None:
+        m = self.exp.model
+        if m is not None and m.path is not None and m.path.exists():
+            return hashing.sha256_tree(m.path)
+        return None
+
+    def _hash_inputs(self, arm: Arm) -> dict[str, Any]:
         out: dict[str, Any] = {"build_args": dict(arm.build_args), "git_ref": arm.git_ref}
         if arm.dockerfile.is_file():
             out["dockerfile_sha256"] = hashing.sha256_file(arm.dockerfile)
         if arm.context.is_dir():
             out["context_sha256"] = hashing.sha256_context(arm.context)
-        m = self.exp.model
-        if m is not None and m.path is not None and m.path.exists():
-            out["model_sha256"] = hashing.sha256_tree(m.path)
+        if self._model_sha256 is not None:
+            out["model_sha256"] = self._model_sha256
         rq = self.exp.request
         if rq is not None:
             out["request_sha256"] = hashing.sha256_json(

@@ -14,13 +14,13 @@ local volume, as root); otherwise the sha256 is not recorded and a note says why
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from servelab.errors import InputError
+from servelab.hashing import manifest_digest, sha256_file, tree_files
 from servelab.spec import Model
 
 
@@ -72,37 +72,13 @@ class ModelInfo:
         }
 
 
-def file_sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def manifest_files(root: Path) -> list[ModelFile]:
-    """Every regular file under *root* (symlinks to files followed), sorted by relative path."""
-    out: list[ModelFile] = []
-    for dirpath, _dirs, names in os.walk(root):
-        for name in names:
-            p = Path(dirpath) / name
-            if not p.is_file():
-                continue
-            rel = PurePosixPath(*p.relative_to(root).parts).as_posix()
-            out.append(ModelFile(rel, p.stat().st_size, file_sha256(p)))
-    out.sort(key=lambda f: f.relpath.encode())
-    return out
-
-
-def manifest_sha256(files: list[ModelFile]) -> str:
-    text = "".join(f"{f.sha256}  {f.relpath}\n" for f in files)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def digest_path(path: Path) -> tuple[str, list[ModelFile]]:
     """(sha256, files) of a model file or directory, as described in the module docstring."""
     if path.is_file():
-        f = ModelFile(path.name, path.stat().st_size, file_sha256(path))
+        f = ModelFile(path.name, path.stat().st_size, sha256_file(path))
         return f.sha256, [f]
-    files = manifest_files(path)
-    return manifest_sha256(files), files
+    entries = tree_files(path)
+    return manifest_digest(entries), [ModelFile(*e) for e in entries]
 
 
 def model_info(model: Model | None, client: Any = None) -> ModelInfo | None:
