@@ -50,6 +50,7 @@ from servelab.errors import (
     ServelabError,
 )
 from servelab.spec import Arm, BuildSettings
+from servelab.textio import cache_dir, write_text_atomic
 
 DEFAULT_MIN_FREE_BYTES = 1024**3
 DISK_FACTOR = 3
@@ -419,14 +420,6 @@ def count_sizes(todo: list[tuple[str, Any]], sizes: dict[str, int | None]) -> No
             sizes[digest] = None  # reported as unknown rather than failing the build
 
 
-def cache_dir() -> Path:
-    """servelab's cache: SERVELAB_CACHE_DIR, else $XDG_CACHE_HOME/servelab or ~/.cache/servelab."""
-    explicit = os.environ.get("SERVELAB_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "servelab"
-
-
 SIZES_FILE = "layer-sizes.json"
 MAX_CACHED_SIZES = 20_000
 
@@ -451,9 +444,7 @@ def save_sizes(sizes: dict[str, int | None]) -> None:
     d = cache_dir()
     with contextlib.suppress(OSError):
         d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".{SIZES_FILE}.{os.getpid()}"
-        tmp.write_text(json.dumps(dict(items)))
-        tmp.replace(d / SIZES_FILE)
+        write_text_atomic(d / SIZES_FILE, json.dumps(dict(items)))
 
 
 # ---------------------------------------------------------------------------- the session

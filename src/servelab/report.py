@@ -7,7 +7,6 @@ subclassing :class:`Reporter` and decorating it with :func:`register`.
 from __future__ import annotations
 
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, ClassVar
 from servelab import __version__
 from servelab.errors import UsageError
 from servelab.findings import Finding, FindingsReport, Severity
+from servelab.textio import write_text_atomic
 
 _REGISTRY: dict[str, type[Reporter]] = {}
 
@@ -280,7 +280,4 @@ def write_output(text: str, path: str | None, printer: Callable[[str], Any]) -> 
     if path is None or path == "-":
         printer(text)
         return
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
+    write_text_atomic(Path(path), text)

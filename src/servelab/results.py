@@ -11,6 +11,7 @@ from typing import Any
 
 from servelab import __version__
 from servelab.errors import InputError
+from servelab.textio import write_text_atomic
 
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"
@@ -73,9 +74,7 @@ def validate_result(data: dict[str, Any]) -> list[str]:
 
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def _load_json(path: Path) -> Any:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
+
+from servelab.textio import cache_dir, write_text_atomic
 
 STRONG_EXT = frozenset({
     ".safetensors", ".gguf", ".ggml", ".ggmf", ".onnx", ".pt", ".pth", ".ckpt", ".h5",
@@ -241,8 +242,7 @@ def _assemble(archive: _Archive) -> list[WeightFile]:
 
 
 def _cache_file() -> Path:
-    base = os.environ.get("SERVELAB_CACHE_DIR") or str(Path.home() / ".cache" / "servelab")
-    return Path(base) / "weights-layers.json"
+    return cache_dir() / "weights-layers.json"
 
 
 def _load_disk_cache() -> None:
@@ -270,9 +270,7 @@ def _save_disk_cache() -> None:
     path = _cache_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc))
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps(doc))
     except OSError:
         pass  # a cache that cannot be written only costs time
 

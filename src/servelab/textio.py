@@ -1,10 +1,12 @@
-"""Reading user files as text: clear errors for missing, oversized, binary and non-UTF-8 input.
+"""Files: reading user input with clear errors (missing, oversized, binary, non-UTF-8),
+writing outputs atomically, and servelab's cache directory.
 
 Kept free of heavy imports: ``servelab lint`` uses it and must start fast.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from servelab.errors import InputError
@@ -45,3 +47,18 @@ def decode(raw: bytes, name: str, *, hint: str = "save the file as UTF-8") -> st
             f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
             file=name, line=line, column=col, hint=hint,
         ) from e
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write *text* to *path* through a temp file beside it: never a partial file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def cache_dir() -> Path:
+    """servelab's cache: SERVELAB_CACHE_DIR, else $XDG_CACHE_HOME/servelab or ~/.cache/servelab."""
+    explicit = os.environ.get("SERVELAB_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "servelab"
