@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from actions_toolkit.command import Command
 
 from servelab.errors import InputError, UsageError
+from servelab.summary import truncate_markdown
 
 #: GitHub keeps at most 1 MiB of step summary per step.
 SUMMARY_LIMIT = 1024 * 1024
@@ -46,7 +47,6 @@ FINDING_LEVELS = ("CRITICAL", "HIGH", "MEDIUM", "LOW")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _ARTIFACT_BAD = re.compile(r"[^A-Za-z0-9._]+")  # runs of "-" collapse too
 _REPEAT_RE = re.compile(r"^repeat-([0-9]+)$")
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
@@ -118,51 +118,6 @@ def set_outputs(
 # --------------------------------------------------------------------------------------------
 # Step summary
 # --------------------------------------------------------------------------------------------
-
-
-def _open_blocks(markdown: str) -> tuple[int | None, int]:
-    """(char offset of an unclosed code fence or None, number of unclosed <details>)."""
-    fence: str | None = None
-    fence_start: int | None = None
-    details = 0
-    offset = 0
-    for line in markdown.splitlines(keepends=True):
-        m = _FENCE_RE.match(line)
-        marker = m.group(1) if m else ""
-        if fence is None and marker:
-            fence, fence_start = marker, offset
-        elif fence is not None and marker[:1] == fence[0] and len(marker) >= len(fence):
-            fence, fence_start = None, None
-        elif fence is None:
-            low = line.lower()
-            details += low.count("<details") - low.count("</details>")
-        offset += len(line)
-    return fence_start, max(details, 0)
-
-
-def truncate_markdown(markdown: str, limit: int, note: str) -> str:
-    """*markdown* cut to at most *limit* UTF-8 bytes at a line end, with *note* appended.
-
-    A code block (a Mermaid chart) cut in half is dropped whole; open ``<details>`` are closed.
-    """
-    if len(markdown.encode("utf-8")) <= limit:
-        return markdown
-    tail = f"\n\n> **Summary truncated** (GitHub keeps 1 MiB per step): {note}\n"
-    budget = limit - len(tail.encode("utf-8"))
-    while budget > 0:
-        cut = markdown.encode("utf-8")[:budget].decode("utf-8", errors="ignore")
-        if "\n" in cut:
-            cut = cut[: cut.rfind("\n") + 1]
-        fence_start, details = _open_blocks(cut)
-        if fence_start is not None:
-            cut = cut[:fence_start]
-            details = _open_blocks(cut)[1]
-        closing = "</details>\n" * details
-        result = cut + closing + tail
-        if len(result.encode("utf-8")) <= limit:
-            return result
-        budget -= len(closing.encode("utf-8")) + 1
-    return tail.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
 def write_summary(

@@ -7,6 +7,7 @@ at most 1 MiB (GitHub's cap on a step summary), cut with a note when longer.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from servelab.aggregate import (
@@ -206,15 +207,58 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
     return cap(text)
 
 
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _open_blocks(markdown: str) -> tuple[int | None, int]:
+    """(char offset of an unclosed code fence or None, number of unclosed <details>)."""
+    fence: str | None = None
+    fence_start: int | None = None
+    details = 0
+    offset = 0
+    for line in markdown.splitlines(keepends=True):
+        m = _FENCE_RE.match(line)
+        marker = m.group(1) if m else ""
+        if fence is None and marker:
+            fence, fence_start = marker, offset
+        elif fence is not None and marker[:1] == fence[0] and len(marker) >= len(fence):
+            fence, fence_start = None, None
+        elif fence is None:
+            low = line.lower()
+            details += low.count("<details") - low.count("</details>")
+        offset += len(line)
+    return fence_start, max(details, 0)
+
+
+def truncate_markdown(markdown: str, limit: int, note: str) -> str:
+    """*markdown* cut to at most *limit* UTF-8 bytes at a line end, with *note* appended.
+
+    A code block (a Mermaid chart) cut in half is dropped whole; open ``<details>`` are closed.
+    """
+    if len(markdown.encode("utf-8")) <= limit:
+        return markdown
+    tail = f"\n\n> **Summary truncated** (GitHub keeps 1 MiB per step): {note}\n"
+    budget = limit - len(tail.encode("utf-8"))
+    while budget > 0:
+        cut = markdown.encode("utf-8")[:budget].decode("utf-8", errors="ignore")
+        if "\n" in cut:
+            cut = cut[: cut.rfind("\n") + 1]
+        fence_start, details = _open_blocks(cut)
+        if fence_start is not None:
+            cut = cut[:fence_start]
+            details = _open_blocks(cut)[1]
+        closing = "</details>\n" * details
+        result = cut + closing + tail
+        if len(result.encode("utf-8")) <= limit:
+            return result
+        budget -= len(closing.encode("utf-8")) + 1
+    return tail.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+
+
 def cap(text: str, limit: int = SUMMARY_LIMIT) -> str:
-    raw = text.encode()
-    if len(raw) <= limit:
-        return text
-    note = "\n\n> summary cut at 1 MiB (GitHub's step-summary limit); see summary.json\n"
-    keep = raw[: limit - len(note.encode()) - 16].decode("utf-8", "ignore")
-    if keep.count("```") % 2:
-        keep += "\n```"
-    return keep + note
+    """*text* within GitHub's step-summary limit (see :func:`truncate_markdown`)."""
+    return truncate_markdown(
+        text, limit, "summary cut at 1 MiB (GitHub's step-summary limit); see summary.json")
 
 
 def verdict_dict(v: Verdict) -> dict[str, Any]:
