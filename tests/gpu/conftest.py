@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from servelab.gpu.smi import QUERY_FIELDS
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "gpu"
 HOSTS = DATA / "hosts"
 REQUIRE = DATA / "require"
@@ -27,7 +29,9 @@ d = pathlib.Path(os.environ["FAKE_SMI_DIR"])
 args = sys.argv[1:]
 query = [a for a in args if a.startswith("--query-gpu=")]
 if query:
-    name = "query-gpu" if "compute_cap" in query[0] else "query-gpu-without-compute_cap"
+    asked = query[0].split("=", 1)[1].split(",")
+    missing = [f for f in {fields!r} if f not in asked]
+    name = "query-gpu" + ("-without-" + "-".join(missing) if missing else "")
 elif "-q" in args:
     name = "q"
 else:
@@ -48,7 +52,7 @@ def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path]
 
     def use(folder: Path) -> Path:
         exe = tmp_path / "nvidia-smi"
-        exe.write_text(FAKE_SMI.format(python=sys.executable))
+        exe.write_text(FAKE_SMI.format(python=sys.executable, fields=QUERY_FIELDS))
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
         monkeypatch.setenv("SERVELAB_NVIDIA_SMI", str(exe))
         monkeypatch.setenv("FAKE_SMI_DIR", str(folder))

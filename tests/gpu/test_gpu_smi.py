@@ -47,6 +47,10 @@ def test_host_gpus_on_fixture(folder: Path, fake_smi: Callable[[Path], Path]) ->
     assert got["driver_version"] == exp["driver_version"]
     assert got["cuda_version"] == exp["cuda_version"]
     assert got["gpus"] == exp["gpus"]
+    if "notes" in exp:
+        assert got["notes"] == exp["notes"]
+    for part in exp.get("notes_contain", []):
+        assert any(part in note for note in got["notes"]), got["notes"]
 
 
 def test_h200_parsed_directly() -> None:
@@ -194,3 +198,36 @@ def test_empty_listing_is_unavailable(tmp_path: Path, fake_smi: Callable[[Path],
     fake_smi(folder)
     info = gpu.host_gpus()
     assert not info.available and info.reason == "nvidia-smi listed no GPU"
+
+
+def _log(header: str) -> gpu.SmiLog:
+    return gpu.parse_smi_q("\n==============NVSMI LOG==============\n\n" + header)
+
+
+@pytest.mark.parametrize(
+    ("header", "driver", "cuda"),
+    [
+        # driver R610 on: new names first; the old lines carry a remark that is dropped
+        ("Driver Version    : 610.43.02 [Deprecated; will be removed in CUDA 14.0. Use KMD "
+         "Version instead]\nCUDA Version      : 13.3 [Deprecated; will be removed in CUDA 14.0."
+         " Use CUDA UMD Version instead]\nKMD Version       : 610.43.02\n"
+         "CUDA UMD Version  : 13.3\n",
+         "610.43.02", "13.3"),
+        # the old lines alone, with the remark: still read, without it
+        ("Driver Version : 610.43.02 [Deprecated; use KMD Version]\n"
+         "CUDA Version : 13.3 [Deprecated]\n", "610.43.02", "13.3"),
+        # before R610
+        ("Driver Version : 535.104.05\nCUDA Version : 12.2\n", "535.104.05", "12.2"),
+        # a new name that is not a version falls back to the old one
+        ("KMD Version : N/A\nDriver Version : 580.65.06\nCUDA UMD Version : N/A\n"
+         "CUDA Version : 13.0\n", "580.65.06", "13.0"),
+        # not versions: unknown, never the words themselves
+        ("Driver Version : 580.105.06\nCUDA Version : Not Found\n", "580.105.06", None),
+        ("Driver Version : N/A\nCUDA Version : [Unknown Error]\n", None, None),
+        # drivers before 410 print no CUDA line at all
+        ("Driver Version : 396.54\n", "396.54", None),
+    ],
+)
+def test_smi_q_header_versions(header: str, driver: str | None, cuda: str | None) -> None:
+    log = _log(header)
+    assert (log.driver_version, log.cuda_version) == (driver, cuda)

@@ -6,7 +6,8 @@ Pure functions and small dataclasses; the only side effect is :func:`host_gpus`,
 * :func:`parse_query_gpu` reads ``nvidia-smi --query-gpu=index,name,uuid,driver_version,
   memory.total,compute_cap --format=csv,noheader,nounits``.
 * :func:`parse_smi_q` reads the text of ``nvidia-smi -q`` (not the ``-x`` XML): the driver's
-  "CUDA Version" and each GPU's "Product Name", "Product Brand" and "GPU UUID".
+  version and CUDA version ("KMD Version"/"CUDA UMD Version" from R610, "Driver Version"/
+  "CUDA Version" before) and each GPU's "Product Name", "Product Brand" and "GPU UUID".
 * :func:`evaluate_requirements` applies libnvidia-container's rules to an image's
   ``NVIDIA_REQUIRE_*`` variables (see docs/gpu.md for the exact semantics).
 * :func:`check_driver_table` applies NVIDIA's minimum driver per CUDA major version.

@@ -135,7 +135,7 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> list[Gpu
                 index=int(rec["index"]),
                 name=rec["name"],
                 uuid=rec["uuid"],
-                driver_version=_na(rec["driver_version"]),
+                driver_version=_na(rec.get("driver_version", "")),
                 memory_total_mib=int(mem) if mem and mem.isdigit() else None,
                 compute_cap=_na(rec.get("compute_cap", "")),
             )
@@ -164,12 +164,32 @@ class SmiLog:
 
     @property
     def driver_version(self) -> str | None:
-        return _na(self.header.get("Driver Version", ""))
+        """The kernel-mode driver's version: "KMD Version" (R610 on), else "Driver Version"."""
+        return _header_version(self.header, DRIVER_KEYS)
 
     @property
     def cuda_version(self) -> str | None:
-        v = _na(self.header.get("CUDA Version", ""))
-        return v if v and re.fullmatch(r"\d+(\.\d+)*", v) else None
+        """The driver's CUDA version: "CUDA UMD Version" (R610 on), else "CUDA Version"."""
+        return _header_version(self.header, CUDA_KEYS)
+
+
+#: The header keys of ``nvidia-smi -q`` that carry the driver's and its CUDA's version, newest
+#: name first. From driver R610, nvidia-smi prints "KMD Version" and "CUDA UMD Version" and
+#: keeps the old two with a "[Deprecated; will be removed in CUDA 14.0. ...]" suffix.
+DRIVER_KEYS = ("KMD Version", "Driver Version")
+CUDA_KEYS = ("CUDA UMD Version", "CUDA Version")
+
+#: A version, optionally followed by nvidia-smi's bracketed remark ("13.3 [Deprecated; ...]")
+_HEADER_VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:\s+\[[^\]]*\])?")
+
+
+def _header_version(header: dict[str, str], keys: Sequence[str]) -> str | None:
+    """The first of ``keys`` whose value is a version; None for "N/A", "Not Found" or absent."""
+    for key in keys:
+        m = _HEADER_VERSION.fullmatch(header.get(key, "").strip())
+        if m:
+            return m.group(1)
+    return None
 
 
 _KV = re.compile(r"^(\s*)(\S.*?)\s+:\s?(.*)$")
@@ -306,15 +326,26 @@ def _run_smi(args: list[str], timeout: float) -> proc.Completed:
     return proc.run(["nvidia-smi", *args], check=False, timeout=timeout)
 
 
+#: Fields a driver may not know (``compute_cap`` on older drivers such as 470;
+#: ``driver_version`` should NVIDIA retire it after renaming the driver's version "KMD Version"
+#: in R610): when nvidia-smi says one is "not a valid field to query", it is asked again
+#: without it.
+OPTIONAL_FIELDS = ("compute_cap", "driver_version", "memory.total")
+_INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
+
+
 def _query(timeout: float) -> tuple[list[GpuInfo], dict[str, str]]:
-    """Run and parse --query-gpu; retry without compute_cap on drivers that lack the field."""
-    fields: Sequence[str] = QUERY_FIELDS
-    res = _run_smi(query_command(fields)[1:], timeout)
-    raw = {"query_gpu": res.stdout + res.stderr}
-    if res.returncode != 0 and "compute_cap" in (res.stdout + res.stderr):
-        fields = tuple(f for f in QUERY_FIELDS if f != "compute_cap")
+    """Run and parse --query-gpu, dropping each optional field the driver says is not valid."""
+    fields: list[str] = list(QUERY_FIELDS)
+    while True:
         res = _run_smi(query_command(fields)[1:], timeout)
-        raw["query_gpu"] = res.stdout + res.stderr
+        raw = {"query_gpu": res.stdout + res.stderr}
+        bad = _INVALID_FIELD.search(res.stdout + res.stderr)
+        if res.returncode == 0 or bad is None or bad.group(1) not in OPTIONAL_FIELDS:
+            break
+        if bad.group(1) not in fields:  # the same field refused twice: give up
+            break
+        fields.remove(bad.group(1))
     if res.returncode != 0:
         raise _SmiFailed(classify_smi_failure(res.returncode, res.stdout, res.stderr), raw)
     return parse_query_gpu(res.stdout, fields), raw
@@ -387,6 +418,7 @@ def _smi_q(timeout: float, raw: dict[str, str], notes: list[str]) -> SmiLog | No
         notes.append(f"nvidia-smi -q output not understood ({e}): brand and CUDA unknown")
         return None
     if log.cuda_version is None:
-        notes.append("nvidia-smi -q reports no CUDA Version: cuda= conditions cannot be checked")
+        notes.append("nvidia-smi -q reports no CUDA version (neither \"CUDA UMD Version\" nor "
+                     "\"CUDA Version\"): cuda= conditions cannot be checked")
     return log
 
