@@ -33,7 +33,9 @@ if query:
     missing = [f for f in {fields!r} if f not in asked]
     name = "query-gpu" + ("-without-" + "-".join(missing) if missing else "")
 elif "-q" in args:
-    name = "q"
+    name = "q-xml" if "-x" in args else "q"
+elif "-L" in args:
+    name = "L"
 else:
     name = "other"
 pause = d / (name + ".sleep")
