@@ -41,6 +41,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from servelab.errors import Terminated
+
 log = logging.getLogger("servelab.cleanup")
 
 RUN_ID_LABEL = "servelab.run-id"
@@ -50,10 +52,6 @@ KEEP_LABEL = "servelab.keep"
 SCOPE_LABEL = "servelab.cleanup"
 #: leftovers older than this are swept even when their owner cannot be checked (other host)
 DEFAULT_MAX_AGE_S = 6 * 3600.0
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread while a :class:`Cleanup` block is active."""
 
 
 def new_run_id() -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from servelab import __version__
-from servelab.errors import ExitCode, ServelabError
+from servelab.errors import ExitCode, ServelabError, Terminated
 
 #: (command name, module under servelab.commands, one-line help)
 COMMANDS: list[tuple[str, str, str]] = [
@@ -125,9 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ServelabError as e:
         print(f"servelab {args.command}: {e}", file=sys.stderr)
         return int(e.exit_code)
-    except KeyboardInterrupt:
-        print(f"servelab {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        term = isinstance(e, Terminated)  # 128 + the signal number
+        what = "terminated (SIGTERM)" if term else "interrupted"
+        print(f"servelab {args.command}: {what}; what this run created was removed",
+              file=sys.stderr)
+        return 143 if term else 130
     except BrokenPipeError:
         return int(ExitCode.OK)
     except Exception as e:  # a bug: say so plainly, traceback only on request

@@ -140,3 +140,8 @@ class GateFailed(ServelabError):
 def _tail(text: str, lines: int = 12) -> str:
     rows = [r for r in text.strip().splitlines() if r.strip()]
     return "\n".join("  | " + r for r in rows[-lines:])
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread while a :class:`servelab.cleanup.Cleanup` block is
+    active; the CLI exits 143 (128 + 15) after cleaning, as it exits 130 on SIGINT."""

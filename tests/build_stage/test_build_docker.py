@@ -256,3 +256,54 @@ def test_interrupt_between_load_and_tag_leaves_no_image(tmp_path: Path,
     res = subprocess.run([DOCKER, "image", "inspect", digest], capture_output=True, check=False)
     assert res.returncode != 0, "the loaded image was left behind"
     assert not list(store.glob(".partial-*"))
+
+
+def _children(pid: int) -> dict[int, str]:
+    """pid -> command line of the live processes whose parent is *pid*."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[-1].split()
+            if int(fields[1]) == pid:
+                cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                out[int(stat.parent.name)] = cmd
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_signal_mid_build_leaves_nothing(tmp_path: Path, base_image: str, sig: str,
+                                         code: int) -> None:
+    """Ctrl-C (or a CI runner's SIGTERM) while buildx runs: exit 130/143, nothing left."""
+    import signal
+    import sys
+    import tempfile
+    import time
+
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(f"FROM {base_image}\nRUN sleep 60\n")
+    spec = tmp_path / "experiment.yaml"
+    spec.write_text("apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: sig}\n"
+                    "spec:\n  change: interrupted build\n  repeats: 1\n"
+                    "  treatment: {context: ctx, dockerfile: Dockerfile}\n"
+                    "  build: {sourceDateEpoch: 1700000000, network: none}\n")
+    tmp = Path(tempfile.gettempdir())
+    temps_before = {p.name for p in tmp.glob("servelab*")}
+    images_before = set(docker("images", "-q", "--no-trunc").split())
+    child = subprocess.Popen([sys.executable, "-m", "servelab", "build", str(spec),
+                              "--out", str(tmp_path / "out")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (buildx := [p for p, c in _children(child.pid).items() if "buildx" in c]):
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.1)
+    time.sleep(1.0)  # inside RUN sleep 60
+    child.send_signal(getattr(signal, sig))
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == code, err
+    assert "Traceback" not in err and ("interrupted" in err or "terminated" in err)
+    assert not [p for p in buildx if Path(f"/proc/{p}").exists()], "buildx left running"
+    assert {p.name for p in tmp.glob("servelab*")} - temps_before == set()
+    assert set(docker("images", "-q", "--no-trunc").split()) - images_before == set()

@@ -182,8 +182,9 @@ def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, docker_client: object,
         seen += line
     assert "smoke ..." in seen, seen
     child.send_signal(signal.SIGTERM)
-    child.communicate(timeout=120)
-    assert child.returncode != 0
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err
     left = [c.name for c in client.containers.list(  # type: ignore[attr-defined]
         all=True, filters={"label": "servelab.run-id"})]
     assert left == []

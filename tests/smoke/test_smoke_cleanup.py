@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from servelab import cleanup
-from servelab.cleanup import Cleanup, Terminated
+from servelab.cleanup import Cleanup
+from servelab.errors import Terminated
 
 ROOT = Path(__file__).resolve().parents[2]
 

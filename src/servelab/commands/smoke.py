@@ -109,7 +109,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import sys
     import tempfile
     from pathlib import Path
 
@@ -125,18 +124,14 @@ def run(args: argparse.Namespace) -> int:
     client = cleanup.docker_client()
     swept = cleanup.sweep(client=client)
     results = []
-    try:
-        with cleanup.Cleanup(run_id, keep=False, client=client) as cu:
-            out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="servelab-smoke-"))
-            if not args.out:
-                cu.path(out)
-            for n in range(args.starts):
-                d = out / f"start-{n + 1}" if args.starts > 1 or args.out else out
-                results.append(smoke_image(args.image, settings, run_id=run_id, out_dir=d,
-                                           first_start=n == 0, client=client))
-    except cleanup.Terminated:
-        print("servelab smoke: terminated (SIGTERM); containers removed", file=sys.stderr)
-        return 143
+    with cleanup.Cleanup(run_id, keep=False, client=client) as cu:
+        out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="servelab-smoke-"))
+        if not args.out:
+            cu.path(out)
+        for n in range(args.starts):
+            d = out / f"start-{n + 1}" if args.starts > 1 or args.out else out
+            results.append(smoke_image(args.image, settings, run_id=run_id, out_dir=d,
+                                       first_start=n == 0, client=client))
     code = combine(r.exit_code for r in results)
     if not args.out:
         for r in results:
