@@ -132,6 +132,9 @@ class ScanResult:
     files: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: the platform scanned, and every platform of the image (OCI inputs)
+    platform: str = ""
+    platforms: list[str] = field(default_factory=list)
 
     def severity_counts(self) -> dict[str, int]:
         out = {s: 0 for s in DESCENDING}
@@ -157,6 +160,8 @@ class ScanResult:
             "trivy_version": self.trivy_version,
             "db": self.db.to_dict() if self.db else None,
             "artifact": self.artifact,
+            "platform": self.platform or None,
+            "platforms": self.platforms,
             "packages": self.packages,
             "policy": self.policy,
             "counts": self.counts(),
@@ -190,6 +195,8 @@ class ScanResult:
             files=dict(d.get("files") or {}),
             seconds=float(d.get("seconds") or 0.0),
             notes=list(d.get("notes") or []),
+            platform=str(d.get("platform") or ""),
+            platforms=[str(p) for p in d.get("platforms") or []],
         )
         if isinstance(gate_d, dict):
             res.gate = GateOutcome(
@@ -377,27 +384,37 @@ class Scanner:
         self.run_id = run_id
         self._by_digest: dict[str, ScanResult] = {}
 
-    def scan(self, target: str | Path, *, digest: str | None = None,
-             out_dir: Path) -> ScanResult:
-        """Scan *target* (image, OCI dir or archive), or share the result of its digest."""
+    def scan(self, target: str | Path, *, digest: str | None = None, out_dir: Path,
+             platform: str | None = None) -> ScanResult:
+        """Scan *target* (image, OCI dir or archive), or share the result of its digest.
+
+        A multi-platform OCI image is scanned for one platform: *platform*, by default the
+        host's when the image has it, else its first; the result names it and the others.
+        """
         start = time.monotonic()
-        digest = digest or target_digest(target)
+        digest = digest or target_digest(target, platform)
         out_dir.mkdir(parents=True, exist_ok=True)
         first = self._by_digest.get(digest)
         if first is not None and all(Path(first.files[k]).is_file() for k in _SHARED_AS_IS):
             return self._share(first, str(target), out_dir, start)
-        result = self._scan_once(str(target), digest, out_dir, start)
+        result = self._scan_once(str(target), digest, out_dir, start, platform)
         self._by_digest[digest] = result
         return result
 
-    def _scan_once(self, target: str, digest: str, out_dir: Path, start: float) -> ScanResult:
+    def _scan_once(self, target: str, digest: str, out_dir: Path, start: float,
+                   platform: str | None) -> ScanResult:
         db = self.trivy.ensure_db(self.policy.max_db_age_hours, datetime.now(UTC))
         json_path = out_dir / FILES["trivy_json"]
-        with prepared_input(target, self.run_id) as inp:
+        with prepared_input(target, self.run_id, platform) as inp:
             report = self.trivy.scan(inp, json_out=json_path,
                                      ignore_file=self.policy.ignore_file, vex=self.policy.vex)
         self.trivy.cyclonedx(report, out_dir / FILES["sbom"])
         res = _result_from_report(report, target, digest, self.policy)
+        res.platform, res.platforms = inp.platform or "", list(inp.platforms)
+        if len(inp.platforms) > 1:
+            others = [p for p in inp.platforms if p != inp.platform]
+            res.notes.append(f"multi-platform image ({', '.join(inp.platforms)}): scanned "
+                             f"{inp.platform} only; scan {', '.join(others)} with --platform")
         res.db = db
         res.scanned_target = target
         res.files = {k: str(out_dir / v) for k, v in FILES.items()}
@@ -558,6 +575,11 @@ def _provenance(r: ScanResult) -> str:
     return f"Trivy {r.trivy_version or '?'}, {db}"
 
 
+def _on(r: ScanResult) -> str:
+    """", linux/amd64" for a scan of one platform of a multi-platform image."""
+    return f", {r.platform}" if len(r.platforms) > 1 else ""
+
+
 def _scanned(r: ScanResult) -> str:
     if r.shared:
         return f"shared: same digest as {r.scanned_target}, not scanned again"
@@ -569,7 +591,8 @@ def render_text(result: ScanResult, diff: ScanDiff | None = None) -> str:
     g = result.gate
     c = result.counts()
     lines = [
-        f"{result.target} ({result.digest}): {_scanned(result)}; {_provenance(result)}",
+        f"{result.target} ({result.digest}{_on(result)}): {_scanned(result)}; "
+        f"{_provenance(result)}",
         "  " + ", ".join(f"{s} {c[s]['total']}" for s in DESCENDING)
         + f"; fixable {sum(v['fixable'] for v in c.values())}, "
         f"unfixed {sum(v['unfixed'] for v in c.values())}, suppressed {len(result.suppressed)}",
@@ -607,7 +630,8 @@ def render_markdown(result: ScanResult, diff: ScanDiff | None = None) -> str:
     verdict = "passed" if g is None or g.passed else "**failed**"
     out = [
         f"### Vulnerability scan: `{_cell(result.target)}`", "",
-        f"Digest `{result.digest}`, {_scanned(result)}. {_provenance(result)}.", "",
+        f"Digest `{result.digest}`{_on(result)}, {_scanned(result)}. {_provenance(result)}.",
+        "",
         f"Gate {verdict}: {g.reason if g else 'not evaluated'}.", "",
         "| Severity | Total | Fixable | Unfixed |", "|---|---|---|---|",
     ]

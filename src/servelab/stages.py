@@ -215,8 +215,10 @@ class Stages:
         build = (res["stages"].get("build") or {}).get("record") or {}
         if build.get("archive") and Path(build["archive"]).exists():
             target = build["archive"]
+        # a multi-platform build: scan the platform whose manifest digest the result records
+        platform = build.get("platform") if len(build.get("platforms") or []) > 1 else None
         result = self._scanner_for().scan(target, digest=res["image"].get("digest"),
-                                          out_dir=out_dir)
+                                          out_dir=out_dir, platform=platform)
         g = gate(result, self.exp.scan)
         counts = result.severity_counts()
         res["metrics"]["findings"] = {k: int(counts.get(k, 0)) for k in
@@ -230,8 +232,9 @@ class Stages:
         self._scans["shared" if result.shared else "scanned"] += 1
         shared = " (shared: same digest already scanned)" if result.shared else ""
         d = result.to_dict()
-        record = {k: d[k] for k in ("digest", "shared", "trivy_version", "db", "counts",
-                                    "by_severity", "fixable", "unfixed", "gate", "notes")}
+        record = {k: d[k] for k in ("digest", "platform", "platforms", "shared", "trivy_version",
+                                    "db", "counts", "by_severity", "fixable", "unfixed", "gate",
+                                    "notes")}
         record["findings"] = [{"severity": f.get("severity"), "id": f.get("id"),
                                "package": f.get("package"), "installed": f.get("installed"),
                                "fixed": f.get("fixed")} for f in d["findings"]]

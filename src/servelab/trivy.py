@@ -30,13 +30,14 @@ import struct
 import tarfile
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from servelab import proc
+from servelab import platforms, proc
 from servelab.errors import CapabilityError, CommandError, InputError, ToolMissingError
+from servelab.oci import INDEX_TYPES, OciArchive, OciLayout
 
 log = logging.getLogger("servelab.trivy")
 
@@ -201,6 +202,9 @@ class ScanInput:
     kind: str  # "oci-dir", "oci-archive", "docker-archive" or "image"
     path: Path | None = None
     image: str | None = None
+    #: the platform scanned, and all the image has (OCI inputs; set by prepared_input)
+    platform: str | None = None
+    platforms: tuple[str, ...] = ()
 
 
 def _tar_names(path: Path) -> set[str]:
@@ -260,30 +264,64 @@ def unpack_oci_archive(archive: Path, dest: Path) -> None:
 
 
 @contextlib.contextmanager
-def prepared_input(target: str | Path, run_id: str = "scan") -> Iterator[ScanInput]:
-    """The input ready for Trivy; an OCI archive is unpacked to a temp dir removed on exit."""
+def prepared_input(target: str | Path, run_id: str = "scan",
+                   platform: str | None = None) -> Iterator[ScanInput]:
+    """The input ready for Trivy: an OCI archive unpacked to a temporary directory, and a
+    multi-platform OCI image narrowed to one platform (see :mod:`servelab.platforms`);
+    temporary directories are removed on exit. *platform* picks it (default: the host's)."""
     inp = classify(str(target))
-    if inp.kind != "oci-archive" or inp.path is None:
+    if inp.kind == "image":
+        yield replace(inp, platform=platform)
+        return
+    if inp.kind not in ("oci-archive", "oci-dir") or inp.path is None:
         yield inp
         return
     tmp = Path(tempfile.mkdtemp(prefix=f"servelab-{run_id}-oci-"))
     try:
-        unpack_oci_archive(inp.path, tmp)
-        yield ScanInput(inp.target, "oci-dir", path=tmp)
+        layout = inp.path
+        if inp.kind == "oci-archive":
+            unpack_oci_archive(inp.path, tmp)
+            layout = tmp
+        if platform or _nested(inp):
+            yield _narrowed(inp, layout, tmp, platform)
+        else:
+            yield ScanInput(inp.target, "oci-dir", path=layout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _narrowed(inp: ScanInput, layout: Path, tmp: Path, platform: str | None) -> ScanInput:
+    """*layout* as Trivy's input, narrowed to one platform when it has several."""
+    with OciLayout(layout) as source:
+        manifests = source.platform_manifests()
+    names = tuple(m.platform for m in manifests)
+    chosen = platforms.choose(manifests, platform)
+    if len(manifests) == 1:
+        return ScanInput(inp.target, "oci-dir", path=layout, platform=chosen.platform,
+                         platforms=names)
+    dest = tmp if layout == tmp else tmp / "layout"
+    platforms.single_platform_layout(layout, dest, chosen)
+    return ScanInput(inp.target, "oci-dir", path=dest, platform=chosen.platform,
+                     platforms=names)
+
+
 def _index_digest(index: dict[str, Any], raw: bytes) -> str:
     """The image's digest from an OCI index.json: its one image manifest, else the index."""
-    manifests = [
-        m for m in index.get("manifests", [])
-        if isinstance(m, dict)
-        and (m.get("annotations") or {}).get("vnd.docker.reference.type") != "attestation-manifest"
-    ]
+    manifests = _image_entries(index)
     if len(manifests) == 1 and isinstance(manifests[0].get("digest"), str):
         return str(manifests[0]["digest"])
     return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _image_entries(index: Any) -> list[dict[str, Any]]:
+    """The entries of an index.json that are not attestation manifests."""
+    if not isinstance(index, dict):
+        return []
+    return [
+        m for m in index.get("manifests") or []
+        if isinstance(m, dict)
+        and (m.get("annotations") or {}).get("vnd.docker.reference.type") != "attestation-manifest"
+    ]
 
 
 def _read_index(inp: ScanInput) -> bytes | None:
@@ -299,16 +337,21 @@ def _read_index(inp: ScanInput) -> bytes | None:
     return None
 
 
-def target_digest(target: str | Path) -> str:
+def target_digest(target: str | Path, platform: str | None = None) -> str:
     """The content digest of *target*: repeats with the same digest are scanned once.
 
-    OCI layouts and archives: the manifest digest in index.json. Docker archives: sha256 of
-    manifest.json. Image references: the engine's image ID (the manifest digest with the
-    containerd image store), or the digest pinned in the reference.
+    OCI layouts and archives: the manifest digest in index.json; for a multi-platform image,
+    the manifest digest of the platform that is scanned (*platform*, default the host's).
+    Docker archives: sha256 of manifest.json. Image references: the engine's image ID (the
+    manifest digest with the containerd image store), or the digest pinned in the reference.
     """
     inp = classify(str(target))
     if inp.kind == "image":
         return _image_digest(str(target))
+    if inp.kind != "docker-archive" and inp.path is not None and (platform or _nested(inp)):
+        source = OciArchive(inp.path) if inp.kind == "oci-archive" else OciLayout(inp.path)
+        with source:
+            return platforms.choose(source.platform_manifests(), platform).digest
     try:
         raw = _read_index(inp)
     except (OSError, tarfile.TarError) as e:
@@ -322,6 +365,19 @@ def target_digest(target: str | Path) -> str:
     except ValueError as e:
         raise InputError(f"{target}: index.json is not JSON: {e}", file=str(target)) from e
     return _index_digest(index if isinstance(index, dict) else {}, raw)
+
+
+def _nested(inp: ScanInput) -> bool:
+    """Whether an OCI input's index.json points at an index (a multi-platform image) rather
+    than at one image manifest, which is then read from index.json alone."""
+    if inp.kind not in ("oci-archive", "oci-dir"):
+        return False
+    try:
+        index = json.loads(_read_index(inp) or b"{}")
+    except (OSError, tarfile.TarError, ValueError):
+        return False  # reported by the caller's own read
+    entries = _image_entries(index)
+    return len(entries) > 1 or any(m.get("mediaType") in INDEX_TYPES for m in entries)
 
 
 def _image_digest(ref: str) -> str:
@@ -631,6 +687,8 @@ class Trivy:
         if vex is not None:
             args += ["--vex", str(vex)]
         if inp.image is not None:
+            if inp.platform:
+                args += ["--platform", inp.platform]
             if c.offline:
                 src = "docker,containerd" + (",remote" if _loopback_registry(inp.image) else "")
                 args += ["--image-src", src]

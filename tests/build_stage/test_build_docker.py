@@ -7,6 +7,7 @@ import json
 import re
 import secrets
 import subprocess
+import tarfile
 import urllib.request
 import zlib
 from collections.abc import Iterator
@@ -307,3 +308,60 @@ def test_signal_mid_build_leaves_nothing(tmp_path: Path, base_image: str, sig: s
     assert not [p for p in buildx if Path(f"/proc/{p}").exists()], "buildx left running"
     assert {p.name for p in tmp.glob("servelab*")} - temps_before == set()
     assert set(docker("images", "-q", "--no-trunc").split()) - images_before == set()
+
+
+def _multi_spec(tmp_path: Path, content: str, name: str) -> Path:
+    """A two-platform experiment (FROM scratch and COPY: no emulation needed)."""
+    ctx = tmp_path / f"ctx-{name}"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM scratch\nARG TARGETARCH\n"
+                                    "COPY hello-${TARGETARCH}.txt /hello.txt\n")
+    for arch in ("amd64", "arm64"):
+        (ctx / f"hello-{arch}.txt").write_text(f"{content} {arch}\n")
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text("apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: multi}\n"
+                    "spec:\n  change: two platforms\n  repeats: 2\n"
+                    f"  treatment: {{context: ctx-{name}, dockerfile: Dockerfile}}\n"
+                    "  build: {sourceDateEpoch: 1700000000, network: none,\n"
+                    "          platform: 'linux/amd64,linux/arm64'}\n")
+    return spec
+
+
+def test_multi_platform_build_records_each_platform(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ocitest import archive_platforms
+
+    docs = {}
+    for name, content in (("a", "hello"), ("b", "hello again")):
+        rc = cli.main(["build", str(_multi_spec(tmp_path, content, name)),
+                       "--out", str(tmp_path / f"out-{name}"), "-f", "json"])
+        docs[name] = json.loads(capsys.readouterr().out)
+        assert rc == 0, docs[name]
+    (arm,) = docs["a"]["arms"]
+    assert arm["reproducibility"]["reproducible"] is True
+    first, second = arm["records"]
+    archive = Path(first["archive"])
+    truth = archive_platforms(archive)  # read with tarfile/json, not servelab.oci
+    assert set(truth) == {"linux/amd64", "linux/arm64"}
+    for rec in (first, second):
+        got = {p["platform"]: (p["manifest_digest"], p["config_digest"])
+               for p in rec["platforms"]}
+        assert got == truth
+        assert rec["index_digest"] and rec["index_digest"] not in {d for d, _ in truth.values()}
+    assert first["manifest_digest"] == truth["linux/amd64"][0]  # the first platform asked
+    with tarfile.open(archive) as tf:
+        for p in first["platforms"]:
+            manifest = json.load(tf.extractfile(  # type: ignore[arg-type]
+                "blobs/sha256/" + p["manifest_digest"].split(":")[1]))
+            pulled = p["manifest_size"] + manifest["config"]["size"] + sum(
+                x["size"] for x in manifest["layers"])
+            assert p["compressed_size"] == pulled
+    # the two platforms differ in one file; diff reads the platform it is asked for
+    other = Path(docs["b"]["arms"][0]["records"][0]["archive"])
+    assert cli.main(["diff", str(archive), str(other), "--platform", "linux/arm64",
+                     "-f", "json"]) == 1
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["a_manifest"] == truth["linux/arm64"][0]
+    assert diff["b_manifest"] == archive_platforms(other)["linux/arm64"][0]
+    files = [c for c in diff["changes"] if c["category"] == "file"]
+    assert [c["subject"] for c in files] == ["/hello.txt"]

@@ -228,3 +228,35 @@ def test_keep_keeps_the_tested_images_and_prints_them(tmp_path: Path, docker_cli
             for tag in image.tags:
                 if tag.startswith(f"servelab/{run_id}/"):
                     client.images.remove(tag, force=True)  # type: ignore[attr-defined]
+
+
+def test_multi_platform_run_scans_the_platform_it_records(
+        tmp_path: Path, docker_client: object, fixture_trivy_cache: Path) -> None:
+    """build.platform with two platforms: the result's digest, the scanned platform and the
+    scan's digest are one platform's (the first listed), and the others are named."""
+    from ocitest import archive_platforms
+
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM scratch\nARG TARGETARCH\nCOPY ${TARGETARCH}.txt /a\n")
+    for arch in ("amd64", "arm64"):
+        (ctx / f"{arch}.txt").write_text(arch)
+    spec = tmp_path / "multi.yaml"
+    spec.write_text("apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: multi}\n"
+                    "spec:\n  change: two platforms\n  repeats: 1\n"
+                    "  treatment: {context: ctx, dockerfile: Dockerfile}\n"
+                    "  build: {sourceDateEpoch: 1700000000, network: none,\n"
+                    "          platform: 'linux/arm64,linux/amd64'}\n")
+    out = tmp_path / "out"
+    proc = _run([str(spec), "--out", str(out), "--stages", "build,scan", "--offline",
+                 "--trivy-cache-dir", str(fixture_trivy_cache)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "treatment" / "repeat-1" / "result.json").read_text())
+    assert validate_result(result) == []
+    archive = Path(result["stages"]["build"]["record"]["archive"])
+    arm64 = archive_platforms(archive)["linux/arm64"][0]
+    scan = result["stages"]["scan"]["record"]
+    assert result["image"]["digest"] == scan["digest"] == arm64  # the first platform listed
+    assert scan["platform"] == "linux/arm64"
+    assert sorted(scan["platforms"]) == ["linux/amd64", "linux/arm64"]
+    assert any("scanned linux/arm64 only" in n for n in scan["notes"])

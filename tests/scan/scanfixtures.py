@@ -112,6 +112,28 @@ def build_oci(spec: ImageSpec, workdir: Path, run_id: str) -> Path:
     return dest
 
 
+#: the multi-platform fixture: which image's files each platform carries
+MULTI = {"linux/amd64": CONTROL, "linux/arm64": TREATMENT}
+
+
+def build_multiplatform_oci(workdir: Path, run_id: str) -> Path:
+    """One image for linux/amd64 and linux/arm64 (FROM scratch, COPY only: no emulation
+    needed) whose platforms hold different packages (see MULTI), as an OCI archive."""
+    ctx = workdir / "multi-ctx"
+    for plat, spec in MULTI.items():
+        write_rootfs(spec, ctx / f"rootfs-{plat.split('/')[1]}")
+    (ctx / "Dockerfile").write_text("FROM scratch\nARG TARGETARCH\nCOPY rootfs-${TARGETARCH}/ /\n")
+    dest = workdir / "multi.tar"
+    proc.run(
+        ["docker", "buildx", "build", "--network", "none", "--provenance=false",
+         "--platform", ",".join(MULTI), "--label", f"{RUN_LABEL}={run_id}",
+         "--output", f"type=oci,dest={dest},rewrite-timestamp=true", str(ctx)],
+        env={"SOURCE_DATE_EPOCH": EPOCH, "BUILDX_NO_DEFAULT_ATTESTATIONS": "1"},
+        timeout=300,
+    )
+    return dest
+
+
 def expected_ids(spec: ImageSpec) -> set[str]:
     return set(spec.expect)
 

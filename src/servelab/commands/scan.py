@@ -22,6 +22,10 @@ it is downloaded when due from --db-repository mirrors, tried in order. --offlin
 downloads. The scan fails closed: a missing, corrupt or stale DB (--max-db-age), a failing or
 timed-out Trivy (--timeout) or output that does not parse is exit 3, never zero findings.
 
+A multi-platform OCI image is scanned for one platform (Trivy reads one manifest): --platform,
+by default this machine's when the image has it, else the image's first. The digest reported
+is that platform's manifest digest; the report names the platforms not scanned.
+
 Exit codes: 0 the gate passed, 1 a finding at a failing severity (listed), 2 bad input or
 usage, 3 Trivy or its DB unusable.
 """
@@ -35,6 +39,9 @@ from typing import Any
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("targets", nargs="+", metavar="TARGET",
                         help="image name, OCI layout directory, OCI or docker archive")
+    parser.add_argument("--platform", metavar="OS/ARCH[/VARIANT]",
+                        help="the platform of a multi-platform image to scan (default: this "
+                        "machine's when the image has it, else the image's first)")
     pol = parser.add_argument_group("policy (default: the --spec scan block, else built-ins)")
     pol.add_argument("--spec", metavar="FILE", help="take the policy from this experiment file")
     pol.add_argument("--document", metavar="NAME", help="experiment document in --spec")
@@ -160,7 +167,7 @@ def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
     p = Path(args.baseline)
     if p.is_file() and p.suffix == ".json":
         return scan.load_result(p, scanner.policy)
-    return scanner.scan(args.baseline, out_dir=work / "baseline")
+    return scanner.scan(args.baseline, out_dir=work / "baseline", platform=args.platform)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,8 +185,8 @@ def run(args: argparse.Namespace) -> int:
     work = keep or Path(tempfile.mkdtemp(prefix="servelab-scan-"))
     try:
         base = _baseline(args, scanner, work)
-        results = [scanner.scan(t, out_dir=work / f"{i + 1}") for i, t in
-                   enumerate(args.targets)]
+        results = [scanner.scan(t, out_dir=work / f"{i + 1}", platform=args.platform)
+                   for i, t in enumerate(args.targets)]
         diffs = [scan.compare(base, r) if base is not None else None for r in results]
         _copy_outputs(args, results)
         if args.json:
