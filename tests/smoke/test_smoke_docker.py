@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -202,17 +201,6 @@ def test_gpu_required_without_gpu(fixture_images: Images, run_smoke: Runner,
     assert res.gpu is not None and res.gpu["host"]["state"] == "unavailable"
 
 
-FAKE_SMI = '''#!{python}
-# Stand-in for the missing nvidia-smi: replays a synthetic host of tests/data/gpu/hosts.
-import pathlib, sys
-d = pathlib.Path({folder!r})
-args = sys.argv[1:]
-name = "query-gpu" if any(a.startswith("--query-gpu=index,name") for a in args) else (
-    "q" if "-q" in args else "other")
-out = d / (name + ".out")
-sys.stdout.write(out.read_text() if out.exists() else "")
-sys.exit(0 if out.exists() else 2)
-'''
 H200 = Path(__file__).resolve().parents[1] / "data" / "gpu" / "hosts" / "synthetic-h200-driver580"
 
 
@@ -222,7 +210,7 @@ H200 = Path(__file__).resolve().parents[1] / "data" / "gpu" / "hosts" / "synthet
 ], ids=["needs-cuda-14", "nvidia-example"])
 def test_gpu_requirements_checked_before_start(
     *, fixture_images: Images, run_smoke: Runner, model_dir: Path, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, docker_client: Any, require: str, verdict: str,
+    fake_smi: Callable[[Path], Path], docker_client: Any, require: str, verdict: str,
 ) -> None:
     """A synthetic H200 host (driver 580, CUDA 13.0) through a stand-in nvidia-smi: the
     image's NVIDIA_REQUIRE_CUDA is judged before the start; when it fits, the container is
@@ -230,10 +218,7 @@ def test_gpu_requirements_checked_before_start(
     from servelab import proc
     from servelab.spec import GpuNeeds
 
-    smi = tmp_path / "nvidia-smi"
-    smi.write_text(FAKE_SMI.format(python=sys.executable, folder=str(H200)))
-    smi.chmod(0o755)
-    monkeypatch.setenv("SERVELAB_NVIDIA_SMI", str(smi))
+    fake_smi(H200)
     ctx = tmp_path / "ctx"
     ctx.mkdir()
     (ctx / "Dockerfile").write_text(f'FROM {fixture_images("good")}\n'
@@ -253,7 +238,9 @@ def test_gpu_requirements_checked_before_start(
     else:
         assert res.gpu["image"]["ok"] is True
         assert res.container is not None and res.container.error
-        assert "gpu" in res.container.error.lower()
+        # the engine's own refusal (no NVIDIA runtime here), and what it means
+        assert 'could not select device driver "" with capabilities: [[gpu]]' in res.message
+        assert res.cause is not None and res.cause.cause == "gpu-runtime-missing"
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

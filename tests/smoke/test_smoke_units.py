@@ -196,3 +196,9 @@ def test_walk_synthetic_image_archive() -> None:
     assert (w.layer_index, w.created_by, w.deleted_later) == (0, "COPY m /opt/m", True)
     assert w.layer_digest == "sha256:" + "a" * 64
     assert by["/srv/model.json"].layer_index == 1 and not by["/srv/model.json"].deleted_later
+
+
+def test_every_cause_is_documented() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "smoke.md").read_text()
+    missing = [c for c in CAUSES if f"| `{c}` |" not in text and f"| `{c}` (" not in text]
+    assert missing == []

@@ -1,0 +1,103 @@
+"""The smoke stage's GPU start on the real engine, through a synthetic CDI device.
+
+There is no GPU here, but the engine is real and has CDI on (scripts/bootstrap.sh gives its
+dockerd a CDI spec directory). A test writes a CDI spec for ``nvidia.com/gpu`` whose devices
+inject what the NVIDIA toolkit's would, minus the hardware: NVIDIA_VISIBLE_DEVICES and an
+``nvidia-smi`` that prints one synthetic H200. The host's nvidia-smi is the replay stand-in
+(tests/conftest.py ``fake_smi``) of the synthetic H200 host. So servelab's own code runs for
+real: auto-detecting CDI mode from the engine's spec directories, the CDI device request,
+``nvidia-smi -L`` and the Python probe inside the started container, GPU memory after ready,
+and the engine's own refusals.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servelab.smoke import SmokeResult
+from servelab.spec import GpuNeeds
+
+from .conftest import settings
+
+pytestmark = [pytest.mark.docker, pytest.mark.registry]
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "gpu" / "hosts" / "synthetic-h200-driver580"
+INSIDE_SMI = """#!/bin/sh
+# synthetic: nvidia-smi inside a container given servelab's test CDI device {name}
+echo "GPU 0: NVIDIA H200 (UUID: GPU-6f3c2a1e-8d4b-4c7a-9e21-5b0d7f9a3c11) synthetic device {name}"
+"""
+
+
+def _device(name: str, tmp: Path) -> str:
+    smi = tmp / f"inside-nvidia-smi-{name}"
+    smi.write_text(INSIDE_SMI.format(name=name))
+    smi.chmod(0o755)
+    return (f"  - name: \"{name}\"\n    containerEdits:\n"
+            f"      env: [\"NVIDIA_VISIBLE_DEVICES={name}\"]\n"
+            f"      mounts:\n        - hostPath: {smi}\n"
+            "          containerPath: /usr/local/bin/nvidia-smi\n"
+            "          options: [ro, nosuid, nodev, bind]\n")
+
+
+@pytest.fixture
+def cdi_dir(docker_client: Any) -> Iterator[Path]:
+    """The engine's writable CDI spec directory, emptied of earlier test specs."""
+    dirs = [Path(d) for d in docker_client.info().get("CDISpecDirs") or []]
+    usable = [d for d in dirs if d.is_dir() and "servelab" in str(d)]
+    if not usable:
+        pytest.skip(f"the engine has no servelab CDI spec directory (CDISpecDirs={dirs}); "
+                    "scripts/bootstrap.sh starts dockerd with one")
+    for old in usable[0].glob("servelab-test-*.yaml"):
+        old.unlink()
+    yield usable[0]
+    for spec in usable[0].glob("servelab-test-*.yaml"):
+        spec.unlink()
+
+
+@pytest.fixture
+def synthetic_gpu(cdi_dir: Path, tmp_path: Path,
+                  fake_smi: Callable[[Path], Path]) -> Path:
+    """A synthetic nvidia.com/gpu CDI device (all and 0) and a synthetic H200 host."""
+    fake_smi(H200)
+    spec = cdi_dir / f"servelab-test-{secrets.token_hex(3)}.yaml"
+    spec.write_text('cdiVersion: "0.6.0"\nkind: nvidia.com/gpu\ndevices:\n'
+                    + _device("all", tmp_path) + _device("0", tmp_path))
+    return spec
+
+
+@pytest.mark.parametrize("count", ["all", 1])
+def test_cdi_gpu_start_runs_the_inside_checks(
+        fixture_images: Callable[[str], str], run_smoke: Callable[..., SmokeResult],
+        model_dir: Path, synthetic_gpu: Path, count: int | str) -> None:
+    res = run_smoke(fixture_images("good"),
+                    settings(model_dir, gpu=GpuNeeds(required=True, count=count)))
+    assert res.verdict == "pass", res.message
+    assert res.gpu is not None
+    assert res.gpu["mode"] == "cdi"  # auto: the engine's CDI directory defines nvidia.com/gpu
+    assert any("servelab's check was the only one" in n for n in res.notes), res.notes
+    inside = res.gpu["inside"]
+    assert inside["gpus_visible"] is True
+    # the device asked for (gpu.count all -> nvidia.com/gpu=all, 1 -> nvidia.com/gpu=0) was
+    # injected: its own nvidia-smi answered
+    assert inside["nvidia_smi_l"].endswith(f"synthetic device {'all' if count == 'all' else 0}")
+    probe = inside["python_probe"]
+    assert probe["status"] == "no-torch"  # the fixture server has no torch
+    assert [f["rule"] for f in inside["findings"]] == ["gpu-torch-missing"]
+    assert inside["memory_used_mib"] == ["0, 1024"]
+
+
+def test_cdi_device_missing_is_explained(
+        fixture_images: Callable[[str], str], run_smoke: Callable[..., SmokeResult],
+        model_dir: Path, cdi_dir: Path, fake_smi: Callable[[Path], Path]) -> None:
+    fake_smi(H200)
+    res = run_smoke(fixture_images("good"),
+                    settings(model_dir, gpu=GpuNeeds(required=True, mode="cdi")))
+    assert res.verdict == "start-failed", res.message
+    assert "unresolvable CDI devices nvidia.com/gpu=all" in res.message
+    assert res.cause is not None and res.cause.cause == "gpu-runtime-missing"
+    assert "nvidia-ctk cdi generate" in (res.problems[0].fix or "")
