@@ -185,6 +185,37 @@ def check_gpu(required: bool) -> Check:
                  f"{names} (driver {info.driver_version}, CUDA {info.cuda_version})")
 
 
+GPU_CONTAINERS_FIX = (
+    "install the NVIDIA Container Toolkit, then either 'nvidia-ctk runtime configure "
+    "--runtime=docker' and restart dockerd (for --gpus), or 'nvidia-ctk cdi generate "
+    "--output=/etc/cdi/nvidia.yaml' (for CDI; Docker before 28 needs the cdi feature on)"
+)
+
+
+def check_gpu_containers(required: bool) -> Check:
+    """Can the engine give a container a GPU: an NVIDIA CDI spec, or the --gpus runtime hook."""
+    import shutil
+
+    from servelab.smoke_gpu import cdi_gpu_specs
+
+    name = "GPU in containers"
+    try:
+        out = proc.run(["docker", "info", "--format",
+                        "{{json .CDISpecDirs}} {{json .Runtimes}}"], timeout=20)
+        dirs_text, _, runtimes_text = out.stdout.strip().partition(" ")
+        dirs, runtimes = json.loads(dirs_text) or [], json.loads(runtimes_text) or {}
+    except (ServelabError, ValueError) as e:
+        return Check(name, False, required, f"cannot ask the engine: {_first_line(str(e))}")
+    ways = [f"CDI: nvidia.com/gpu in {p}" for p in cdi_gpu_specs(list(dirs))[:1]]
+    if "nvidia" in runtimes or shutil.which("nvidia-container-runtime-hook"):
+        ways.append("--gpus: the NVIDIA runtime hook is installed")
+    if ways:
+        return Check(name, True, required, "; ".join(ways))
+    where = ", ".join(dirs) if dirs else "CDI is off in this engine"
+    return Check(name, False, required, "neither an NVIDIA CDI spec (CDI spec dirs: "
+                 f"{where}) nor the NVIDIA runtime hook for --gpus", GPU_CONTAINERS_FIX)
+
+
 def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> DoctorResult:
     result = DoctorResult()
     result.checks.append(check_docker_client())
@@ -204,4 +235,6 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
     for step in (check_trivy, check_hadolint, check_git):
         result.checks.append(step())
     result.checks.append(check_gpu(gpu_required))
+    if result.checks[0].ok:
+        result.checks.append(check_gpu_containers(gpu_required))
     return result

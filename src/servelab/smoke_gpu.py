@@ -22,6 +22,19 @@ def _image_env(config: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def cdi_gpu_specs(dirs: list[str]) -> list[Path]:
+    """The CDI spec files in *dirs* (the engine's ``CDISpecDirs``) that define nvidia.com/gpu."""
+    found: list[Path] = []
+    for d in dirs:
+        for spec in sorted(Path(d).glob("*")) if Path(d).is_dir() else []:
+            try:
+                if "nvidia.com/gpu" in spec.read_text(errors="replace"):
+                    found.append(spec)
+            except OSError:
+                continue
+    return found
+
+
 def _gpu_mode(s: SmokeSettings, client: Any) -> str:
     """``legacy`` (--gpus, the runtime hook) or ``cdi`` (--device nvidia.com/gpu=...)."""
     if s.gpu.mode in ("legacy", "cdi"):
@@ -30,14 +43,7 @@ def _gpu_mode(s: SmokeSettings, client: Any) -> str:
         dirs = client.info().get("CDISpecDirs") or []
     except Exception:
         dirs = []
-    for d in dirs:
-        for spec in sorted(Path(d).glob("*")) if Path(d).is_dir() else []:
-            try:
-                if "nvidia.com/gpu" in spec.read_text(errors="replace"):
-                    return "cdi"
-            except OSError:
-                continue
-    return "legacy"
+    return "cdi" if cdi_gpu_specs(list(dirs)) else "legacy"
 
 
 def gpu_preflight(res: SmokeResult, s: SmokeSettings, client: Any, config: dict[str, Any]

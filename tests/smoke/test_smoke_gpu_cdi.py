@@ -13,6 +13,7 @@ and the engine's own refusals.
 from __future__ import annotations
 
 import secrets
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -101,3 +102,22 @@ def test_cdi_device_missing_is_explained(
     assert "unresolvable CDI devices nvidia.com/gpu=all" in res.message
     assert res.cause is not None and res.cause.cause == "gpu-runtime-missing"
     assert "nvidia-ctk cdi generate" in (res.problems[0].fix or "")
+
+
+def test_doctor_sees_the_cdi_gpu(synthetic_gpu: Path) -> None:
+    from servelab import doctor
+
+    check = doctor.check_gpu_containers(required=True)
+    assert check.ok, check
+    assert f"CDI: nvidia.com/gpu in {synthetic_gpu}" in check.detail
+
+
+def test_doctor_says_when_no_gpu_can_reach_a_container(cdi_dir: Path) -> None:
+    from servelab import doctor
+
+    check = doctor.check_gpu_containers(required=False)
+    if shutil.which("nvidia-container-runtime-hook"):  # a machine with the NVIDIA toolkit
+        assert check.ok and "--gpus" in check.detail
+        return
+    assert not check.ok and not check.required
+    assert str(cdi_dir) in check.detail and "nvidia-ctk" in check.fix
