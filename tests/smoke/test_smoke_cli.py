@@ -83,3 +83,35 @@ def test_cli_gpu_unavailable_exits_3(fixture_images: Callable[[str], str], model
     assert "FAIL [gpu-unavailable]" in out and "GPU unavailable" in out
     assert docker_client.api.containers(
         all=True, filters={"label": "servelab.run-id=test-gpu-cli"}) == []
+
+
+@pytest.mark.docker
+@pytest.mark.registry
+def test_two_runs_at_once_do_not_collide(fixture_images: Callable[[str], str], model_dir: Path,
+                                         tmp_path: Path, docker_client: Any) -> None:
+    """Two servelab processes smoke one image at the same moment: each sweeps at start, yet
+    neither removes the other's containers, both pass, and nothing is left."""
+    import subprocess
+    import sys
+
+    def start(n: int) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "servelab", "smoke", fixture_images("good"), "--model",
+             str(model_dir), "--starts", "2", "--no-weights-scan", "--format", "json",
+             "--out", str(tmp_path / f"run-{n}")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    procs = [start(1), start(2)]
+    docs = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        docs.append(json.loads(out))
+    assert docs[0]["run_id"] != docs[1]["run_id"]
+    assert all(s["verdict"] == "pass" for d in docs for s in d["starts"])
+    names = {s["container"]["name"] for d in docs for s in d["starts"]}
+    assert len(names) == 4  # every start had a container of its own
+    for d in docs:
+        left = docker_client.api.containers(
+            all=True, filters={"label": f"servelab.run-id={d['run_id']}"})
+        assert left == []
