@@ -26,6 +26,7 @@ changed because of the others). The verdict is the worst kind present.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import sys
@@ -104,6 +105,7 @@ class Change:
 
 @dataclass
 class LayerStat:
+    #: the layer's position in B (in A for a removed layer): what "layer N" means
     index: int
     a_digest: str | None
     b_digest: str | None
@@ -113,6 +115,9 @@ class LayerStat:
     entries_a: int = 0
     entries_b: int = 0
     changed_entries: int = 0
+    #: the positions in A and in B (they differ once a layer was inserted or removed)
+    a_index: int | None = None
+    b_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -435,25 +440,49 @@ def _manifest_changes(a: PlatformManifest, b: PlatformManifest) -> list[Change]:
     return out
 
 
+def align_layers(a_keys: list[str], b_keys: list[str]) -> list[tuple[int | None, int | None]]:
+    """Pair A's layers with B's by content (longest matching runs of keys), not by position:
+    a layer inserted or removed in the middle leaves the layers after it paired. Unmatched
+    runs facing each other pair in order (a layer that changed); the rest are added/removed."""
+    pairs: list[tuple[int | None, int | None]] = []
+    matcher = difflib.SequenceMatcher(a=a_keys, b=b_keys, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        n = min(i2 - i1, j2 - j1) if tag in ("equal", "replace") else 0
+        pairs += [(i1 + k, j1 + k) for k in range(n)]
+        pairs += [(i, None) for i in range(i1 + n, i2)]
+        pairs += [(None, j) for j in range(j1 + n, j2)]
+    return pairs
+
+
+def _layer_keys(m: PlatformManifest, config: dict[str, Any]) -> list[str]:
+    """Each layer's uncompressed digest (diff_id) when the config has them, else its digest."""
+    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+    if len(diff_ids) == len(m.layers):
+        return [str(d) for d in diff_ids]
+    return [x.digest for x in m.layers]
+
+
 def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
                  cb: dict[str, Any]) -> tuple[list[LayerStat], list[Change], list[int]]:
-    """Layer stats, layer-level changes, and the indexes of the pairs to open."""
+    """Layer stats, layer-level changes, and the rows (indexes into the stats) to open."""
     ia = layer_instructions(ca, len(a.layers))
     ib = layer_instructions(cb, len(b.layers))
-    da = (ca.get("rootfs") or {}).get("diff_ids") or []
-    db = (cb.get("rootfs") or {}).get("diff_ids") or []
+    ka, kb = _layer_keys(a, ca), _layer_keys(b, cb)
     stats: list[LayerStat] = []
     changes: list[Change] = []
     to_open: list[int] = []
-    for i in range(max(len(a.layers), len(b.layers))):
-        la = a.layers[i] if i < len(a.layers) else None
-        lb = b.layers[i] if i < len(b.layers) else None
-        instr = (ib[i] if lb is not None else ia[i]) or (ia[i] if la is not None else None)
-        st = LayerStat(i, la.digest if la else None, lb.digest if lb else None, instr, "same")
+    for ai, bi in align_layers(ka, kb):
+        la = a.layers[ai] if ai is not None else None
+        lb = b.layers[bi] if bi is not None else None
+        instr = (ib[bi] if bi is not None else None) or (ia[ai] if ai is not None else None)
+        i = bi if bi is not None else ai if ai is not None else 0
+        st = LayerStat(i, la.digest if la else None, lb.digest if lb else None, instr, "same",
+                       a_index=ai, b_index=bi)
         stats.append(st)
-        if la is None or lb is None:
+        if la is None or lb is None or ai is None or bi is None:
             st.status = "added" if la is None else "removed"
-            changes.append(Change("layer", f"layer {i}", "content", [st.status],
+            where = f"layer {i}" if la is None else f"layer {i} of A"
+            changes.append(Change("layer", where, "content", [st.status],
                                   st.a_digest, st.b_digest, i, instr,
                                   note=f"layer {st.status} ({_short(instr, 60) or 'no history'})"))
             continue
@@ -462,14 +491,14 @@ def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
         changes.append(Change("layer", f"layer {i}", "derived", ["digest"], la.digest,
                               lb.digest, i, instr))
         changes += _annotation_changes(f"layer {i}", la.annotations, lb.annotations, "layer")
-        if i < len(da) and i < len(db) and da[i] == db[i]:
+        if ka[ai] == kb[bi]:  # equal diff_ids (equal digests were handled above)
             st.status = "encoding"
             changes.append(Change("layer", f"layer {i}", "encoding", ["compression"],
                                   la.media_type, lb.media_type, i, instr,
                                   note="same uncompressed tar (diff_id), other compression"))
             continue
         st.status = "differs"
-        to_open.append(i)
+        to_open.append(len(stats) - 1)
     return stats, changes, to_open
 
 
@@ -502,7 +531,8 @@ PARALLEL_MIN_BYTES = 8 << 20
 
 def _compare_layer(a: ImageSource, b: ImageSource, ma: PlatformManifest,
                    mb: PlatformManifest, st: LayerStat) -> list[Change]:
-    la, lb = ma.layers[st.index], mb.layers[st.index]
+    la = ma.layers[st.a_index if st.a_index is not None else st.index]
+    lb = mb.layers[st.b_index if st.b_index is not None else st.index]
     if la.size + lb.size < PARALLEL_MIN_BYTES:
         sa, sb = scan_layer(a, la.digest), scan_layer(b, lb.digest)
     else:

@@ -47,6 +47,31 @@ def test_content_change_names_the_file(tmp_path: Path) -> None:
     assert [x.opened for x in r.layers] == [False, True]
 
 
+@pytest.mark.parametrize("direction", ["inserted", "removed"])
+def test_layers_are_aligned_by_content_not_position(tmp_path: Path, direction: str) -> None:
+    """A layer inserted (or removed) in the middle: the layers after it still pair, nothing
+    is opened, and the one layer is named added (removed)."""
+    base, extra, app = (tar_bytes(BASE), tar_bytes([E("extra.txt", b"x")]),
+                        tar_bytes([E("app.py", b"print(1)")]))
+    short, long_ = tmp_path / "short", tmp_path / "long"
+    write_layout(short, [base, app], history=["FROM base", "COPY app.py"])
+    write_layout(long_, [base, extra, app], history=["FROM base", "COPY extra.txt", "COPY app.py"])
+    a, b = (short, long_) if direction == "inserted" else (long_, short)
+    r = diff_images(str(a), str(b))
+    assert r.verdict == "differs"
+    rows = [(x.a_index, x.b_index, x.status) for x in r.layers]
+    if direction == "inserted":
+        assert rows == [(0, 0, "same"), (None, 1, "added"), (1, 2, "same")]
+    else:
+        assert rows == [(0, 0, "same"), (1, None, "removed"), (2, 1, "same")]
+    assert not any(x.opened for x in r.layers)  # no layer had to be read
+    layer_changes = [c for c in r.changes if c.category == "layer"]
+    assert [c.fields for c in layer_changes] == [["added" if direction == "inserted"
+                                                  else "removed"]]
+    assert "COPY extra.txt" in (layer_changes[0].note or "")
+    assert _files(r) == {}
+
+
 def test_mtime_only_is_timestamps_only(tmp_path: Path) -> None:
     pa, pb = _pair(tmp_path, [E("hello", b"hi", mtime=1_800_000_000)],
                    [E("hello", b"hi", mtime=1_800_000_007)])
