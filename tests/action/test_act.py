@@ -146,3 +146,29 @@ def test_action_on_the_bundled_example_under_act(
     assert treatment["image"]["digest"] == outputs["digest"]
     assert run.jsonl("setup-python") == [] and run.jsonl("cache") == []
     (tmp_path / "seconds.txt").write_text(f"{time.monotonic() - start:.1f}\n")
+
+
+@pytest.mark.slow
+def test_install_true_builds_a_venv_from_the_action_checkout(tmp_path: Path) -> None:
+    """The default install path: a venv in RUNNER_TEMP, pip install of the action's own
+    checkout with [tools], then the run. pip reads only set-up's wheelhouse
+    (PIP_NO_INDEX, PIP_FIND_LINKS): no registry is reached. The experiment is invalid, so the
+    run that follows is short: exit 2 with the file named."""
+    wheels = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup")) / "wheelhouse"
+    if not (wheels / ".servelab-wheelhouse").is_file():
+        pytest.skip(f"no wheelhouse at {wheels}: scripts/bootstrap.sh makes it")
+    bad = "tests/data/spec/invalid/native-port.yaml"
+    workflow = act_workflow({"experiment": bad, "install": "true", "python-version": "",
+                             "cache-trivy-db": "false", "upload-artifacts": "false"})
+    run = run_act(
+        tmp_path, workflow,
+        env={"PATH": os.environ["PATH"], "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)},
+        isolate=can_isolate_network(), timeout=600,
+    )
+    assert run.returncode == 0, run.log[-6000:]
+    outputs = run.json("outputs.json")
+    assert outputs["servelab"].endswith("/servelab-venv/bin/servelab"), outputs
+    assert outputs["exit-code"] == "2", run.log[-6000:]
+    assert (run.record / "outcome.txt").read_text() == "failure"
+    assert f"::error file={bad},line=6" in run.log  # the annotation names file and line
+    assert "Success - Main Install servelab" in run.log
