@@ -34,9 +34,17 @@ echo "GPU 0: NVIDIA H200 (UUID: GPU-6f3c2a1e-8d4b-4c7a-9e21-5b0d7f9a3c11) synthe
 """
 
 
-def _device(name: str, tmp: Path) -> str:
+#: a device whose driver is not reachable from the container: nvidia-smi's own failure
+BROKEN_SMI = """#!/bin/sh
+# synthetic: nvidia-smi failing inside the container, as it prints it (exit 9)
+echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+exit 9
+"""
+
+
+def _device(name: str, tmp: Path, script: str = INSIDE_SMI) -> str:
     smi = tmp / f"inside-nvidia-smi-{name}"
-    smi.write_text(INSIDE_SMI.format(name=name))
+    smi.write_text(script.format(name=name))
     smi.chmod(0o755)
     return (f"  - name: \"{name}\"\n    containerEdits:\n"
             f"      env: [\"NVIDIA_VISIBLE_DEVICES={name}\"]\n"
@@ -121,3 +129,23 @@ def test_doctor_says_when_no_gpu_can_reach_a_container(cdi_dir: Path) -> None:
         return
     assert not check.ok and not check.required
     assert str(cdi_dir) in check.detail and "nvidia-ctk" in check.fix
+
+
+def test_gpus_not_visible_inside_is_gpu_failed(
+        *, fixture_images: Callable[[str], str], run_smoke: Callable[..., SmokeResult],
+        model_dir: Path, cdi_dir: Path, tmp_path: Path,
+        fake_smi: Callable[[Path], Path]) -> None:
+    """The engine starts the container with the device, the server gets ready, but nvidia-smi
+    inside lists no GPU: not a pass."""
+    fake_smi(H200)
+    spec = cdi_dir / f"servelab-test-{secrets.token_hex(3)}.yaml"
+    spec.write_text('cdiVersion: "0.6.0"\nkind: nvidia.com/gpu\ndevices:\n'
+                    + _device("all", tmp_path, BROKEN_SMI))
+    res = run_smoke(fixture_images("good"),
+                    settings(model_dir, gpu=GpuNeeds(required=True)))
+    assert res.verdict == "gpu-failed", res.message
+    assert not res.passed and res.exit_code == 1
+    assert "no GPU listed by nvidia-smi -L inside" in res.message
+    inside = res.gpu["inside"] if res.gpu else {}
+    assert inside["gpus_visible"] is False
+    assert "couldn't communicate with the NVIDIA driver" in inside["nvidia_smi_l"]
