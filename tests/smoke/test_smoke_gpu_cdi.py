@@ -12,6 +12,7 @@ and the engine's own refusals.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterator
@@ -42,15 +43,20 @@ exit 9
 """
 
 
-def _device(name: str, tmp: Path, script: str = INSIDE_SMI) -> str:
+def _device(name: str, tmp: Path, script: str = INSIDE_SMI, site: Path | None = None) -> str:
+    """A CDI device: its nvidia-smi, and optionally a site-packages folder for the image's
+    Python (/usr/local/lib/python3.11/dist-packages of the Debian 12 base)."""
     smi = tmp / f"inside-nvidia-smi-{name}"
     smi.write_text(script.format(name=name))
     smi.chmod(0o755)
+    extra = (f"        - hostPath: {site}\n"
+             "          containerPath: /usr/local/lib/python3.11/dist-packages\n"
+             "          options: [ro, nosuid, nodev, rbind]\n") if site else ""
     return (f"  - name: \"{name}\"\n    containerEdits:\n"
             f"      env: [\"NVIDIA_VISIBLE_DEVICES={name}\"]\n"
             f"      mounts:\n        - hostPath: {smi}\n"
             "          containerPath: /usr/local/bin/nvidia-smi\n"
-            "          options: [ro, nosuid, nodev, bind]\n")
+            "          options: [ro, nosuid, nodev, bind]\n" + extra)
 
 
 @pytest.fixture
@@ -149,3 +155,32 @@ def test_gpus_not_visible_inside_is_gpu_failed(
     inside = res.gpu["inside"] if res.gpu else {}
     assert inside["gpus_visible"] is False
     assert "couldn't communicate with the NVIDIA driver" in inside["nvidia_smi_l"]
+
+
+def test_cpu_torch_in_a_gpu_image_is_gpu_failed(
+        *, fixture_images: Callable[[str], str], run_smoke: Callable[..., SmokeResult],
+        model_dir: Path, cdi_dir: Path, tmp_path: Path,
+        fake_smi: Callable[[Path], Path]) -> None:
+    """A real torch in the container, a CPU build (set-up installs one from a wheel on disk):
+    the probe imports it, CUDA does not initialise, and the run says why: the common mistake
+    of shipping the CPU wheel in a GPU image."""
+    site = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup")) / "torch-cpu"
+    if not (site / ".servelab-torch").is_file():
+        pytest.skip(f"no CPU torch at {site}: scripts/bootstrap.sh installs one from a wheel "
+                    "on disk (SERVELAB_TORCH_WHEEL)")
+    fake_smi(H200)
+    spec = cdi_dir / f"servelab-test-{secrets.token_hex(3)}.yaml"
+    spec.write_text('cdiVersion: "0.6.0"\nkind: nvidia.com/gpu\ndevices:\n'
+                    + _device("all", tmp_path, site=site))
+    res = run_smoke(fixture_images("good"),
+                    settings(model_dir, gpu=GpuNeeds(required=True)))
+    assert res.verdict == "gpu-failed", res.message
+    probe = res.gpu["inside"]["python_probe"] if res.gpu else {}
+    assert probe["status"] == "no-cuda"
+    torch = probe["torch"]
+    assert torch["importable"] is True and torch["version"].endswith("+cpu")
+    assert torch["cuda_available"] is False and torch["cuda_version"] is None
+    assert "not compiled with CUDA" in (torch["cuda_error"] or "")
+    rules = [f["rule"] for f in res.gpu["inside"]["findings"]] if res.gpu else []
+    assert rules == ["gpu-torch-cuda-unavailable"]
+    assert "cannot use the GPU" in res.message
