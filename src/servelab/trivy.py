@@ -282,7 +282,7 @@ def prepared_input(target: str | Path, run_id: str = "scan",
         if inp.kind == "oci-archive":
             unpack_oci_archive(inp.path, tmp)
             layout = tmp
-        if platform or _nested(inp):
+        if platform or _layout_nested(layout):
             yield _narrowed(inp, layout, tmp, platform)
         else:
             yield ScanInput(inp.target, "oci-dir", path=layout)
@@ -348,10 +348,6 @@ def target_digest(target: str | Path, platform: str | None = None) -> str:
     inp = classify(str(target))
     if inp.kind == "image":
         return _image_digest(str(target))
-    if inp.kind != "docker-archive" and inp.path is not None and (platform or _nested(inp)):
-        source = OciArchive(inp.path) if inp.kind == "oci-archive" else OciLayout(inp.path)
-        with source:
-            return platforms.choose(source.platform_manifests(), platform).digest
     try:
         raw = _read_index(inp)
     except (OSError, tarfile.TarError) as e:
@@ -364,20 +360,25 @@ def target_digest(target: str | Path, platform: str | None = None) -> str:
         index = json.loads(raw)
     except ValueError as e:
         raise InputError(f"{target}: index.json is not JSON: {e}", file=str(target)) from e
+    if (platform or _is_nested(index)) and inp.path is not None:
+        source = OciArchive(inp.path) if inp.kind == "oci-archive" else OciLayout(inp.path)
+        with source:
+            return platforms.choose(source.platform_manifests(), platform).digest
     return _index_digest(index if isinstance(index, dict) else {}, raw)
 
 
-def _nested(inp: ScanInput) -> bool:
-    """Whether an OCI input's index.json points at an index (a multi-platform image) rather
-    than at one image manifest, which is then read from index.json alone."""
-    if inp.kind not in ("oci-archive", "oci-dir"):
-        return False
-    try:
-        index = json.loads(_read_index(inp) or b"{}")
-    except (OSError, tarfile.TarError, ValueError):
-        return False  # reported by the caller's own read
+def _is_nested(index: Any) -> bool:
+    """Whether an index.json points at an index (a multi-platform image) or at several
+    images, rather than at one image manifest (then read from index.json alone)."""
     entries = _image_entries(index)
     return len(entries) > 1 or any(m.get("mediaType") in INDEX_TYPES for m in entries)
+
+
+def _layout_nested(layout: Path) -> bool:
+    try:
+        return _is_nested(json.loads((layout / "index.json").read_bytes()))
+    except (OSError, ValueError):
+        return False  # Trivy reports the unreadable layout
 
 
 def _image_digest(ref: str) -> str:

@@ -277,9 +277,9 @@ def _children(pid: int) -> dict[int, str]:
 def test_signal_mid_build_leaves_nothing(tmp_path: Path, base_image: str, sig: str,
                                          code: int) -> None:
     """Ctrl-C (or a CI runner's SIGTERM) while buildx runs: exit 130/143, nothing left."""
+    import os
     import signal
     import sys
-    import tempfile
     import time
 
     ctx = tmp_path / "ctx"
@@ -290,12 +290,13 @@ def test_signal_mid_build_leaves_nothing(tmp_path: Path, base_image: str, sig: s
                     "spec:\n  change: interrupted build\n  repeats: 1\n"
                     "  treatment: {context: ctx, dockerfile: Dockerfile}\n"
                     "  build: {sourceDateEpoch: 1700000000, network: none}\n")
-    tmp = Path(tempfile.gettempdir())
-    temps_before = {p.name for p in tmp.glob("servelab*")}
-    images_before = set(docker("images", "-q", "--no-trunc").split())
+    tmp = tmp_path / "tmp"  # the child's TMPDIR: its temporary files and no one else's
+    tmp.mkdir()
+    images_before = set(docker("images", "--format", "{{.Repository}}").split())
     child = subprocess.Popen([sys.executable, "-m", "servelab", "build", str(spec),
                               "--out", str(tmp_path / "out")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "TMPDIR": str(tmp)})
     deadline = time.monotonic() + 60
     while not (buildx := [p for p, c in _children(child.pid).items() if "buildx" in c]):
         assert child.poll() is None and time.monotonic() < deadline, child.communicate()
@@ -306,8 +307,10 @@ def test_signal_mid_build_leaves_nothing(tmp_path: Path, base_image: str, sig: s
     assert child.returncode == code, err
     assert "Traceback" not in err and ("interrupted" in err or "terminated" in err)
     assert not [p for p in buildx if Path(f"/proc/{p}").exists()], "buildx left running"
-    assert {p.name for p in tmp.glob("servelab*")} - temps_before == set()
-    assert set(docker("images", "-q", "--no-trunc").split()) - images_before == set()
+    assert list(tmp.iterdir()) == []
+    assert list((tmp_path / "out").rglob(".partial-*")) == []
+    new = set(docker("images", "--format", "{{.Repository}}").split()) - images_before
+    assert [r for r in new if r.startswith("servelab/")] == []
 
 
 def _multi_spec(tmp_path: Path, content: str, name: str) -> Path:

@@ -35,12 +35,13 @@ def multi(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> tuple
     return archive, layout
 
 
-def _scanner(cache: Path) -> scan.Scanner:
-    return scan.Scanner(ScanPolicy(), cache_dir=cache, offline=True)
+def _scanner(cache: Path, run_id: str = "scan") -> scan.Scanner:
+    return scan.Scanner(ScanPolicy(), cache_dir=cache, offline=True, run_id=run_id)
 
 
-def _temps() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("servelab-*")}
+def _temps(run_id: str) -> list[Path]:
+    """Temporary directories of this run id (other processes may have their own)."""
+    return list(Path(tempfile.gettempdir()).glob(f"servelab-{run_id}-*"))
 
 
 def test_fixture_has_both_platforms(multi: tuple[Path, Path]) -> None:
@@ -55,8 +56,8 @@ def test_each_platform_scanned_for_itself(multi: tuple[Path, Path], trivy_cache:
     archive, layout = multi
     target = archive if kind == "archive" else layout
     index_before = (layout / "index.json").read_bytes()
-    temps = _temps()
-    res = _scanner(trivy_cache).scan(target, out_dir=tmp_path, platform=platform)
+    run_id = "test-platforms-" + secrets.token_hex(3)
+    res = _scanner(trivy_cache, run_id).scan(target, out_dir=tmp_path, platform=platform)
     scanned = platform or platforms.host_platform()
     manifest, config = archive_platforms(archive)[scanned]
     assert res.platform == scanned
@@ -67,7 +68,7 @@ def test_each_platform_scanned_for_itself(multi: tuple[Path, Path], trivy_cache:
     other = next(p for p in MULTI if p != scanned)
     assert any(f"scanned {scanned} only" in n and other in n for n in res.notes), res.notes
     assert (layout / "index.json").read_bytes() == index_before  # the user's layout untouched
-    assert _temps() - temps == set()
+    assert _temps(run_id) == []
 
 
 def test_two_platforms_are_two_scans(multi: tuple[Path, Path], trivy_cache: Path,
