@@ -127,9 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.exit_code)
     except KeyboardInterrupt as e:
         term = isinstance(e, Terminated)  # 128 + the signal number
-        what = "terminated (SIGTERM)" if term else "interrupted"
-        print(f"servelab {args.command}: {what}; what this run created was removed",
-              file=sys.stderr)
+        print(f"servelab {args.command}: "
+              f"{'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}", file=sys.stderr)
         return 143 if term else 130
     except BrokenPipeError:
         return int(ExitCode.OK)

@@ -200,9 +200,10 @@ def check_gpu_containers(required: bool) -> Check:
 
     name = "GPU in containers"
     try:
+        # one JSON document a line (JSON escapes any newline inside a path)
         out = proc.run(["docker", "info", "--format",
-                        "{{json .CDISpecDirs}} {{json .Runtimes}}"], timeout=20)
-        dirs_text, _, runtimes_text = out.stdout.strip().partition(" ")
+                        "{{json .CDISpecDirs}}\n{{json .Runtimes}}"], timeout=20)
+        dirs_text, _, runtimes_text = out.stdout.strip().partition("\n")
         dirs, runtimes = json.loads(dirs_text) or [], json.loads(runtimes_text) or {}
     except (ServelabError, ValueError) as e:
         return Check(name, False, required, f"cannot ask the engine: {_first_line(str(e))}")
