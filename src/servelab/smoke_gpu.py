@@ -85,6 +85,18 @@ def device_requests(s: SmokeSettings, mode: str) -> list[Any]:
     return [DeviceRequest(count=-1 if count == "all" else int(count), capabilities=[["gpu"]])]
 
 
+def parse_memory_used(text: str) -> list[dict[str, int | None]]:
+    """``index, memory.used`` rows (csv, noheader, nounits) -> [{index, memory_used_mib}];
+    a value nvidia-smi cannot tell ("[N/A]") is None, a row that is not two fields is left out."""
+    rows: list[dict[str, int | None]] = []
+    for line in text.splitlines():
+        index, sep, used = (x.strip() for x in line.partition(","))
+        if sep and index.isdigit():
+            rows.append({"index": int(index),
+                         "memory_used_mib": int(used) if used.isdigit() else None})
+    return rows
+
+
 def gpu_inside(res: SmokeResult, cid: str) -> None:
     """After ready: GPUs visible inside, torch's CUDA, arch list and matmul, memory in use."""
     from servelab import gpu, proc
@@ -108,7 +120,7 @@ def gpu_inside(res: SmokeResult, cid: str) -> None:
     inside["findings"] = [f.to_dict() for f in findings]
     mem = proc.run(["nvidia-smi", "--query-gpu=index,memory.used",
                     "--format=csv,noheader,nounits"], check=False, timeout=30)
-    inside["memory_used_mib"] = mem.stdout.strip().splitlines() if mem.returncode == 0 else None
+    inside["memory_used"] = parse_memory_used(mem.stdout) if mem.returncode == 0 else None
     res.gpu["inside"] = inside
     errors = [f for f in findings if f.severity.value == "error"]
     if not inside["gpus_visible"] or errors:

@@ -103,7 +103,8 @@ def test_cdi_gpu_start_runs_the_inside_checks(
     probe = inside["python_probe"]
     assert probe["status"] == "no-torch"  # the fixture server has no torch
     assert [f["rule"] for f in inside["findings"]] == ["gpu-torch-missing"]
-    assert inside["memory_used_mib"] == ["0, 1024"]
+    # the host's view after ready (the synthetic host's query-index-memory.used.out)
+    assert inside["memory_used"] == [{"index": 0, "memory_used_mib": 1024}]
 
 
 def test_cdi_device_missing_is_explained(

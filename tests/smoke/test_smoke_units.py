@@ -202,3 +202,16 @@ def test_every_cause_is_documented() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "smoke.md").read_text()
     missing = [c for c in CAUSES if f"| `{c}` |" not in text and f"| `{c}` (" not in text]
     assert missing == []
+
+
+@pytest.mark.parametrize(("text", "rows"), [
+    ("0, 1024\n1, 3\n", [{"index": 0, "memory_used_mib": 1024},
+                          {"index": 1, "memory_used_mib": 3}]),
+    ("0, [N/A]\n", [{"index": 0, "memory_used_mib": None}]),
+    ("No devices were found\n", []),
+    ("", []),
+])
+def test_parse_memory_used(text: str, rows: list[dict[str, int | None]]) -> None:
+    from servelab.smoke_gpu import parse_memory_used
+
+    assert parse_memory_used(text) == rows
