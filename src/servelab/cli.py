@@ -41,7 +41,7 @@ rebuild) and cheap to start (no baked weights, non-root, read-only root filesyst
 downloads at start, a real readiness signal, a CUDA runtime that fits the driver).
 
 Exit codes: 0 ok, 1 findings or a failed gate, 2 bad input or usage,
-3 a missing tool, engine or capability.
+3 a missing tool, engine or capability; 130 or 143 after Ctrl-C or SIGTERM (once cleaned up).
 """
 
 
