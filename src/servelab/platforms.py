@@ -35,11 +35,11 @@ def choose(manifests: list[PlatformManifest], wanted: str | None) -> PlatformMan
     """The manifest for *wanted* (exact, else its first variant); by default the host's
     platform when the image has it, else the image's first platform."""
     names = ", ".join(m.platform for m in manifests)
-    for target in ([wanted] if wanted else [host_platform()]):
-        exact = [m for m in manifests if m.platform == target]
-        near = [m for m in manifests if _matches(m.platform, target)]
-        if exact or near:
-            return (exact or near)[0]
+    target = wanted or host_platform()
+    exact = [m for m in manifests if m.platform == target]
+    near = [m for m in manifests if _matches(m.platform, target)]
+    if exact or near:
+        return (exact or near)[0]
     if wanted:
         raise InputError(f"the image has no platform {wanted} (it has {names})",
                          hint=f"pass one of: {names}")
