@@ -96,20 +96,25 @@ def write_rootfs(spec: ImageSpec, root: Path) -> None:
         (root / "app" / "settings.env").write_text(f"GITHUB_TOKEN={fake_github_token()}\n")
 
 
-def build_oci(spec: ImageSpec, workdir: Path, run_id: str) -> Path:
-    """Build *spec* FROM scratch with buildx into an OCI archive (reproducible timestamps)."""
-    ctx = workdir / f"{spec.name}-ctx"
-    write_rootfs(spec, ctx / "rootfs")
-    (ctx / "Dockerfile").write_text("FROM scratch\nCOPY rootfs/ /\n")
-    dest = workdir / f"{spec.name}.tar"
+def _buildx_oci(ctx: Path, dest: Path, run_id: str, platforms: list[str] | None = None) -> Path:
+    """buildx *ctx* into the OCI archive *dest* (reproducible timestamps, no attestations)."""
+    plat = ["--platform", ",".join(platforms)] if platforms else []
     proc.run(
-        ["docker", "buildx", "build", "--network", "none", "--provenance=false",
+        ["docker", "buildx", "build", "--network", "none", "--provenance=false", *plat,
          "--label", f"{RUN_LABEL}={run_id}",
          "--output", f"type=oci,dest={dest},rewrite-timestamp=true", str(ctx)],
         env={"SOURCE_DATE_EPOCH": EPOCH, "BUILDX_NO_DEFAULT_ATTESTATIONS": "1"},
         timeout=300,
     )
     return dest
+
+
+def build_oci(spec: ImageSpec, workdir: Path, run_id: str) -> Path:
+    """Build *spec* FROM scratch with buildx into an OCI archive (reproducible timestamps)."""
+    ctx = workdir / f"{spec.name}-ctx"
+    write_rootfs(spec, ctx / "rootfs")
+    (ctx / "Dockerfile").write_text("FROM scratch\nCOPY rootfs/ /\n")
+    return _buildx_oci(ctx, workdir / f"{spec.name}.tar", run_id)
 
 
 #: the multi-platform fixture: which image's files each platform carries
@@ -123,15 +128,7 @@ def build_multiplatform_oci(workdir: Path, run_id: str) -> Path:
     for plat, spec in MULTI.items():
         write_rootfs(spec, ctx / f"rootfs-{plat.split('/')[1]}")
     (ctx / "Dockerfile").write_text("FROM scratch\nARG TARGETARCH\nCOPY rootfs-${TARGETARCH}/ /\n")
-    dest = workdir / "multi.tar"
-    proc.run(
-        ["docker", "buildx", "build", "--network", "none", "--provenance=false",
-         "--platform", ",".join(MULTI), "--label", f"{RUN_LABEL}={run_id}",
-         "--output", f"type=oci,dest={dest},rewrite-timestamp=true", str(ctx)],
-        env={"SOURCE_DATE_EPOCH": EPOCH, "BUILDX_NO_DEFAULT_ATTESTATIONS": "1"},
-        timeout=300,
-    )
-    return dest
+    return _buildx_oci(ctx, workdir / "multi.tar", run_id, list(MULTI))
 
 
 def expected_ids(spec: ImageSpec) -> set[str]:
