@@ -32,7 +32,7 @@ def main() -> int:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="servelab-bench-build-"))
     os.environ["SERVELAB_CACHE_DIR"] = str(tmp / "cache")
-    from servelab.build import Builds
+    from servelab.build.stage import Builds
     from servelab.cleanup import Cleanup, new_run_id
     from servelab.spec import Arm, BuildSettings, read_build_args_file
 

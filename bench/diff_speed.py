@@ -174,7 +174,7 @@ def time_servelab(a: Path, b: Path) -> tuple[float, int, str]:
 
 def time_in_process(a: Path, b: Path) -> float:
     """servelab's own work: diff_images in this process (no interpreter start, no imports)."""
-    from servelab.diff import diff_images
+    from servelab.image.diff import diff_images
 
     diff_images(str(a), str(b))  # warm: imports and page cache, like the baseline's 2nd run
     t0 = time.monotonic()

@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import trivydb  # noqa: E402
 from servelab import proc  # noqa: E402
-from servelab.trivy import OFFLINE_FLAGS, QUIET_FLAGS  # noqa: E402
+from servelab.scan.trivy import OFFLINE_FLAGS, QUIET_FLAGS  # noqa: E402
 
 TARGET = 1.15
 MIN_BYTES = 100 * 1024 * 1024

@@ -65,7 +65,7 @@ def server_log(client: Any, cid: str, keys: tuple[str, ...]) -> str:
 
 
 def one_run(client: Any, tag: str, probe: str, out: Path, n: int) -> tuple[float, float]:
-    from servelab.smoke import SmokeSettings, smoke_image
+    from servelab.smoke.stage import SmokeSettings, smoke_image
     from servelab.spec import Model, Serve
 
     s = SmokeSettings(

@@ -19,7 +19,8 @@ OUT = ROOT / "docs" / "rules.md"
 
 
 def sections() -> list[tuple[str, str, dict[str, Rule]]]:
-    from servelab import gpu, validate
+    from servelab import gpu
+    from servelab import spec as validate
     from servelab.k8s import all_rules
     from servelab.lint.rules import RULES as LINT
 

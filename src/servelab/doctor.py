@@ -196,7 +196,7 @@ def check_gpu_containers(required: bool) -> Check:
     """Can the engine give a container a GPU: an NVIDIA CDI spec, or the --gpus runtime hook."""
     import shutil
 
-    from servelab.smoke_gpu import cdi_gpu_specs
+    from servelab.smoke.gpu import cdi_gpu_specs
 
     name = "GPU in containers"
     try:

@@ -17,14 +17,15 @@ import difflib
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from servelab import yamlsafe
-from servelab.buildargs import parse_build_args_file
+from servelab.build.buildargs import parse_build_args_file
 from servelab.errors import InputError
-from servelab.findings import Finding, Severity
+from servelab.findings import Finding, FindingsReport, Rule, Severity
 
 MARKER = "servelab.dev/experiment"
 
@@ -628,3 +629,35 @@ def load_experiment(path: Path, document: str | None = None) -> Experiment:
             hint=first.fix or "run 'servelab validate' for every problem",
         )
     return build_experiment(checked)
+
+
+# --- servelab validate: every problem of every file as a finding ---
+
+RULES = {
+    "schema": Rule(
+        "schema", Severity.ERROR, "the experiment does not match the schema",
+        rationale="servelab refuses to run an experiment it cannot interpret exactly.",
+        fix="change the value as the message says; see docs/spec.md",
+    ),
+    "input": Rule(
+        "input", Severity.ERROR, "the file cannot be read as an experiment",
+        rationale="malformed YAML, duplicate keys, non-UTF-8 bytes, oversized files, alias "
+        "bombs and ambiguous multi-document files are refused rather than guessed at.",
+        fix="fix the file as the message says",
+    ),
+}
+
+
+def validate_files(paths: Sequence[Path], document: str | None = None) -> FindingsReport:
+    """Validate each file; unreadable files become findings too, so all problems are listed."""
+    findings: list[Finding] = []
+    for path in paths:
+        try:
+            findings.extend(check_file(path, document).findings)
+        except InputError as e:
+            findings.append(
+                Finding("input", Severity.ERROR, e.message.split(": ", 1)[-1]
+                        if e.file and e.message.startswith(e.file) else e.message,
+                        file=str(path), line=e.line, column=e.column, fix=e.hint)
+            )
+    return FindingsReport("servelab validate", findings, dict(RULES), [str(p) for p in paths])

@@ -1,4 +1,4 @@
-"""servelab.github: delimiter-safe outputs, the 1 MiB summary cap, annotation ranking, plans."""
+"""servelab.run.github: delimiter-safe outputs, the 1 MiB summary cap, annotation ranking, plans."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from action_testlib import parse_output_file, write_standin
 
-from servelab import github
 from servelab.errors import InputError, UsageError
+from servelab.run import github
 
 # ------------------------------------------------------------------------------------------
 # outputs
@@ -382,7 +382,7 @@ def test_module_main_writes_outputs(tmp_path: Path) -> None:
     (tmp_path / "r" / "summary.json").write_text(json.dumps({"verdict": "regressed"}))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "servelab.github", "action-outputs",
+        [sys.executable, "-m", "servelab.run.github", "action-outputs",
          f"--results-dir={tmp_path / 'r'}", "--prefix=p", "--job=j", "--attempt=1",
          "--upload=TRUE"],
         env={"GITHUB_OUTPUT": str(out), "PATH": "/usr/bin:/bin"},
@@ -396,7 +396,8 @@ def test_module_main_writes_outputs(tmp_path: Path) -> None:
 
 def test_module_main_reports_errors_as_annotations(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "servelab.github", "action-outputs", f"--results-dir={tmp_path}"],
+        [sys.executable, "-m", "servelab.run.github", "action-outputs",
+         f"--results-dir={tmp_path}"],
         env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60, check=False,
     )
     assert proc.returncode == 2

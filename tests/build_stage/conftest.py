@@ -15,7 +15,7 @@ from servelab_build_testlib import DATA, EPOCH, ROOT
 def builds(docker_client: Any, base_image: str,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A Builds session; loaded images are removed when the test session ends."""
-    from servelab.build import Builds
+    from servelab.build.stage import Builds
     from servelab.cleanup import Cleanup, new_run_id
 
     run_id = "test-" + new_run_id()

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 from servelab_build_testlib import DATA, EPOCH
 
-from servelab import builder, cli, oci
-from servelab.build import BaseUnpinned, verdict
-from servelab.registry import Reference, RegistryClient
+from servelab import cli
+from servelab.build import builder
+from servelab.build.stage import BaseUnpinned, verdict
+from servelab.image import oci
+from servelab.image.registry import Reference, RegistryClient
 from servelab.spec import Arm, BuildSettings
 
 pytestmark = pytest.mark.docker
@@ -234,7 +236,7 @@ def test_build_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_interrupt_between_load_and_tag_leaves_no_image(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         docker_client: Any) -> None:
-    from servelab.build import Builds
+    from servelab.build.stage import Builds
     from servelab.cleanup import Cleanup
 
     ctx = tmp_path / "ctx"
@@ -345,7 +347,7 @@ def test_multi_platform_build_records_each_platform(
     assert arm["reproducibility"]["reproducible"] is True
     first, second = arm["records"]
     archive = Path(first["archive"])
-    truth = archive_platforms(archive)  # read with tarfile/json, not servelab.oci
+    truth = archive_platforms(archive)  # read with tarfile/json, not servelab.image.oci
     assert set(truth) == {"linux/amd64", "linux/arm64"}
     for rec in (first, second):
         got = {p["platform"]: (p["manifest_digest"], p["config_digest"])

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from servelab_build_testlib import E, archive, tar_bytes, write_layout
 
-from servelab import build
-from servelab.builder import BuilderFacts
+from ocitest import E, archive, tar_bytes, write_layout
+from servelab.build import stage as build
+from servelab.build.builder import BuilderFacts
 from servelab.errors import CapabilityError, InputError
 from servelab.spec import Arm, BuildSettings
 
@@ -101,7 +101,7 @@ def test_disk_check_is_exit_3(tmp_path: Path) -> None:
 def test_image_name_is_a_valid_reference() -> None:
     name = build.image_name("20261130T101212-AbCd", "Treatment_1", "sha256:" + "ab" * 32)
     assert name == "servelab/20261130t101212-abcd/treatment-1:abababababababab"
-    from servelab.registry import Reference
+    from servelab.image.registry import Reference
 
     assert Reference.parse(name).tag == "abababababababab"
 

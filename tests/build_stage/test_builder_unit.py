@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from servelab import builder
+from servelab.build import builder
 from servelab.errors import CapabilityError, CommandError
 from servelab.proc import Completed
 

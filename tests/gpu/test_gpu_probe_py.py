@@ -1,4 +1,4 @@
-"""The standalone Python probe (servelab.gpu_probe_py) and the findings drawn from its JSON.
+"""The standalone Python probe (servelab.gpu.torch_probe) and the findings drawn from its JSON.
 
 torch is not installed on the test machines: the probe runs for real under the venv's Python
 and must report torch absent without crashing. Two stand-in ``torch`` packages, written to a
@@ -19,7 +19,7 @@ import pytest
 
 from servelab import gpu
 from servelab.errors import InputError, ToolMissingError
-from servelab.gpu_probe_py import arch_coverage
+from servelab.gpu.torch_probe import arch_coverage
 
 H200 = gpu.HostGpuInfo(True, driver_version="580.65.06", cuda_version="13.0", gpus=(
     gpu.GpuInfo(0, "NVIDIA H200", "GPU-0", "580.65.06", 143771, "9.0", "NVIDIA"),))
@@ -35,7 +35,7 @@ def _run(argv: list[str], **kw: Any) -> dict[str, Any]:
 
 
 def test_probe_module_without_torch() -> None:
-    doc = _run([sys.executable, "-m", "servelab.gpu_probe_py"])
+    doc = _run([sys.executable, "-m", "servelab.gpu.torch_probe"])
     assert doc["schema"] == "servelab.gpu-probe-py/1"
     assert doc["status"] == "no-torch"
     assert doc["torch"]["importable"] is False
@@ -105,7 +105,7 @@ def test_probe_with_stand_in_torch(tmp_path: Path, source: str, status: str, fie
     pkg = tmp_path / "torch"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(source)
-    doc = _run([sys.executable, "-m", "servelab.gpu_probe_py"],
+    doc = _run([sys.executable, "-m", "servelab.gpu.torch_probe"],
                env={"PYTHONPATH": f"{tmp_path}:{Path(gpu.__file__).parents[2]}"})
     assert doc["status"] == status
     assert text in doc["torch"][field]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from servelab.buildargs import parse_build_args_file
+from servelab.build.buildargs import parse_build_args_file
 from servelab.errors import InputError
 from servelab.findings import Severity
 from servelab.lint import RULES, LintConfig, discover_config, lint_paths

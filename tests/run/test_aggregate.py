@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from servelab import aggregate, summary
-from servelab.merge import compare_runs, merge_runs
-from servelab.results import base_result, validate_result, write_json
-from servelab.run import check_fixed
+from servelab.run import aggregate, summary
+from servelab.run.merge import compare_runs, merge_runs
+from servelab.run.results import base_result, validate_result, write_json
+from servelab.run.runner import check_fixed
 
 D1 = "sha256:" + "a" * 64
 D2 = "sha256:" + "b" * 64

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from servelab.results import validate_result
+from servelab.run.results import validate_result
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "experiment.yaml"

@@ -14,7 +14,7 @@ import scanfixtures
 from scanfixtures import Image
 
 import trivydb
-from servelab import trivy
+from servelab.scan import trivy
 
 
 @pytest.fixture(scope="session")

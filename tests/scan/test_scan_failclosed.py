@@ -17,8 +17,8 @@ import scanfixtures
 from scanfixtures import Image, run_cli, scan_cli_argv
 
 import trivydb
-from servelab import scan
 from servelab.errors import CapabilityError
+from servelab.scan import stage as scan
 from servelab.spec import ScanPolicy
 
 

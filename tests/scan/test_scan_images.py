@@ -10,7 +10,7 @@ import pytest
 import scanfixtures
 from scanfixtures import DATA, Image
 
-from servelab import scan
+from servelab.scan import stage as scan
 from servelab.spec import ScanPolicy
 
 pytestmark = [pytest.mark.docker, pytest.mark.trivy]

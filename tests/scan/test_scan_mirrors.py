@@ -9,7 +9,8 @@ import pytest
 from scanfixtures import Image
 
 import trivydb
-from servelab import scan, trivy
+from servelab.scan import stage as scan
+from servelab.scan import trivy
 from servelab.spec import ScanPolicy
 
 REPO = "servelab-test/trivy-db"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from servelab import scan, trivy
 from servelab.errors import CapabilityError, ExitCode, InputError
+from servelab.scan import stage as scan
+from servelab.scan import trivy
 from servelab.spec import ScanPolicy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scan"

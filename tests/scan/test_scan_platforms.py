@@ -17,8 +17,10 @@ import scanfixtures
 from scanfixtures import MULTI, run_cli
 
 from ocitest import archive_platforms
-from servelab import platforms, scan, trivy
 from servelab.errors import InputError
+from servelab.image import platforms
+from servelab.scan import stage as scan
+from servelab.scan import trivy
 from servelab.spec import ScanPolicy
 
 pytestmark = [pytest.mark.docker, pytest.mark.trivy]

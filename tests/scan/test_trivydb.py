@@ -11,7 +11,8 @@ import pytest
 import scanfixtures
 
 import trivydb
-from servelab import proc, trivy
+from servelab import proc
+from servelab.scan import trivy
 
 QUIET = ["--disable-telemetry", "--skip-version-check", "--skip-check-update"]
 OFFLINE = ["--skip-db-update", "--skip-java-db-update", "--offline-scan"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from servelab import proc
-from servelab.smoke import SmokeResult, SmokeSettings, smoke_image
+from servelab.smoke.stage import SmokeResult, SmokeSettings, smoke_image
 from servelab.spec import Model, Request, Serve
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "smoke"

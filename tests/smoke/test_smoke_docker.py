@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from servelab.errors import InputError
-from servelab.smoke import SmokeResult
-from servelab.smoke_model import digest_path
+from servelab.smoke.model import digest_path
+from servelab.smoke.stage import SmokeResult
 
 from .conftest import settings
 
@@ -48,7 +48,7 @@ def test_good_image_passes_hardened(fixture_images: Images, run_smoke: Runner,
 
 def test_container_is_hardened(fixture_images: Images, docker_client: Any,
                                model_dir: Path, tmp_path: Path) -> None:
-    from servelab.smoke import smoke_image
+    from servelab.smoke.stage import smoke_image
 
     s = settings(model_dir, writable_paths=["/tmp"], shm_size="256m")
     s.keep = True
@@ -135,7 +135,7 @@ def test_model_missing(fixture_images: Images, run_smoke: Runner) -> None:
 
 def test_wrong_answer_is_request_failed(fixture_images: Images, run_smoke: Runner,
                                         model_dir: Path) -> None:
-    from servelab.smoke import SmokeSettings
+    from servelab.smoke.stage import SmokeSettings
 
     s: SmokeSettings = settings(model_dir)
     assert s.request is not None
@@ -171,7 +171,7 @@ def test_baked_model_is_reported(docker_client: Any, base_image: str, tmp_path: 
     proc.run(["docker", "build", "-q", "--network", "none", "--label", "servelab.test=smoke",
               "-t", tag, str(ctx)], timeout=300)
     try:
-        from servelab.smoke_weights import scan_image
+        from servelab.smoke.weights import scan_image
 
         rep = scan_image(docker_client, tag, model_files=[("model.json", 91)])
         found = {w.path: w for w in rep.files}
@@ -279,9 +279,9 @@ def test_netns_fallback_to_inspected_pid(fixture_images: Images, run_smoke: Runn
                                          model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """When the container's cgroup is not where servelab looks (a custom cgroup parent), the
     prober enters the namespace of the PID from docker inspect instead."""
-    import servelab.smoke
+    import servelab.smoke.stage
 
-    monkeypatch.setattr(servelab.smoke, "cgroup_procs", lambda cid: ["/nonexistent/procs"])
+    monkeypatch.setattr(servelab.smoke.stage, "cgroup_procs", lambda cid: ["/nonexistent/procs"])
     res = run_smoke(fixture_images("good"), settings(model_dir))
     assert res.verdict == "pass", res.message
     assert res.timeline is not None

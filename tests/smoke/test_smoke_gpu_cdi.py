@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from servelab.smoke import SmokeResult
+from servelab.smoke.stage import SmokeResult
 from servelab.spec import GpuNeeds
 
 from .conftest import settings

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from servelab.probe import ProbeConfig, ProbeEvent, Prober, RequestSpec
+from servelab.smoke.prober import ProbeConfig, ProbeEvent, Prober, RequestSpec
 
 
 class _Server:

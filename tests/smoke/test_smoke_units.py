@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from servelab.smoke import (
+from servelab.smoke.diagnose import CAUSES, diagnose
+from servelab.smoke.model import digest_path
+from servelab.smoke.stage import (
     Timeline,
     check_response,
     config_uid,
@@ -19,9 +21,7 @@ from servelab.smoke import (
     percentile,
     proc_euid,
 )
-from servelab.smoke_diagnose import CAUSES, diagnose
-from servelab.smoke_model import digest_path
-from servelab.smoke_weights import _walk, classify
+from servelab.smoke.weights import _walk, classify
 from servelab.spec import Request
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "smoke" / "logs"
@@ -187,7 +187,7 @@ def test_walk_synthetic_image_archive() -> None:
                                                                    "blobs/sha256/l1"]}])
     outer = _tar([("blobs/sha256/l1", layer1), ("blobs/sha256/c", config),
                   ("blobs/sha256/l0", layer0), ("manifest.json", manifest.encode())])
-    from servelab.smoke_weights import _assemble
+    from servelab.smoke.weights import _assemble
 
     found = _assemble(_walk(io.BytesIO(outer), {("model.json", 20)}))
     by = {w.path: w for w in found}
@@ -212,6 +212,6 @@ def test_every_cause_is_documented() -> None:
     ("", []),
 ])
 def test_parse_memory_used(text: str, rows: list[dict[str, int | None]]) -> None:
-    from servelab.smoke_gpu import parse_memory_used
+    from servelab.smoke.gpu import parse_memory_used
 
     assert parse_memory_used(text) == rows

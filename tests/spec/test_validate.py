@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from servelab import spec
-from servelab.validate import validate_files
+from servelab.spec import validate_files
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "spec"
 VALID = sorted((DATA / "valid").glob("*.yaml"))

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from servelab.build import build_experiment
+    from servelab.build.stage import build_experiment
     from servelab.cleanup import Cleanup, new_run_id
     from servelab.commands._common import emit
     from servelab.errors import UsageError

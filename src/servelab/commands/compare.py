@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from servelab.merge import compare_runs
+    from servelab.run.merge import compare_runs
 
     cmp = compare_runs(Path(args.a), Path(args.b))
     if args.format == "json":

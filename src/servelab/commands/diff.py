@@ -43,8 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from servelab.commands._common import emit
-    from servelab.diff import diff_images, render
     from servelab.errors import ExitCode, UsageError
+    from servelab.image.diff import diff_images, render
 
     if args.max_entries < 1:
         raise UsageError("--max-entries must be at least 1")

@@ -1,7 +1,7 @@
 """Probe this machine's NVIDIA GPUs and CUDA stack directly, without Docker.
 
 Runs nvidia-smi (--query-gpu and -q: GPUs, driver, the driver's CUDA version, each GPU's
-product brand) and the Python probe (servelab.gpu_probe_py: torch importable, torch's CUDA,
+product brand) and the Python probe (servelab.gpu.torch_probe: torch importable, torch's CUDA,
 CUDA initialisation, torch.cuda.get_arch_list() against each GPU's compute capability, a
 small matmul, GPU memory in use) with the chosen interpreter.
 

@@ -99,7 +99,7 @@ def _list_rules() -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from servelab.buildargs import parse_build_arg, parse_build_args_file
+    from servelab.build.buildargs import parse_build_arg, parse_build_args_file
     from servelab.commands._common import emit
     from servelab.lint import RULES, config, discover_config, lint_paths
     from servelab.report import get_reporter

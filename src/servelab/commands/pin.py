@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from servelab.commands._common import emit
-    from servelab.pin import pin_file
+    from servelab.image.pin import pin_file
     from servelab.report import get_reporter
 
     reporter = get_reporter(args.format)

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from servelab.merge import merge_runs
+    from servelab.run.merge import merge_runs
 
     merged = merge_runs([Path(p) for p in args.paths])
     if args.out:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from servelab.errors import InputError, UsageError
-    from servelab.run import RunOptions, parse_stages, run_experiment
+    from servelab.run.runner import RunOptions, parse_stages, run_experiment
     from servelab.spec import load_experiment
 
     if args.repeats is not None and not 1 <= args.repeats <= 50:
@@ -102,12 +102,12 @@ def _annotate_spec(path: object, document: str | None) -> None:
     import sys
     from pathlib import Path
 
-    from servelab import github
+    from servelab.run import github
 
     if not github.in_github_actions():
         return
     from servelab.report import get_reporter
-    from servelab.validate import validate_files
+    from servelab.spec import validate_files
 
     report = validate_files([Path(str(path))], document)
     sys.stdout.write(get_reporter("github").render(report))
@@ -117,7 +117,7 @@ def _github(out_dir: object) -> None:
     """Outputs, job summary and annotations, only when running under GitHub Actions."""
     from pathlib import Path
 
-    from servelab import github
+    from servelab.run import github
 
     if github.in_github_actions():
         github.publish_run(Path(str(out_dir)))

@@ -144,7 +144,7 @@ def _document(results: list[Any], diffs: list[Any]) -> dict[str, Any]:
 def _render(fmt: str, results: list[Any], diffs: list[Any]) -> str:
     import json
 
-    from servelab import scan
+    from servelab.scan import stage as scan
 
     if fmt == "json":
         return json.dumps(_document(results, diffs), indent=2, ensure_ascii=False) + "\n"
@@ -160,7 +160,7 @@ def _render(fmt: str, results: list[Any], diffs: list[Any]) -> str:
 def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
     from pathlib import Path
 
-    from servelab import scan
+    from servelab.scan import stage as scan
 
     if not args.baseline:
         return None
@@ -176,9 +176,9 @@ def run(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from servelab import scan
     from servelab.commands._common import emit
     from servelab.errors import ExitCode
+    from servelab.scan import stage as scan
 
     scanner = scan.Scanner(_policy(args))
     keep = Path(args.out_dir) if args.out_dir else None

@@ -31,7 +31,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from servelab.smoke import SmokeResult, SmokeSettings
+    from servelab.smoke.stage import SmokeResult, SmokeSettings
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from servelab import cleanup
     from servelab.commands._common import emit
     from servelab.errors import UsageError, combine
-    from servelab.smoke import render_text, smoke_image
+    from servelab.smoke.stage import render_text, smoke_image
 
     if args.starts < 1:
         raise UsageError("--starts must be at least 1")
@@ -177,7 +177,7 @@ def _build_settings(args: argparse.Namespace) -> SmokeSettings:
     from dataclasses import replace
     from pathlib import Path
 
-    from servelab.smoke import SmokeSettings
+    from servelab.smoke.stage import SmokeSettings
     from servelab.spec import load_experiment
 
     if args.experiment:

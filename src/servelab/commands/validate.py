@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from servelab.commands._common import emit
     from servelab.errors import ExitCode
     from servelab.report import get_reporter
-    from servelab.validate import validate_files
+    from servelab.spec import validate_files
 
     reporter = get_reporter(args.format)
     report = validate_files([Path(f) for f in args.files], args.document)

@@ -15,7 +15,7 @@ Pure functions and small dataclasses; the only side effect is :func:`host_gpus`,
 
 Modules: :mod:`~servelab.gpu.smi` (nvidia-smi and the host), :mod:`~servelab.gpu.require`
 (NVIDIA_REQUIRE_*), :mod:`~servelab.gpu.compat` (driver table, image assessment),
-:mod:`~servelab.gpu.findings` (the rules), :mod:`~servelab.gpu.probe` (the Python probe and
+:mod:`~servelab.gpu.findings` (the rules), :mod:`~servelab.gpu.host` (the Python probe and
 ``servelab gpu-probe``). Every public name is re-exported here.
 """
 
@@ -34,7 +34,7 @@ from servelab.gpu.findings import (
     RULES,
     finding,
 )
-from servelab.gpu.probe import (
+from servelab.gpu.host import (
     GpuProbeReport,
     assess_probe,
     parse_probe_output,
@@ -87,7 +87,7 @@ from servelab.gpu.smi import (
 )
 
 # re-exported: the SASS/PTX coverage rule lives in the standalone probe
-from servelab.gpu_probe_py import arch_coverage
+from servelab.gpu.torch_probe import arch_coverage
 
 __all__ = [
     "BRAND_KEYS",

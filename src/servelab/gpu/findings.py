@@ -65,7 +65,7 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "CUDA initialised but computing on the GPU did not work.", "see the probe's error"),
     Rule("gpu-probe-failed", Severity.ERROR, "the Python GPU probe did not run to the end",
          "The probe crashed, hung (CUDA initialisation can hang on a broken driver) or printed "
-         "no result.", "run python -m servelab.gpu_probe_py by hand to see why"),
+         "no result.", "run python -m servelab.gpu.torch_probe by hand to see why"),
 )}
 
 

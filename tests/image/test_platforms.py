@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from servelab import platforms
 from servelab.errors import InputError
-from servelab.oci import Descriptor, OciLayout, PlatformManifest
+from servelab.image import platforms
+from servelab.image.oci import Descriptor, OciLayout, PlatformManifest
 
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 

@@ -2,7 +2,7 @@
 
 The only module that imports ``actions_toolkit``. ``servelab run`` calls :func:`publish_run`
 when ``GITHUB_ACTIONS=true``; the composite action (``action.yml``) runs
-``python -m servelab.github action-outputs`` to turn a results directory into the action's
+``python -m servelab.run.github action-outputs`` to turn a results directory into the action's
 outputs and its per-repeat artifact plan. Nothing here prints except the workflow commands and
 file commands that are its purpose.
 
@@ -33,7 +33,7 @@ from typing import Any, TextIO
 from actions_toolkit.command import Command
 
 from servelab.errors import InputError, UsageError
-from servelab.summary import truncate_markdown
+from servelab.run.summary import truncate_markdown
 
 #: GitHub keeps at most 1 MiB of step summary per step.
 SUMMARY_LIMIT = 1024 * 1024
@@ -478,7 +478,7 @@ def action_outputs(
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m servelab.github",
+        prog="python -m servelab.run.github",
         description="Write the composite action's outputs for a servelab results directory.",
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -495,7 +495,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m servelab.github``; errors become ``::error`` annotations."""
+    """Entry point of ``python -m servelab.run.github``; errors become ``::error`` annotations."""
     from servelab.errors import ServelabError
 
     args = _parser().parse_args(argv)

@@ -22,8 +22,9 @@ are found by their ``servelab/<run id>/`` name instead.
 
 Refusals: an unpinned base (``base-unpinned``, exit 1) unless the arm allows it; less free disk
 than ``max(min_free_bytes, 3 x the last image's uncompressed size)`` (exit 3); no builder able
-to export OCI with rewritten timestamps (exit 3, see :mod:`servelab.builder`). A failed or timed
-out build is :class:`BuildFailed` (exit 1) with the log's tail; the whole log is ``build.log``.
+to export OCI with rewritten timestamps (exit 3, see :mod:`servelab.build.builder`). A failed or
+timed out build is :class:`BuildFailed` (exit 1) with the log's tail; the whole log is
+``build.log``.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from servelab import builder as builder_mod
 from servelab import proc
+from servelab.build import builder as builder_mod
 from servelab.errors import (
     CapabilityError,
     CommandError,
@@ -214,7 +215,7 @@ class Reproducibility:
     digests: list[str]
     distinct: list[str]
     pair: tuple[int, int] | None = None
-    diff: Any = None  # servelab.diff.DiffResult of the first differing pair
+    diff: Any = None  # servelab.image.diff.DiffResult of the first differing pair
     note: str | None = None
 
     @property
@@ -243,7 +244,7 @@ class Reproducibility:
 def verdict(records: list[BuildRecord]) -> Reproducibility:
     """Reproducible when every build has the same per-platform manifest digests; otherwise
     the explainer's account of the first build against the first one that differs."""
-    from servelab.diff import diff_images
+    from servelab.image.diff import diff_images
 
     digests = [r.manifest_digest for r in records]
     distinct = list(dict.fromkeys(digests))
@@ -303,7 +304,7 @@ def base_images(arm: Arm) -> list[BaseImage]:
 
 def check_pinned(arm: Arm, bases: list[BaseImage]) -> list[str]:
     """Raise BaseUnpinned for unpinned bases, unless the arm allows them (then: notes)."""
-    from servelab.pin import base_unpinned_rule
+    from servelab.image.pin import base_unpinned_rule
 
     bad = [b for b in bases if not b.pinned]
     if not bad:
@@ -322,7 +323,7 @@ def check_pinned(arm: Arm, bases: list[BaseImage]) -> list[str]:
 
 def _resolve_unpinned(bases: list[BaseImage]) -> None:
     """Best effort: the digest the registry reports now for an allowed unpinned base."""
-    from servelab.pin import resolve_digest
+    from servelab.image.pin import resolve_digest
 
     for b in bases:
         if b.digest is None and "$" not in b.ref:
@@ -384,8 +385,8 @@ def read_archive(archive: Path, sizes: dict[str, int | None]) -> tuple[
         list[PlatformRecord], str | None, list[tuple[str, Any]]]:
     """Per-platform records of an OCI archive, its nested index digest, and the layers whose
     uncompressed size is not in *sizes* yet (to count)."""
-    from servelab.diff import layer_instructions
-    from servelab.oci import OciArchive
+    from servelab.image.diff import layer_instructions
+    from servelab.image.oci import OciArchive
 
     with OciArchive(archive) as img:
         pms = img.platform_manifests()
@@ -410,7 +411,7 @@ def read_archive(archive: Path, sizes: dict[str, int | None]) -> tuple[
 
 def count_sizes(todo: list[tuple[str, Any]], sizes: dict[str, int | None]) -> None:
     """Fill *sizes* with the uncompressed size of each layer in *todo* (streamed)."""
-    from servelab.oci import OciArchive, uncompressed_size
+    from servelab.image.oci import OciArchive, uncompressed_size
 
     for digest, archive in todo:
         try:

@@ -12,7 +12,7 @@ import platform as _platform
 from pathlib import Path
 
 from servelab.errors import InputError
-from servelab.oci import OCI_INDEX, PlatformManifest
+from servelab.image.oci import OCI_INDEX, PlatformManifest
 
 #: ``uname -m`` -> the GOARCH name images use
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",

@@ -32,8 +32,7 @@ from typing import Any
 from servelab import __version__
 from servelab.errors import InputError
 from servelab.report import SARIF_SCHEMA
-from servelab.spec import ScanPolicy
-from servelab.trivy import (
+from servelab.scan.trivy import (
     SEVERITIES,
     SEVERITY_RANK,
     DbInfo,
@@ -46,6 +45,7 @@ from servelab.trivy import (
     prepared_input,
     target_digest,
 )
+from servelab.spec import ScanPolicy
 
 FILES = {
     "trivy_json": "trivy.json",

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servelab import aggregate, results
-from servelab.aggregate import _get
-from servelab.summary import _fmt
+from servelab.run import aggregate, results
+from servelab.run.aggregate import _get
+from servelab.run.summary import _fmt
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Adapters from the stage modules (lint, build, scan, smoke) to ``servelab run``.
 
-Each method returns a :class:`~servelab.results.StageOutcome` and writes what it learnt into
+Each method returns a :class:`~servelab.run.results.StageOutcome` and writes what it learnt into
 the repeat's result dict (image, metrics, inputs, environment). Failures of the image under
 test (a failed build, a finding that fails the gate, a server that never gets ready) are
 outcomes; a missing tool or capability (exit 3) and bad input (exit 2) abort the run, and
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from servelab import proc
 from servelab.errors import CapabilityError, GateFailed, InputError, ServelabError
 from servelab.findings import Severity
-from servelab.results import StageOutcome, verdict, write_json
+from servelab.run.results import StageOutcome, verdict, write_json
 from servelab.spec import Arm, Experiment
 
 if TYPE_CHECKING:
-    from servelab.run import Progress, RunOptions
+    from servelab.run.runner import Progress, RunOptions
 
 
 class Stages:
@@ -50,7 +50,7 @@ class Stages:
     def __enter__(self) -> Stages:
         self._stack.enter_context(self.cleanup)
         if "build" in self.opts.stages:
-            from servelab.build import Builds
+            from servelab.build.stage import Builds
 
             self._builds = self._stack.enter_context(Builds(
                 self.run_id, store_dir=self.opts.out_dir / "images", cleanup=self.cleanup,
@@ -74,7 +74,7 @@ class Stages:
                 "repeats; repeats with the same digest shared one scan")
 
     def _judge_builds(self) -> None:
-        from servelab.build import verdict as build_verdict
+        from servelab.build.stage import verdict as build_verdict
 
         for arm, recs in self.records.items():
             if len(recs) < 2:
@@ -200,7 +200,7 @@ class Stages:
     # ------------------------------------------------------------------ scan
     def _scanner_for(self) -> Any:
         if self._scanner is None:
-            from servelab.scan import Scanner
+            from servelab.scan.stage import Scanner
 
             self._scanner = Scanner(
                 self.exp.scan, cache_dir=self.opts.trivy_cache_dir, offline=self.opts.offline,
@@ -209,7 +209,7 @@ class Stages:
 
     def scan(self, arm: Arm, image: str | None, out_dir: Path,
              res: dict[str, Any]) -> StageOutcome:
-        from servelab.scan import gate
+        from servelab.scan.stage import gate
 
         target: str = str(image)
         build = (res["stages"].get("build") or {}).get("record") or {}
@@ -245,7 +245,7 @@ class Stages:
     # ------------------------------------------------------------------ smoke
     def smoke(self, arm: Arm, image: str | None, n: int, out_dir: Path,
               res: dict[str, Any]) -> StageOutcome:
-        from servelab.smoke import SmokeSettings, smoke_image
+        from servelab.smoke.stage import SmokeSettings, smoke_image
 
         ref = str(image)
         gpu = self.exp.gpu if self.opts.gpu is None else replace(self.exp.gpu,

@@ -2,7 +2,7 @@
 
 API::
 
-    from servelab.smoke import SmokeSettings, smoke_image, render_text
+    from servelab.smoke.stage import SmokeSettings, smoke_image, render_text
     result = smoke_image(image, experiment_or_settings, run_id=run_id, out_dir=Path(...),
                          first_start=True)
     result.verdict        # "pass", "runs-as-root", "crashed", "not-ready", ... (VERDICTS)
@@ -14,14 +14,14 @@ writable path, ``--network none`` (unless the spec allows bridge), ``--shm-size`
 mounted read-only (its sha256 recorded and checked), ``--cap-drop ALL`` and
 ``no-new-privileges``, labelled ``servelab.run-id`` and removed at the end whatever happens
 (:mod:`servelab.cleanup`). One prober in the container's network namespace
-(:mod:`servelab.probe`) records the timeline: created, started, first TCP accept, first health
-2xx, first good representative request, on one monotonic clock anchored to wall-clock time.
+(:mod:`servelab.smoke.prober`) records the timeline: created, started, first TCP accept, first
+health 2xx, first good representative request, on one monotonic clock anchored to wall-clock time.
 Failures come with the exit code, OOMKilled, the last log lines and a likely cause
-(:mod:`servelab.smoke_diagnose`); baked weights are reported from the image's layers
-(:mod:`servelab.smoke_weights`). With ``gpu.required`` the image's NVIDIA_REQUIRE_* are checked
-against the host first (:mod:`servelab.smoke_gpu` over :mod:`servelab.gpu`), and no GPU is the
+(:mod:`servelab.smoke.diagnose`); baked weights are reported from the image's layers
+(:mod:`servelab.smoke.weights`). With ``gpu.required`` the image's NVIDIA_REQUIRE_* are checked
+against the host first (:mod:`servelab.smoke.gpu` over :mod:`servelab.gpu`), and no GPU is the
 verdict "gpu-unavailable". The settings and result classes live in
-:mod:`servelab.smoke_result` and are re-exported here.
+:mod:`servelab.smoke.result` and are re-exported here.
 
 Files in *out_dir*: ``smoke.json`` (the result), ``container.log`` (the container's output,
 stdout and stderr merged in time order, each line with the engine's timestamp),
@@ -40,7 +40,10 @@ from typing import Any
 
 from servelab import cleanup as cleanup_mod
 from servelab.errors import CapabilityError, InputError
-from servelab.probe import (
+from servelab.smoke.diagnose import diagnose
+from servelab.smoke.gpu import device_requests, gpu_inside, gpu_preflight
+from servelab.smoke.model import ModelInfo, model_info
+from servelab.smoke.prober import (
     ProbeConfig,
     ProbeEvent,
     Prober,
@@ -48,10 +51,7 @@ from servelab.probe import (
     cgroup_procs,
     netns_available,
 )
-from servelab.smoke_diagnose import diagnose
-from servelab.smoke_gpu import device_requests, gpu_inside, gpu_preflight
-from servelab.smoke_model import ModelInfo, model_info
-from servelab.smoke_result import (
+from servelab.smoke.result import (
     VERDICTS,
     ContainerState,
     Problem,
@@ -70,7 +70,7 @@ from servelab.smoke_result import (
     render_text,
     set_verdict,
 )
-from servelab.smoke_weights import scan_archive, scan_image
+from servelab.smoke.weights import scan_archive, scan_image
 from servelab.spec import Experiment, Request
 
 __all__ = [

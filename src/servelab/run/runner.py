@@ -3,7 +3,7 @@
 Repeats are interleaved across arms (control 1, treatment 1, control 2, ...) so drift on the
 machine hits both alike. Each repeat of each arm writes ``OUT/<arm>/repeat-<n>/result.json``;
 the run ends with ``summary.json`` and ``summary.md``. The stages themselves live in their own
-modules; :mod:`servelab.stages` adapts them to :class:`~servelab.results.StageOutcome`.
+modules; :mod:`servelab.run.stages` adapts them to :class:`~servelab.run.results.StageOutcome`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from servelab import aggregate, hashing, results, summary
+from servelab import hashing
 from servelab.errors import ExitCode, InputError
+from servelab.run import aggregate, results, summary
 from servelab.spec import Arm, Experiment
 
 STAGES = ("lint", "build", "scan", "smoke")
@@ -63,8 +64,8 @@ class Runner:
     """One run of one experiment. Small steps; each writes what it learnt into the results."""
 
     def __init__(self, exp: Experiment, opts: RunOptions, progress: Progress) -> None:
-        from servelab import stages
         from servelab.cleanup import new_run_id
+        from servelab.run import stages
 
         self.exp = exp
         self.opts = opts

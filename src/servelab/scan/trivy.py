@@ -35,11 +35,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from servelab import platforms, proc
+from servelab import proc
 from servelab.errors import CapabilityError, CommandError, InputError, ToolMissingError
-from servelab.oci import INDEX_TYPES, OciArchive, OciLayout
+from servelab.image import platforms
+from servelab.image.oci import INDEX_TYPES, OciArchive, OciLayout
 
-log = logging.getLogger("servelab.trivy")
+log = logging.getLogger("servelab.scan.trivy")
 
 SEVERITIES = ("UNKNOWN", "LOW", "MEDIUM", "HIGH", "CRITICAL")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -267,7 +268,7 @@ def unpack_oci_archive(archive: Path, dest: Path) -> None:
 def prepared_input(target: str | Path, run_id: str = "scan",
                    platform: str | None = None) -> Iterator[ScanInput]:
     """The input ready for Trivy: an OCI archive unpacked to a temporary directory, and a
-    multi-platform OCI image narrowed to one platform (see :mod:`servelab.platforms`);
+    multi-platform OCI image narrowed to one platform (see :mod:`servelab.image.platforms`);
     temporary directories are removed on exit. *platform* picks it (default: the host's)."""
     inp = classify(str(target))
     if inp.kind == "image":

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab.errors import InputError
-from servelab.smoke_result import Problem, SmokeResult, SmokeSettings, set_verdict
+from servelab.smoke.result import Problem, SmokeResult, SmokeSettings, set_verdict
 
 
 def _image_env(config: dict[str, Any]) -> dict[str, str]:

@@ -3,7 +3,7 @@
 API::
 
     result = diff_images("a.oci.tar", "b.oci.tar", ignore_timestamps=False)   # -> DiffResult
-    result = compare(source_a, source_b)          # two open servelab.oci.ImageSource readers
+    result = compare(source_a, source_b)          # two open servelab.image.oci.ImageSource readers
     result.verdict     # "identical" | "timestamps-only" | "encoding-only" | "differs"
     result.explanation()                          # short lines naming the root causes
     render(result, "text" | "json" | "markdown")  # the output of `servelab diff`
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from servelab.oci import CHUNK, ImageSource, PlatformManifest, layer_stream, open_image
+from servelab.image.oci import CHUNK, ImageSource, PlatformManifest, layer_stream, open_image
 
 KINDS = ("derived", "encoding", "timestamp", "content")
 VERDICTS = {

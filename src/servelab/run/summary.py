@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from servelab.aggregate import (
+from servelab.run.aggregate import (
     NUMERIC,
     SEVERITIES,
     ArmStats,

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from servelab.errors import CapabilityError, InputError
-from servelab.registry import (
+from servelab.image.registry import (
     Reference,
     RegistryClient,
     credentials_for,

@@ -10,10 +10,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from servelab_build_testlib import E, archive, tar_bytes, write_layout
 
-from servelab.diff import diff_images, render
+from ocitest import E, archive, tar_bytes, write_layout
 from servelab.errors import InputError
+from servelab.image.diff import diff_images, render
 
 BASE = [E("etc/"), E("etc/os-release", b"ID=debian\n")]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from servelab.errors import InputError, ServelabError
-from servelab.pin import pin_file, scan_froms
+from servelab.image.pin import pin_file, scan_froms
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "build" / "pin"
 FIXTURES = sorted(DATA.glob("*/*.Dockerfile"))

@@ -1,4 +1,4 @@
-"""The Python probe (:mod:`servelab.gpu_probe_py`), its JSON, and ``servelab gpu-probe``'s core.
+"""The Python probe (:mod:`servelab.gpu.torch_probe`), its JSON, and ``servelab gpu-probe``'s core.
 
 :func:`assess_probe` turns the probe's JSON into findings; :func:`probe_host` runs nvidia-smi,
 the probe and an image's requirements against this host.
@@ -24,7 +24,7 @@ def probe_script_text() -> str:
     """The source of the standalone probe, to run with any Python (e.g. inside a container)."""
     from importlib import resources
 
-    return resources.files("servelab").joinpath("gpu_probe_py.py").read_text(encoding="utf-8")
+    return resources.files("servelab.gpu").joinpath("torch_probe.py").read_text(encoding="utf-8")
 
 
 def parse_probe_output(stdout: str) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def parse_probe_output(stdout: str) -> dict[str, Any]:
             ):
                 return doc
     raise InputError("the Python GPU probe printed no result JSON",
-                     hint="run python -m servelab.gpu_probe_py by hand to see what it prints")
+                     hint="run python -m servelab.gpu.torch_probe by hand to see what it prints")
 
 
 def assess_probe(probe: Mapping[str, Any], host: HostGpuInfo) -> list[Finding]:

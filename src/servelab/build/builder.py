@@ -181,7 +181,7 @@ def _write_probe_context(d: Path) -> Path:
 
 def probe_mtime(archive: Path, name: str = "probe.txt") -> int | None:
     """The mtime of file *name* in an OCI archive's layers (None when it is not there)."""
-    from servelab.oci import OciArchive, layer_stream
+    from servelab.image.oci import OciArchive, layer_stream
 
     with OciArchive(archive) as img:
         pm = img.platform_manifests()[0]

@@ -2,7 +2,7 @@
 
 API: :class:`SmokeSettings` (what to run; ``SmokeSettings.from_experiment(exp)``),
 :class:`SmokeResult` (what happened; ``to_dict()`` is stable JSON), :data:`VERDICTS`,
-:func:`render_text`. The stage itself is :func:`servelab.smoke.smoke_image`.
+:func:`render_text`. The stage itself is :func:`servelab.smoke.stage.smoke_image`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from servelab.smoke_diagnose import Diagnosis
-from servelab.smoke_model import ModelInfo
-from servelab.smoke_weights import WeightsReport
+from servelab.smoke.diagnose import Diagnosis
+from servelab.smoke.model import ModelInfo
+from servelab.smoke.weights import WeightsReport
 from servelab.spec import Experiment, GpuNeeds, Model, Request, Serve
 
 VERDICTS: dict[str, str] = {

@@ -233,7 +233,7 @@ def read_dockerfile(path: Path) -> tuple[bytes, str]:
 
 def resolve_digest(image: str) -> str:
     """The digest the registry reports for *image* (name[:tag])."""
-    from servelab.registry import Reference, RegistryClient
+    from servelab.image.registry import Reference, RegistryClient
 
     return RegistryClient().head_manifest(Reference.parse(image)).digest
 

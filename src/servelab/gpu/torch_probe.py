@@ -2,7 +2,7 @@
 
 Standalone: only the standard library, plus torch when it is importable. Runs with Python 3.7
 or newer, so the smoke stage can pipe this file into an image's own interpreter
-(``python3 - < gpu_probe_py.py``); on the host, ``python -m servelab.gpu_probe_py``.
+(``python3 - < torch_probe.py``); on the host, ``python -m servelab.gpu.torch_probe``.
 
 It reports whether torch imports, its version and CUDA version, whether CUDA initialises (and
 why not), each device's name, compute capability, memory in use, whether

@@ -16,7 +16,7 @@ Sources (``open_image(text)``; an explicit prefix wins over guessing):
 * ``docker-daemon:REF``: an image in the local engine, read by ``docker save -o`` into a
   temporary archive (removed on close): the engine has no API to stream one blob;
 * ``docker://REF`` or any other reference: the engine when it has the image, else the registry
-  (OCI distribution API, see :mod:`servelab.registry`), whose blobs are streamed over HTTP.
+  (OCI distribution API, see :mod:`servelab.image.registry`), whose blobs are streamed over HTTP.
 
 JSON blobs (indexes, manifests, configs) are size-capped and checked against their digest.
 """
@@ -330,7 +330,7 @@ class RegistryImage(ImageSource):
     """An image in a registry; blobs are streamed over HTTP."""
 
     def __init__(self, ref: str) -> None:
-        from servelab.registry import Reference, RegistryClient
+        from servelab.image.registry import Reference, RegistryClient
 
         self.ref = Reference.parse(ref)
         self.name = str(self.ref)

@@ -1,0 +1,1 @@
+"""servelab.build: the build stage."""

@@ -1,0 +1,1 @@
+"""servelab.image: reading and naming images."""

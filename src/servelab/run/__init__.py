@@ -1,0 +1,1 @@
+"""servelab.run: the runner."""

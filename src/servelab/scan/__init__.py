@@ -1,0 +1,1 @@
+"""servelab.scan: the scan stage."""

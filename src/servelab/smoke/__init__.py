@@ -1,0 +1,1 @@
+"""servelab.smoke: the smoke stage."""
