@@ -21,7 +21,8 @@ from servelab import cli
 from servelab.build import builder
 from servelab.build.stage import BaseUnpinned, verdict
 from servelab.image import oci
-from servelab.image.registry import Reference, RegistryClient
+from servelab.image.ref import ImageRef
+from servelab.image.registry import RegistryClient
 from servelab.spec import Arm, BuildSettings
 
 pytestmark = pytest.mark.docker
@@ -113,7 +114,7 @@ def pushed(example_records: list[Any], registry: str) -> Iterator[tuple[str, Any
 @pytest.mark.registry
 def test_sizes_match_registry_and_image_inspect(pushed: tuple[str, Any]) -> None:
     ref, rec = pushed
-    got = RegistryClient().get_manifest(Reference.parse(ref))
+    got = RegistryClient().get_manifest(ImageRef.parse(ref))
     assert got.digest == rec.manifest_digest
     man = json.loads(got.body)
     p = rec.primary

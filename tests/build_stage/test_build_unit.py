@@ -101,9 +101,9 @@ def test_disk_check_is_exit_3(tmp_path: Path) -> None:
 def test_image_name_is_a_valid_reference() -> None:
     name = build.image_name("20261130T101212-AbCd", "Treatment_1", "sha256:" + "ab" * 32)
     assert name == "servelab/20261130t101212-abcd/treatment-1:abababababababab"
-    from servelab.image.registry import Reference
+    from servelab.image.ref import ImageRef
 
-    assert Reference.parse(name).tag == "abababababababab"
+    assert ImageRef.parse(name).tag == "abababababababab"
 
 
 def test_size_cache_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

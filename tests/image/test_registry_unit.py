@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from servelab.errors import CapabilityError, InputError
+from servelab.image.ref import ImageRef
 from servelab.image.registry import (
-    Reference,
     RegistryClient,
     credentials_for,
     parse_challenge,
@@ -38,18 +38,18 @@ D = "sha256:" + "a" * 64
     ("localhost:5000/a/b@" + D, ("localhost:5000", "a/b", None, D)),
 ])
 def test_reference_parse(text: str, want: tuple[str, str, str | None, str | None]) -> None:
-    r = Reference.parse(text)
+    r = ImageRef.parse(text)
     assert (r.registry, r.repository, r.tag, r.digest) == want
 
 
 @pytest.mark.parametrize("bad", ["UPPER/case", "app@sha256:short", "app:bad tag", "a//b", ""])
 def test_reference_parse_rejects(bad: str) -> None:
     with pytest.raises(InputError, match="invalid image reference"):
-        Reference.parse(bad)
+        ImageRef.parse(bad)
 
 
 def test_api_host_and_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Reference.parse("python").api_host == "registry-1.docker.io"
+    assert ImageRef.parse("python").api_host == "registry-1.docker.io"
     assert scheme_for("127.0.0.1:5000") == "http"
     assert scheme_for("localhost") == "http"
     assert scheme_for("[::1]:5000") == "http"
@@ -172,7 +172,7 @@ def test_bearer_token_flow(fake_registry: tuple[str, list[dict[str, Any]]],
     monkeypatch.setenv("SERVELAB_REGISTRY_USER", "me")
     monkeypatch.setenv("SERVELAB_REGISTRY_PASSWORD", "pw")
     client = RegistryClient()
-    ref = Reference.parse(f"{host}/team/app:1.0")
+    ref = ImageRef.parse(f"{host}/team/app:1.0")
     info = client.head_manifest(ref)
     assert info.digest == MDIGEST
     token_calls = [s for s in seen if s["path"] == "/token"]
@@ -193,7 +193,7 @@ def test_refused_without_credentials(fake_registry: tuple[str, list[dict[str, An
     monkeypatch.delenv("SERVELAB_REGISTRY_USER", raising=False)
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
     with pytest.raises(InputError, match="refused access"):
-        RegistryClient().head_manifest(Reference.parse(f"{host}/team/app:1.0"))
+        RegistryClient().head_manifest(ImageRef.parse(f"{host}/team/app:1.0"))
 
 
 def test_pinned_digest_mismatch_is_refused(fake_registry: tuple[str, list[dict[str, Any]]],
@@ -201,11 +201,11 @@ def test_pinned_digest_mismatch_is_refused(fake_registry: tuple[str, list[dict[s
     host, _ = fake_registry
     monkeypatch.setenv("SERVELAB_REGISTRY_USER", "me")
     monkeypatch.setenv("SERVELAB_REGISTRY_PASSWORD", "pw")
-    ref = Reference.parse(f"{host}/team/app:1.0").with_digest(D)
+    ref = ImageRef.parse(f"{host}/team/app:1.0").with_digest(D)
     with pytest.raises(InputError, match="other bytes than the pinned digest"):
         RegistryClient().get_manifest(ref)
 
 
 def test_unreachable_registry_is_a_capability_error() -> None:
     with pytest.raises(CapabilityError, match="not reachable"):
-        RegistryClient(timeout=2).head_manifest(Reference.parse("127.0.0.1:9/x/y:1"))
+        RegistryClient(timeout=2).head_manifest(ImageRef.parse("127.0.0.1:9/x/y:1"))

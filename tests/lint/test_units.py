@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from servelab.image.ref import ImageRef
 from servelab.lint import downloads, ignore, packages, shell, words
-from servelab.lint.rules import looks_secret, ref_parts
+from servelab.lint.rules import looks_secret
 
 SCOPE = {"A": "x", "EMPTY": "", "NONE": None}
 
@@ -209,4 +210,4 @@ def test_secret_names(name: str, secret: bool) -> None:
     ],
 )
 def test_ref_parts(ref: str, parts: tuple[str, str | None, str | None]) -> None:
-    assert ref_parts(ref) == parts
+    assert ImageRef.split(ref) == parts

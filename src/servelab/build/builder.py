@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, ServelabError
+from servelab.image.ref import pinned_digest
 
 #: BuildKit v0.13.2 (first line with rewrite-timestamp), pinned by its multi-arch index digest.
 BUILDKIT_IMAGE = (
@@ -44,7 +45,6 @@ BUILDKIT_IMAGE = (
 )
 PROBE_EPOCH = 1_000_000_000
 PREFIX = "servelab-"
-_PINNED = re.compile(r"@sha256:[a-f0-9]{64}$")
 
 
 class Runner(Protocol):
@@ -135,7 +135,7 @@ def parse_containerd_store(text: str) -> bool | None:
 def buildkit_image() -> str:
     """The pinned image for a fallback builder (SERVELAB_BUILDKIT_IMAGE overrides it)."""
     image = os.environ.get("SERVELAB_BUILDKIT_IMAGE", BUILDKIT_IMAGE)
-    if not _PINNED.search(image):
+    if not pinned_digest(image):
         raise CapabilityError(
             f"SERVELAB_BUILDKIT_IMAGE={image!r} is not pinned by digest",
             hint="use name:tag@sha256:<digest> (servelab pin resolves one)",

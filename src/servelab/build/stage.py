@@ -50,6 +50,7 @@ from servelab.errors import (
     InputError,
     ServelabError,
 )
+from servelab.image.ref import pinned_digest
 from servelab.spec import Arm, BuildSettings
 from servelab.textio import cache_dir, write_text_atomic
 
@@ -57,7 +58,6 @@ DEFAULT_MIN_FREE_BYTES = 1024**3
 DISK_FACTOR = 3
 LOG_FILE = "build.log"
 RECORD_FILE = "build.json"
-_DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})$")
 
 
 class BuildFailed(GateFailed):
@@ -297,8 +297,8 @@ def base_images(arm: Arm) -> list[BaseImage]:
         if st.parent is not None or (st.base or "").lower() == "scratch":
             continue
         ref = st.base if st.base is not None else st.base_raw
-        m = _DIGEST.search(ref)
-        out.append(BaseImage(ref, m.group(1) if m else None, st.label, bool(m)))
+        digest = pinned_digest(ref)
+        out.append(BaseImage(ref, digest, st.label, digest is not None))
     return out
 
 

@@ -27,7 +27,6 @@ import contextlib
 import hashlib
 import io
 import json
-import re
 import shutil
 import tarfile
 import tempfile
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
 from servelab.errors import CapabilityError, InputError
+from servelab.image.ref import check_digest
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 CHUNK = 1024 * 1024
@@ -48,7 +48,6 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 INDEX_TYPES = frozenset({OCI_INDEX, DOCKER_LIST})
 MANIFEST_TYPES = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
-_DIGEST = re.compile(r"^(sha256|sha512):([a-f0-9]{64}|[a-f0-9]{128})$")
 
 
 @dataclass(frozen=True)
@@ -76,14 +75,6 @@ class Descriptor:
         if self.annotations:
             out["annotations"] = dict(self.annotations)
         return out
-
-
-def check_digest(digest: str, where: str = "") -> str:
-    """*digest* if it is a well-formed sha256/sha512 digest, else InputError."""
-    if not _DIGEST.match(digest):
-        raise InputError(f"{where + ': ' if where else ''}malformed digest {digest!r}",
-                         hint="expected sha256:<64 hex digits>")
-    return digest
 
 
 def platform_text(p: dict[str, Any] | None) -> str:
@@ -330,9 +321,10 @@ class RegistryImage(ImageSource):
     """An image in a registry; blobs are streamed over HTTP."""
 
     def __init__(self, ref: str) -> None:
-        from servelab.image.registry import Reference, RegistryClient
+        from servelab.image.ref import ImageRef
+        from servelab.image.registry import RegistryClient
 
-        self.ref = Reference.parse(ref)
+        self.ref = ImageRef.parse(ref)
         self.name = str(self.ref)
         self._client = RegistryClient()
         got = self._client.get_manifest(self.ref)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from servelab.errors import InputError, ServelabError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
+from servelab.image.ref import pinned_digest
 
-DIGEST_RE = re.compile(r"@sha256:[0-9a-f]{64}$")
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
 _HEREDOC = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][\w.-]*)\1")
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -116,7 +116,7 @@ def _classify(image: str, stages: set[str], args: dict[str, str]) -> tuple[str, 
         return "arg", _substitute(image, args)
     if low in stages:
         return "stage", None
-    return ("pinned" if DIGEST_RE.search(image) else "unpinned"), None
+    return ("pinned" if pinned_digest(image) else "unpinned"), None
 
 
 def _global_arg(text: str, args: dict[str, str]) -> None:
@@ -233,9 +233,10 @@ def read_dockerfile(path: Path) -> tuple[bytes, str]:
 
 def resolve_digest(image: str) -> str:
     """The digest the registry reports for *image* (name[:tag])."""
-    from servelab.image.registry import Reference, RegistryClient
+    from servelab.image.ref import ImageRef
+    from servelab.image.registry import RegistryClient
 
-    return RegistryClient().head_manifest(Reference.parse(image)).digest
+    return RegistryClient().head_manifest(ImageRef.parse(image)).digest
 
 
 def rewrite(text: str, replacements: dict[int, tuple[int, int, str]]) -> str:
@@ -315,7 +316,7 @@ def _judge(fl: FromLine, report: PinReport, *, rule: Rule, check: bool,
         replacements[fl.line] = (fl.start, fl.end, new)
         report.pinned.append({"line": fl.line, "from": fl.image, "to": new})
     elif fl.status == "arg":
-        if fl.resolved is not None and not DIGEST_RE.search(fl.resolved):
+        if fl.resolved is not None and not pinned_digest(fl.resolved):
             f.append(_finding(rule, fl, shown, f"FROM {fl.image} resolves to {fl.resolved}, "
                               "which is not pinned (pin the ARG default; not rewritten)"))
         elif fl.resolved is None:

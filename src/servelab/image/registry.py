@@ -2,7 +2,7 @@
 
 API::
 
-    ref = Reference.parse("127.0.0.1:5000/servelab/python-base:bookworm")
+    ref = ImageRef.parse("127.0.0.1:5000/servelab/python-base:bookworm")
     client = RegistryClient()
     client.head_manifest(ref) -> ManifestInfo(digest, media_type, size)   # the tag's digest
     client.get_manifest(ref)  -> Manifest(body, digest, media_type)
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from servelab.errors import CapabilityError, InputError
+from servelab.image.ref import DOCKER_HUB, DOCKER_HUB_API, ImageRef, is_digest
 
 ACCEPT = ", ".join((
     "application/vnd.oci.image.index.v1+json",
@@ -44,72 +45,8 @@ ACCEPT = ", ".join((
     "application/vnd.docker.distribution.manifest.list.v2+json",
     "application/vnd.docker.distribution.manifest.v2+json",
 ))
-DOCKER_HUB = "docker.io"
-DOCKER_HUB_API = "registry-1.docker.io"
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 MAX_MANIFEST = 4 * 1024 * 1024
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_NAME = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
-_TAG = re.compile(r"^[\w][\w.-]{0,127}$")
-_DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
-
-
-@dataclass(frozen=True)
-class Reference:
-    """An image reference split into registry host, repository, tag and digest."""
-
-    registry: str
-    repository: str
-    tag: str | None = None
-    digest: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Reference:
-        """Parse ``[host[:port]/]name[:tag][@sha256:...]`` like the Docker client does."""
-        rest, _, digest = text.strip().partition("@")
-        if digest and not _DIGEST.match(digest):
-            raise _bad_ref(text, f"malformed digest {digest!r}")
-        first, slash, remainder = rest.partition("/")
-        if slash and ("." in first or ":" in first or first == "localhost"):
-            host, path = first, remainder
-        else:
-            host, path = DOCKER_HUB, rest
-        tag = None
-        name, colon, maybe_tag = path.rpartition(":")
-        if colon and "/" not in maybe_tag:
-            path, tag = name, maybe_tag
-            if not _TAG.match(tag):
-                raise _bad_ref(text, f"malformed tag {tag!r}")
-        if host == DOCKER_HUB and "/" not in path:
-            path = "library/" + path
-        if not _NAME.match(path):
-            raise _bad_ref(text, f"malformed repository name {path!r}")
-        return cls(host, path, tag, digest or None)
-
-    @property
-    def api_host(self) -> str:
-        return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
-
-    @property
-    def reference(self) -> str:
-        """What goes after /manifests/: the digest when there is one, else the tag."""
-        return self.digest or self.tag or "latest"
-
-    def with_digest(self, digest: str) -> Reference:
-        return Reference(self.registry, self.repository, self.tag, digest)
-
-    def __str__(self) -> str:
-        out = f"{self.registry}/{self.repository}"
-        if self.tag:
-            out += f":{self.tag}"
-        if self.digest:
-            out += f"@{self.digest}"
-        return out
-
-
-def _bad_ref(text: str, why: str) -> InputError:
-    return InputError(f"invalid image reference {text!r}: {why}",
-                      hint="write [host[:port]/]name[:tag][@sha256:<64 hex>]")
 
 
 @dataclass(frozen=True)
@@ -210,10 +147,10 @@ class RegistryClient:
         self.timeout = timeout
         self._auth: dict[tuple[str, str], str] = {}
 
-    def _url(self, ref: Reference, kind: str, what: str) -> str:
+    def _url(self, ref: ImageRef, kind: str, what: str) -> str:
         return f"{scheme_for(ref.api_host)}://{ref.api_host}/v2/{ref.repository}/{kind}/{what}"
 
-    def _request(self, method: str, url: str, ref: Reference,
+    def _request(self, method: str, url: str, ref: ImageRef,
                  accept: str | None = None) -> urllib.response.addinfourl:
         key = (ref.api_host, ref.repository)
         for attempt in range(2):
@@ -237,7 +174,7 @@ class RegistryClient:
                 ) from e
         raise AssertionError("unreachable")
 
-    def _authenticate(self, err: urllib.error.HTTPError, ref: Reference) -> bool:
+    def _authenticate(self, err: urllib.error.HTTPError, ref: ImageRef) -> bool:
         scheme, params = parse_challenge(err.headers.get("WWW-Authenticate", ""))
         creds = credentials_for(ref.registry)
         key = (ref.api_host, ref.repository)
@@ -251,7 +188,7 @@ class RegistryClient:
             self._auth[key] = "Bearer " + token
         return bool(token)
 
-    def _fetch_token(self, params: dict[str, str], ref: Reference,
+    def _fetch_token(self, params: dict[str, str], ref: ImageRef,
                      creds: tuple[str, str] | None) -> str | None:
         realm = params["realm"]
         if urllib.parse.urlsplit(realm).scheme not in ("http", "https"):
@@ -270,7 +207,7 @@ class RegistryClient:
         tok = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         return str(tok) if tok else None
 
-    def _http_error(self, e: urllib.error.HTTPError, ref: Reference, url: str) -> Exception:
+    def _http_error(self, e: urllib.error.HTTPError, ref: ImageRef, url: str) -> Exception:
         if e.code in (401, 403):
             return InputError(
                 f"registry {ref.api_host} refused access to {ref.repository} (HTTP {e.code})",
@@ -283,19 +220,19 @@ class RegistryClient:
         return CapabilityError(f"registry {ref.api_host} answered HTTP {e.code} for {url}",
                                hint="retry later or check the registry's logs")
 
-    def head_manifest(self, ref: Reference) -> ManifestInfo:
+    def head_manifest(self, ref: ImageRef) -> ManifestInfo:
         """The digest the registry reports for *ref* (the index digest for a multi-arch tag)."""
         url = self._url(ref, "manifests", ref.reference)
         with self._request("HEAD", url, ref, ACCEPT) as r:
             digest = r.headers.get("Docker-Content-Digest")
             mtype = r.headers.get("Content-Type", "")
             size = int(r.headers.get("Content-Length") or 0)
-        if digest and _DIGEST.match(digest):
+        if digest and is_digest(digest):
             return ManifestInfo(digest, mtype, size)
         got = self.get_manifest(ref)  # registries may omit the header on HEAD
         return ManifestInfo(got.digest, got.media_type, len(got.body))
 
-    def get_manifest(self, ref: Reference) -> Manifest:
+    def get_manifest(self, ref: ImageRef) -> Manifest:
         """The manifest bytes of *ref*; their sha256 is checked against a requested digest."""
         url = self._url(ref, "manifests", ref.reference)
         with self._request("GET", url, ref, ACCEPT) as r:
@@ -313,7 +250,7 @@ class RegistryClient:
                              f"manifest bytes ({digest})")
         return Manifest(body, digest, mtype)
 
-    def open_blob(self, ref: Reference, digest: str) -> BinaryIO:
+    def open_blob(self, ref: ImageRef, digest: str) -> BinaryIO:
         """A stream of blob *digest* of *ref*'s repository (redirects followed, no auth sent)."""
         url = self._url(ref, "blobs", digest)
         return self._request("GET", url, ref)  # type: ignore[return-value]

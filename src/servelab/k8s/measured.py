@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab.errors import InputError
+from servelab.image.ref import DIGEST, is_digest
 from servelab.k8s.model import as_int
 from servelab.yamlsafe import read_text
 
@@ -17,7 +18,6 @@ from servelab.yamlsafe import read_text
 DRIVER_FLOOR: dict[int, int] = {11: 450, 12: 525, 13: 580}
 
 MAX_RESULT_BYTES = 32 * 1024 * 1024
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _REQUIRE_CUDA = re.compile(r"cuda>=(\d+(?:\.\d+)*)")
 
 KEYS_HINT = (
@@ -106,10 +106,10 @@ def _read(path: str) -> list[dict[str, Any]]:
 
 def _digest(r: dict[str, Any]) -> str | None:
     digest = _get(r, "image", "digest")
-    if isinstance(digest, str) and _DIGEST.fullmatch(digest.strip()):
+    if isinstance(digest, str) and is_digest(digest.strip()):
         return digest.strip()
     ref = _get(r, "image", "ref")
-    m = _DIGEST.search(ref) if isinstance(ref, str) and "@" in ref else None
+    m = DIGEST.search(ref) if isinstance(ref, str) and "@" in ref else None
     return m.group(0) if m else None
 
 

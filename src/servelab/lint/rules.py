@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from servelab.findings import Rule, Severity
+from servelab.image.ref import ImageRef, pinned_digest
 from servelab.lint import downloads, ignore, packages
 from servelab.lint.image import Analysis, FileSource, StageState, is_url
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
@@ -24,7 +25,6 @@ from servelab.lint.shell import commands
 from servelab.lint.words import expand, references, unquote
 
 DOCS = "https://github.com/servelab/servelab/blob/main/docs/lint.md#"
-_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _WHOLE_CONTEXT = {".", "./", "*", "./*", "/", ""}
 _MAX_WALK = 5000
 _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
@@ -83,16 +83,6 @@ def rule(
     return deco
 
 
-def ref_parts(ref: str) -> tuple[str, str | None, str | None]:
-    """(name, tag, digest) of an image reference."""
-    name, _, digest = ref.partition("@")
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > slash:
-        return name[:colon], name[colon + 1 :], digest or None
-    return name, None, digest or None
-
-
 def _judged(stage: Stage) -> bool:
     """Whether a FROM names a real image (not scratch, not a stage, resolved)."""
     return stage.base is not None and stage.parent is None and stage.base.lower() != "scratch"
@@ -119,7 +109,7 @@ def _shown(stage: Stage) -> str:
 )
 def check_base_unpinned(ctx: Context) -> Iterator[Hit]:
     for st in ctx.df.stages:
-        if _judged(st) and not _DIGEST.search(st.base or ""):
+        if _judged(st) and not pinned_digest(st.base or ""):
             yield Hit(
                 "base-unpinned",
                 st.from_instr.line,
@@ -141,7 +131,7 @@ def check_base_latest(ctx: Context) -> Iterator[Hit]:
     for st in ctx.df.stages:
         if not _judged(st):
             continue
-        _name, tag, _digest = ref_parts(st.base or "")
+        _name, tag, _digest = ImageRef.split(st.base or "")
         if tag is None or tag == "latest":
             what = "tag latest" if tag else "no tag"
             yield Hit(
@@ -190,7 +180,7 @@ def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
 def check_devel_base(ctx: Context) -> Iterator[Hit]:
     root = ctx.analysis.chain()[0]
     if _judged(root):
-        _name, tag, _d = ref_parts(root.base or "")
+        _name, tag, _d = ImageRef.split(root.base or "")
         if tag and re.search(r"(^|[-_.])devel([-_.]|$)", tag):
             yield Hit(
                 "devel-base",

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from servelab.findings import Finding, Severity
+from servelab.image.ref import pinned_digest
 from servelab.k8s.model import Workload
 from servelab.k8s.registry import Context, hit, rule
 
-_DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})$")
 
 def digest_of(image: str) -> str | None:
-    m = _DIGEST.search(image.strip())
-    return m.group(1) if m else None
+    return pinned_digest(image)
 
 
 @rule(
