@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+CheckT = TypeVar("CheckT", bound=Callable[..., Any])
 
 
 class Severity(StrEnum):
@@ -99,3 +102,58 @@ class FindingsReport:
 
     def fails(self, fail_on: str) -> bool:
         return any(reaches(f.severity, fail_on) for f in self.findings)
+
+
+class RuleRegistry(Generic[CheckT]):
+    """One registry of rules and their checks: lint, k8s-check and the GPU rules each hold one.
+
+    ::
+
+        RULES = RuleRegistry[Check](docs_uri="https://.../docs/rules.md#")
+        @RULES.rule("base-unpinned", Severity.ERROR, "summary", rationale="...", fix="...")
+        def check_base_unpinned(ctx): ...
+        RULES.add(Rule(...))              # a rule with no check function (reported elsewhere)
+        RULES.rules["base-unpinned"]      # the public Rule, help_uri filled in
+        for rule, check in RULES.checks: ...
+
+    A rule id is registered once: a second registration is a programming error (ValueError).
+    """
+
+    def __init__(self, docs_uri: str = "") -> None:
+        self.docs_uri = docs_uri
+        #: Every rule id, in registration (documentation) order.
+        self.rules: dict[str, Rule] = {}
+        #: (rule, check) pairs, in registration order.
+        self.checks: list[tuple[Rule, CheckT]] = []
+
+    def add(self, rule: Rule) -> Rule:
+        """Register *rule* (no check function); its help_uri defaults to the docs anchor."""
+        if rule.id in self.rules:
+            raise ValueError(f"rule {rule.id!r} is registered twice")
+        if not rule.help_uri and self.docs_uri:
+            rule = replace(rule, help_uri=f"{self.docs_uri}{rule.id}")
+        self.rules[rule.id] = rule
+        return rule
+
+    def rule(self, rule_id: str, severity: Severity, summary: str, *, rationale: str,
+             fix: str) -> Callable[[CheckT], CheckT]:
+        """Register the decorated function as the check of a new rule."""
+        meta = self.add(Rule(rule_id, severity, summary, rationale, fix))
+
+        def decorate(check: CheckT) -> CheckT:
+            self.checks.append((meta, check))
+            return check
+
+        return decorate
+
+    def __getitem__(self, rule_id: str) -> Rule:
+        return self.rules[rule_id]
+
+    def __contains__(self, rule_id: object) -> bool:
+        return rule_id in self.rules
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
