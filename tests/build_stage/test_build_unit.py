@@ -122,9 +122,12 @@ def test_size_cache_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def _record(path: Path, repeat: int) -> build.BuildRecord:
     platforms, index, _todo = build.read_archive(path, {})
     return build.BuildRecord(
-        "treatment", repeat, "r", "Dockerfile", ".", None, None, "default", {}, 1, "spec",
-        True, platforms, index, [], BuilderFacts(None), str(path), None, None, False,
-        1.0, 0.5, 0.2, "build.log")
+        arm="treatment", repeat=repeat, run_id="r", dockerfile="Dockerfile", context=".",
+        target=None, requested_platform=None, network="default", build_args={},
+        source_date_epoch=1, source_date_epoch_from="spec", rewrite_timestamp=True,
+        platforms=platforms, index_digest=index, base_images=[], builder=BuilderFacts(None),
+        archive=str(path), image_ref=None, image_id=None, loaded_now=False, wall_s=1.0,
+        build_s=0.5, load_s=0.2, log="build.log")
 
 
 def test_verdict(tmp_path: Path) -> None:

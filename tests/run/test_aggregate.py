@@ -11,8 +11,10 @@ import pytest
 
 from servelab.run import aggregate, summary
 from servelab.run.merge import compare_runs, merge_runs
-from servelab.run.results import base_result, validate_result, write_json
+from servelab.run.outcomes import BuildOutcome, Inputs, RepeatResult, ScanOutcome, SmokeOutcome
+from servelab.run.results import assemble, validate_result, write_json
 from servelab.run.runner import check_fixed
+from servelab.spec import Arm
 
 D1 = "sha256:" + "a" * 64
 D2 = "sha256:" + "b" * 64
@@ -21,13 +23,18 @@ D2 = "sha256:" + "b" * 64
 def result(arm: str, repeat: int, *, digest: str = D1, size: int = 100_000_000,
            ready: float = 1.0, p95: float = 10.0, crit: int = 0,
            machine: str = "m1") -> dict[str, Any]:
-    """A synthetic result.json (not from a real run)."""
-    r = base_result(run={"id": "synthetic", "name": machine, "started_at": "2026-11-30T00:00:00Z",
-                         "machine": machine},
-                    experiment={"name": "x", "spec_hash": "sha256:" + "c" * 64, "change": "c",
-                                "fixed": ["image"], "metrics": ["digest"], "repeats": 3,
-                                "spec": {}},
-                    arm=arm, repeat=repeat)
+    """A synthetic result.json (not from a real run): assembled with no stage run, then the
+    figures filled in."""
+    skipped = "synthetic"
+    rr = RepeatResult(arm=Arm(arm, Path(), Path("Dockerfile")), repeat=repeat,
+                      build=BuildOutcome("skipped", skipped), scan=ScanOutcome("skipped", skipped),
+                      smoke=SmokeOutcome("skipped", skipped))
+    r = assemble(rr, run={"id": "synthetic", "name": machine,
+                          "started_at": "2026-11-30T00:00:00Z", "machine": machine},
+                 experiment={"name": "x", "spec_hash": "sha256:" + "c" * 64, "change": "c",
+                             "fixed": ["image"], "metrics": ["digest"], "repeats": 3,
+                             "spec": {}},
+                 inputs=Inputs(build_args={}, git_ref=None), serve={})
     r["image"].update({"ref": f"img@{digest}", "digest": digest,
                        "base": [{"ref": "base", "digest": D2}]})
     r["metrics"] = {"digest": digest,

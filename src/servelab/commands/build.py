@@ -8,6 +8,8 @@ per-platform manifest digest, config digest, layers (digest, compressed and unco
 the instruction that made it), image sizes, base images and their digests, build time and the
 builder (engine, buildx, BuildKit, driver). An arm is reproducible when every repeat has the same
 manifest digest; otherwise the first differing pair is explained (what files or settings differ).
+It is the loop of servelab run with only the build stage: an arm with gitRef is built from a
+temporary git worktree of that ref, as there.
 
 Before building: every FROM must be pinned by digest (rule base-unpinned; an arm with
 allowUnpinnedBase may build anyway), the disk must have 3x the last image's size free (or
@@ -27,7 +29,10 @@ commit for SOURCE_DATE_EPOCH), 3 no capable builder, no engine, or not enough di
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from servelab.build.stage import ArmBuilds, ExperimentBuilds
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +55,7 @@ def _mb(n: int | None) -> str:
     return "unknown" if n is None else f"{n / 1e6:.1f} MB"
 
 
-def _arm_lines(a: Any) -> list[str]:
+def _arm_lines(a: ArmBuilds) -> list[str]:
     rep = a.reproducibility
     out = [f"{a.arm}: {rep.summary}"]
     if a.records:
@@ -74,7 +79,7 @@ def _arm_lines(a: Any) -> list[str]:
     return out
 
 
-def render_text(result: Any, kept: list[str]) -> str:
+def render_text(result: ExperimentBuilds, kept: list[str]) -> str:
     lines = [f"servelab build: run {result.run_id}, output in {result.out_dir}"]
     for a in result.arms:
         lines += _arm_lines(a)
@@ -83,7 +88,7 @@ def render_text(result: Any, kept: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(result: Any, kept: list[str]) -> str:
+def render_markdown(result: ExperimentBuilds, kept: list[str]) -> str:
     out = ["### servelab build", "", "| Arm | Verdict | Digest | Size (compressed) |",
            "|---|---|---|---|"]
     for a in result.arms:
@@ -103,20 +108,17 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from servelab.build.stage import build_experiment
-    from servelab.cleanup import Cleanup, new_run_id
     from servelab.commands._common import emit
     from servelab.errors import UsageError
+    from servelab.run.options import RunOptions
+    from servelab.run.runner import build_experiment
     from servelab.spec import load_experiment
 
     if args.repeats is not None and args.repeats < 1:
         raise UsageError("--repeats must be at least 1")
     exp = load_experiment(Path(args.experiment), args.document)
-    run_id = new_run_id()
-    with Cleanup(run_id, keep=args.keep_image) as cu:
-        result = build_experiment(exp, repeats=args.repeats or exp.repeats,
-                                  out_dir=Path(args.out), run_id=run_id, cleanup=cu,
-                                  keep=args.keep_image)
+    result = build_experiment(exp, RunOptions(out_dir=Path(args.out), repeats=args.repeats,
+                                              keep=args.keep_image))
     kept = []
     if args.keep_image:
         kept = list(dict.fromkeys(r.tested_ref() or "" for a in result.arms

@@ -1,42 +1,48 @@
-"""``servelab run``: the whole experiment, spec -> lint -> build -> scan -> smoke -> report.
+"""The runner: one loop over repeats and arms, for ``servelab run`` and ``servelab build``.
 
 Repeats are interleaved across arms (control 1, treatment 1, control 2, ...) so drift on the
-machine hits both alike. Each repeat of each arm writes ``OUT/<arm>/repeat-<n>/result.json``;
-the run ends with ``summary.json`` and ``summary.md``. The stages themselves live in their own
-modules; :mod:`servelab.run.stages` adapts them to :class:`~servelab.run.results.StageOutcome`.
+machine hits both alike. Each repeat runs the selected stages through
+:class:`~servelab.run.stages.Stages`, which hand back typed outcomes
+(:mod:`servelab.run.outcomes`). ``servelab run`` (:func:`run_experiment`) turns each repeat's
+outcomes into ``OUT/<arm>/repeat-<n>/result.json`` (:func:`servelab.run.results.assemble`,
+validated against the schema) and ends with ``summary.json`` and ``summary.md``.
+``servelab build`` (:func:`build_experiment`) is the same loop with only the build stage: it
+writes the build records and ``OUT/build-summary.json``, and a failed build ends it.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from servelab import hashing
 from servelab.errors import ExitCode, InputError
 from servelab.run import aggregate, results, summary
+from servelab.run.options import STAGES, Progress, RunOptions, parse_stages
+from servelab.run.outcomes import (
+    BuildOutcome,
+    Inputs,
+    RepeatResult,
+    ScanOutcome,
+    SmokeOutcome,
+    StageOutcome,
+)
+from servelab.run.stages import Stages
 from servelab.spec import Arm, Experiment
 
-STAGES = ("lint", "build", "scan", "smoke")
-Progress = Callable[[str], None]
+if TYPE_CHECKING:
+    from servelab.build.stage import ExperimentBuilds
 
+OutcomeT = TypeVar("OutcomeT", bound=StageOutcome)
 
-@dataclass
-class RunOptions:
-    out_dir: Path
-    stages: tuple[str, ...] = STAGES
-    repeats: int | None = None
-    fail_on: str = "error"
-    gpu: bool | None = None
-    trivy_cache_dir: Path | None = None
-    db_repositories: list[str] = field(default_factory=list)
-    offline: bool | None = None
-    run_name: str | None = None
-    keep: bool = False
+NOT_SELECTED = "not selected with --stages"
+NO_IMAGE = "no image to test: the build stage did not produce one"
 
 
 @dataclass
@@ -51,21 +57,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def parse_stages(text: str) -> tuple[str, ...]:
-    chosen = [s.strip() for s in text.split(",") if s.strip()]
-    bad = [s for s in chosen if s not in STAGES]
-    if bad or not chosen:
-        raise InputError(f"unknown stage(s): {', '.join(bad) or '(none)'}",
-                         hint=f"choose from {', '.join(STAGES)}, comma-separated")
-    return tuple(s for s in STAGES if s in chosen)
-
-
 class Runner:
-    """One run of one experiment. Small steps; each writes what it learnt into the results."""
+    """One run of one experiment: the loop over repeats and arms, and what is made of it."""
 
     def __init__(self, exp: Experiment, opts: RunOptions, progress: Progress) -> None:
         from servelab.cleanup import new_run_id
-        from servelab.run import stages
 
         self.exp = exp
         self.opts = opts
@@ -73,100 +69,115 @@ class Runner:
         self.run_id = new_run_id()
         self.repeats = opts.repeats or exp.repeats
         self.started = _now()
-        self.stages = stages.Stages(exp, opts, self.run_id, progress)
+        self.stages = Stages(exp, opts, self.run_id, progress)
         self.results: list[dict[str, Any]] = []
         self.skipped: list[dict[str, str]] = [
-            {"stage": s, "reason": "not selected with --stages"}
-            for s in STAGES if s not in opts.stages
-        ]
+            {"stage": s, "reason": NOT_SELECTED} for s in STAGES if s not in opts.stages]
         self.notes: list[str] = []
-        self._input_cache: dict[str, dict[str, Any]] = {}
+        self._input_cache: dict[str, Inputs] = {}
 
-    # ------------------------------------------------------------------ the loop
+    # ------------------------------------------------------------------ servelab run
     def execute(self) -> RunResult:
         with self.stages:
-            arms = self._arms()
-            lint = self.stages.lint(arms) if "lint" in self.opts.stages else {}
-            for n in range(1, self.repeats + 1):
-                for arm in arms:
-                    self.results.append(self._one(arm, n, lint.get(arm.name)))
+            for rr in self._repeats():
+                self.results.append(self._write(rr))
         self.notes.extend(self.stages.notes)
         return self._finish()
 
-    def _arms(self) -> list[Arm]:
-        arms = self.exp.arms()
-        return [self.stages.checkout(a) for a in arms]
+    # ------------------------------------------------------------------ servelab build
+    def execute_builds(self) -> ExperimentBuilds:
+        """Only the build stage: every arm's build records and reproducibility verdict."""
+        from servelab.build.stage import ArmBuilds, ExperimentBuilds
+        from servelab.build.stage import verdict as build_verdict
 
-    def _one(self, arm: Arm, n: int, lint: results.StageOutcome | None) -> dict[str, Any]:
+        with self.stages:
+            for _rr in self._repeats():
+                pass
+        built = [a for a in self.exp.arms() if a.image is None]
+        skipped = [f"{a.name}: prebuilt image {a.image}, nothing to build"
+                   for a in self.exp.arms() if a.image is not None]
+        arms = []
+        for a in built:
+            recs = self.stages.records.get(a.name, [])
+            rep = self.stages.judged.get(a.name) or build_verdict(recs)
+            arms.append(ArmBuilds(a.name, recs, rep))
+        return ExperimentBuilds(self.run_id, self.opts.out_dir, arms,
+                                self.exp.gates.reproducible, skipped)
+
+    # ------------------------------------------------------------------ the loop
+    def _repeats(self) -> Iterator[RepeatResult]:
+        """The one place that decides the arms, the repeats and their order."""
+        arms = [self.stages.checkout(a) for a in self.exp.arms()]
+        lint = self.stages.lint(arms) if "lint" in self.opts.stages else {}
+        for n in range(1, self.repeats + 1):
+            for arm in arms:
+                yield self._one(arm, n, lint.get(arm.name))
+
+    def _repeat_dir(self, arm: str, n: int) -> Path:
+        return self.opts.out_dir / arm / f"repeat-{n}"
+
+    def _one(self, arm: Arm, n: int, lint: StageOutcome | None) -> RepeatResult:
         t0 = time.monotonic()
         self.progress(f"[{arm.name} {n}/{self.repeats}] start")
-        res = results.base_result(run=self._run_info(), experiment=self._exp_info(),
-                                  arm=arm.name, repeat=n)
-        res["inputs"].update(self._inputs(arm))
-        res["spec"] = {"serve": self.exp.spec_data.get("serve", {})}
-        repeat_dir = self.opts.out_dir / arm.name / f"repeat-{n}"
-        repeat_dir.mkdir(parents=True, exist_ok=True)
-        if lint is not None:
-            self._apply(res, "lint", lint)
-        image = self._stage(res, "build", lambda: self.stages.build(arm, n, repeat_dir, res))
-        if image is None and arm.image:
-            image = arm.image
-            res["image"]["ref"] = arm.image
-        self._stage(res, "scan", lambda: self.stages.scan(arm, image, repeat_dir, res),
-                    needs_image=image)
-        self._stage(res, "smoke", lambda: self.stages.smoke(arm, image, n, repeat_dir, res),
-                    needs_image=image)
-        res["run"]["finished_at"] = _now()
-        problems = results.validate_result(res)
-        if problems:
-            raise AssertionError(f"servelab wrote an invalid result.json: {problems[:3]}")
-        results.write_json(repeat_dir / results.RESULT_FILE, res)
+        out = self._repeat_dir(arm.name, n)  # each stage makes it when it writes there
+        build = self._stage("build", BuildOutcome, lambda: self.stages.build(arm, n, out))
+        image = build.tested_ref or arm.image
+        scan = self._tested("scan", ScanOutcome, image,
+                            lambda ref: self.stages.scan(ref, build, out))
+        smoke = self._tested("smoke", SmokeOutcome, image,
+                             lambda ref: self.stages.smoke(arm, ref, n, build, out))
         self.progress(f"[{arm.name} {n}/{self.repeats}] done in {time.monotonic() - t0:.1f}s")
-        return res
+        return RepeatResult(arm=arm, repeat=n, build=build, scan=scan, smoke=smoke, lint=lint)
 
-    def _stage(self, res: dict[str, Any], name: str, call: Callable[[], results.StageOutcome],
-               needs_image: str | bool | None = True) -> str | None:
+    def _tested(self, name: str, kind: type[OutcomeT], image: str | None,
+                call: Callable[[str], OutcomeT]) -> OutcomeT:
+        """A stage that tests the image: skipped when there is none."""
+        if name in self.opts.stages and image is None:
+            return kind("skipped", NO_IMAGE)
+        ref = str(image)
+        return self._stage(name, kind, lambda: call(ref))
+
+    def _stage(self, name: str, kind: type[OutcomeT],
+               call: Callable[[], OutcomeT]) -> OutcomeT:
         if name not in self.opts.stages:
-            self._apply(res, name, results.StageOutcome("skipped", "not selected with --stages"))
-            return None
-        if needs_image is None:
-            self._apply(res, name, results.StageOutcome(
-                "skipped", "no image to test: the build stage did not produce one"))
-            return None
+            return kind("skipped", NOT_SELECTED)
         self.progress(f"  {name} ...")
         t0 = time.monotonic()
         outcome = call()
         if outcome.seconds is None:
             outcome.seconds = round(time.monotonic() - t0, 3)
-        self._apply(res, name, outcome)
         self.progress(f"  {name}: {outcome.status}"
                       + (f" ({outcome.reason})" if outcome.reason else ""))
-        image = res["image"].get("ref")
-        return str(image) if image else None
+        return outcome
 
-    @staticmethod
-    def _apply(res: dict[str, Any], name: str, outcome: results.StageOutcome) -> None:
-        res["stages"][name] = outcome.to_dict()
-        res["verdicts"].extend(outcome.verdicts)
-        res["files"].update(outcome.files)
+    def _write(self, rr: RepeatResult) -> dict[str, Any]:
+        """result.json of one repeat, assembled once from its outcomes and validated."""
+        res = results.assemble(rr, run=self.run_info(finished_at=_now()),
+                               experiment=self.experiment_info(), inputs=self._inputs(rr.arm),
+                               serve=self.exp.spec_data.get("serve", {}))
+        problems = results.validate_result(res)
+        if problems:
+            raise AssertionError(f"servelab wrote an invalid result.json: {problems[:3]}")
+        results.write_json(self._repeat_dir(rr.arm.name, rr.repeat) / results.RESULT_FILE, res)
+        return res
 
     # ------------------------------------------------------------------ facts
-    def _run_info(self) -> dict[str, Any]:
+    def run_info(self, finished_at: str | None = None) -> dict[str, Any]:
         return {"id": self.run_id, "name": self.opts.run_name, "started_at": self.started,
-                "finished_at": None, "machine": results.host_facts()["node"]}
+                "finished_at": finished_at, "machine": results.host_facts()["node"]}
 
-    def _exp_info(self) -> dict[str, Any]:
+    def experiment_info(self) -> dict[str, Any]:
         e = self.exp
         return {"name": e.name, "file": str(e.file), "form": e.form, "spec_hash": e.spec_hash(),
                 "change": e.change, "fixed": e.fixed, "metrics": e.metrics,
                 "repeats": self.repeats, "spec": e.spec_data}
 
-    def _inputs(self, arm: Arm) -> dict[str, Any]:
+    def _inputs(self, arm: Arm) -> Inputs:
         """The arm's input hashes, computed at its first repeat (a context or model of GBs is
         read once per run, not once per repeat)."""
         if arm.name not in self._input_cache:
             self._input_cache[arm.name] = self._hash_inputs(arm)
-        return dict(self._input_cache[arm.name])
+        return self._input_cache[arm.name]
 
     @cached_property
     def _model_sha256(self) -> str | None:
@@ -175,20 +186,18 @@ class Runner:
             return hashing.sha256_tree(m.path)
         return None
 
-    def _hash_inputs(self, arm: Arm) -> dict[str, Any]:
-        out: dict[str, Any] = {"build_args": dict(arm.build_args), "git_ref": arm.git_ref}
-        if arm.dockerfile.is_file():
-            out["dockerfile_sha256"] = hashing.sha256_file(arm.dockerfile)
-        if arm.context.is_dir():
-            out["context_sha256"] = hashing.sha256_context(arm.context)
-        if self._model_sha256 is not None:
-            out["model_sha256"] = self._model_sha256
+    def _hash_inputs(self, arm: Arm) -> Inputs:
         rq = self.exp.request
-        if rq is not None:
-            out["request_sha256"] = hashing.sha256_json(
-                [rq.method, rq.path, rq.headers, (rq.body or b"").hex()])
-        out["commit"] = self.stages.commit_of(arm)
-        return out
+        return Inputs(
+            build_args=dict(arm.build_args), git_ref=arm.git_ref,
+            commit=self.stages.commit_of(arm),
+            dockerfile_sha256=(hashing.sha256_file(arm.dockerfile)
+                               if arm.dockerfile.is_file() else None),
+            context_sha256=hashing.sha256_context(arm.context) if arm.context.is_dir() else None,
+            model_sha256=self._model_sha256,
+            request_sha256=(hashing.sha256_json([rq.method, rq.path, rq.headers,
+                                                 (rq.body or b"").hex()])
+                            if rq is not None else None))
 
     # ------------------------------------------------------------------ the end
     def _finish(self) -> RunResult:
@@ -295,8 +304,8 @@ def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
         "findings": findings,
         "repeats": runner.repeats,
         "arms": [a.name for a in exp.arms()],
-        "run": runner._run_info(),
-        "experiment": runner._exp_info(),
+        "run": runner.run_info(),
+        "experiment": runner.experiment_info(),
         "skipped": runner.skipped,
         "not_tested": sorted({v2["check"] + ": " + v2["reason"] for r in runner.results
                               for v2 in r["verdicts"] if v2["passed"] is None}),
@@ -307,7 +316,7 @@ def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
 
 def run_experiment(exp: Experiment, opts: RunOptions,
                    progress: Progress | None = None) -> RunResult:
-    """Run *exp*; never overwrites an earlier run's artifacts."""
+    """``servelab run``: run *exp*; never overwrites an earlier run's artifacts."""
     if (opts.out_dir / results.SUMMARY_FILE).exists() or any(
             (opts.out_dir / a).exists() for a in ("control", "treatment")):
         raise InputError(f"{opts.out_dir} already holds a run's artifacts",
@@ -320,4 +329,19 @@ def run_experiment(exp: Experiment, opts: RunOptions,
     return Runner(exp, opts, progress or (lambda _m: None)).execute()
 
 
-__all__ = ["STAGES", "ExitCode", "RunOptions", "RunResult", "parse_stages", "run_experiment"]
+BUILD_SUMMARY_FILE = "build-summary.json"
+
+
+def build_experiment(exp: Experiment, opts: RunOptions,
+                     progress: Progress | None = None) -> ExperimentBuilds:
+    """``servelab build``: the runner with only the build stage. Every arm with a Dockerfile is
+    built ``repeats`` times, interleaved, and judged; a failed build or an unpinned base raises
+    (exit 1). Writes the build records and ``OUT/build-summary.json``."""
+    opts = replace(opts, stages=("build",), stop_on_build_failure=True)
+    result = Runner(exp, opts, progress or (lambda _m: None)).execute_builds()
+    (opts.out_dir / BUILD_SUMMARY_FILE).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    return result
+
+
+__all__ = ["STAGES", "ExitCode", "RunOptions", "RunResult", "build_experiment", "parse_stages",
+           "run_experiment"]

@@ -1,7 +1,9 @@
-"""Adapters from the stage modules (lint, build, scan, smoke) to ``servelab run``.
+"""Adapters from the stage modules (lint, build, scan, smoke) to the runner.
 
-Each method returns a :class:`~servelab.run.results.StageOutcome` and writes what it learnt into
-the repeat's result dict (image, metrics, inputs, environment). Failures of the image under
+Each method returns the stage's typed outcome (:mod:`servelab.run.outcomes`); a later stage gets
+an earlier one's outcome object (the scan and smoke adapters get the
+:class:`~servelab.run.outcomes.BuildOutcome` and read its ``BuildRecord``), never the result
+dict, which only :func:`servelab.run.results.assemble` writes. Failures of the image under
 test (a failed build, a finding that fails the gate, a server that never gets ready) are
 outcomes; a missing tool or capability (exit 3) and bad input (exit 2) abort the run, and
 everything created so far is removed on the way out.
@@ -18,12 +20,28 @@ from typing import TYPE_CHECKING, Any
 
 from servelab import proc
 from servelab.errors import CapabilityError, GateFailed, InputError, ServelabError
-from servelab.findings import Severity
-from servelab.run.results import StageOutcome, verdict, write_json
+from servelab.findings import FindingsReport, Severity
+from servelab.run.options import Progress, RunOptions
+from servelab.run.outcomes import (
+    BuildOutcome,
+    HostGpus,
+    LatencyMetrics,
+    ScanOutcome,
+    SmokeOutcome,
+    StageOutcome,
+    StartupMetrics,
+    TrivyFacts,
+    Verdict,
+)
+from servelab.run.results import write_json
 from servelab.spec import Arm, Experiment
 
 if TYPE_CHECKING:
-    from servelab.run.runner import Progress, RunOptions
+    from servelab.build.stage import BuildRecord, Builds, Reproducibility
+    from servelab.scan.stage import Scanner
+    from servelab.smoke.result import SmokeResult
+
+SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")
 
 
 class Stages:
@@ -38,10 +56,14 @@ class Stages:
         self.cleanup = Cleanup(run_id, keep=opts.keep)
         self.notes: list[str] = []
         self.annotations: list[dict[str, Any]] = []
-        self.records: dict[str, list[Any]] = {}
+        #: every successful build per arm, in build order
+        self.records: dict[str, list[BuildRecord]] = {}
+        #: each built arm's verdict (judged when the stages end without an error)
+        self.judged: dict[str, Reproducibility] = {}
+        #: the verdicts of arms built at least twice, as summary.json has them
         self.reproducibility: dict[str, dict[str, Any]] = {}
-        self._builds: Any = None
-        self._scanner: Any = None
+        self._builds: Builds | None = None
+        self._scanner: Scanner | None = None
         self._smoked: set[str] = set()
         self._scans = {"scanned": 0, "shared": 0}
         self._stack = contextlib.ExitStack()
@@ -77,9 +99,10 @@ class Stages:
         from servelab.build.stage import verdict as build_verdict
 
         for arm, recs in self.records.items():
+            rep = build_verdict(recs)
+            self.judged[arm] = rep
             if len(recs) < 2:
                 continue
-            rep = build_verdict(recs)
             self.reproducibility[arm] = rep.to_dict()
             self.notes.append(f"{arm}: {rep.summary}")
             self.notes.extend(f"{arm}: {line}" for line in rep.explanation[:20])
@@ -151,7 +174,7 @@ class Stages:
             reason = f"{c['error']} error, {c['warning']} warning, {c['info']} info"
             rules = sorted({f.rule_id for f in report.findings
                             if f.severity.rank >= Severity.WARNING.rank})
-            v = [verdict("lint", "lint", not failing,
+            v = [Verdict("lint", "lint", not failing,
                          reason + (f" ({', '.join(rules)})" if rules else ""))]
             if arm.name == "treatment":
                 self._annotate(report)
@@ -162,7 +185,7 @@ class Stages:
             self.progress(f"lint {arm.name}: {reason}")
         return out
 
-    def _annotate(self, report: Any) -> None:
+    def _annotate(self, report: FindingsReport) -> None:
         level = {"error": "error", "warning": "warning", "info": "notice"}
         for f in report.sorted_findings():
             self.annotations.append({"level": level[f.severity.value], "file": f.file,
@@ -170,35 +193,30 @@ class Stages:
                                      "message": f.message + (f" (fix: {f.fix})" if f.fix else "")})
 
     # ------------------------------------------------------------------ build
-    def build(self, arm: Arm, n: int, out_dir: Path, res: dict[str, Any]) -> StageOutcome:
+    def build(self, arm: Arm, n: int, out_dir: Path) -> BuildOutcome:
+        from servelab.build.stage import RECORD_FILE, BaseUnpinned
+
         if arm.image:
-            res["image"]["ref"] = arm.image
-            return StageOutcome("skipped", "prebuilt image: nothing to build")
+            return BuildOutcome("skipped", "prebuilt image: nothing to build")
+        if self._builds is None:
+            raise RuntimeError("the build stage runs inside `with Stages(...)`")
         try:
             rec = self._builds.build(arm, self.exp.build, repeat=n, out_dir=out_dir)
         except GateFailed as e:
-            check = "base-pinned" if type(e).__name__ == "BaseUnpinned" else "build"
-            return StageOutcome("failed", e.message.splitlines()[0],
-                                verdicts=[verdict(check, "build", False, e.message)])
+            if self.opts.stop_on_build_failure:
+                raise
+            check = "base-pinned" if isinstance(e, BaseUnpinned) else "build"
+            return BuildOutcome("failed", e.message.splitlines()[0],
+                                verdicts=[Verdict(check, "build", False, e.message)])
         self.records.setdefault(arm.name, []).append(rec)
         d = rec.to_dict()
-        res["image"].update({"ref": rec.tested_ref() or rec.image_ref,
-                             "digest": d["manifest_digest"],
-                             "config_digest": d["config_digest"], "base": d["base_images"]})
-        res["metrics"]["digest"] = d["manifest_digest"]
-        res["metrics"]["size"] = {"compressed_bytes": d["compressed_size"],
-                                  "uncompressed_bytes": d["uncompressed_size"]}
-        res["metrics"]["build_seconds"] = d["wall_s"]
-        res["inputs"]["source_date_epoch"] = d["source_date_epoch"]
-        res["environment"]["builder"] = d["builder"]
-        res["environment"]["engine"] = {"version": (d["builder"] or {}).get("engine_version")}
-        files = {"build": str(out_dir / "build.json")}
-        return StageOutcome("ok", f"{d['manifest_digest'][:19]}… in {d['wall_s']:.1f}s",
+        return BuildOutcome("ok", f"{rec.manifest_digest[:19]}… in {d['wall_s']:.1f}s",
                             seconds=d["wall_s"], record=_slim_build(d),
-                            verdicts=[verdict("build", "build", True, "built")], files=files)
+                            verdicts=[Verdict("build", "build", True, "built")],
+                            files={"build": str(out_dir / RECORD_FILE)}, build=rec)
 
     # ------------------------------------------------------------------ scan
-    def _scanner_for(self) -> Any:
+    def _scanner_for(self) -> Scanner:
         if self._scanner is None:
             from servelab.scan.stage import Scanner
 
@@ -207,28 +225,26 @@ class Stages:
                 db_repositories=self.opts.db_repositories or None, run_id=self.run_id)
         return self._scanner
 
-    def scan(self, arm: Arm, image: str | None, out_dir: Path,
-             res: dict[str, Any]) -> StageOutcome:
+    def scan(self, image: str, build: BuildOutcome, out_dir: Path) -> ScanOutcome:
         from servelab.scan.stage import gate
 
-        target: str = str(image)
-        build = (res["stages"].get("build") or {}).get("record") or {}
-        if build.get("archive") and Path(build["archive"]).exists():
-            target = build["archive"]
+        rec = build.build
+        target = image
+        if rec is not None and Path(rec.archive).exists():
+            target = rec.archive
         # a multi-platform build: scan the platform whose manifest digest the result records
-        platform = build.get("platform") if len(build.get("platforms") or []) > 1 else None
-        result = self._scanner_for().scan(target, digest=res["image"].get("digest"),
-                                          out_dir=out_dir, platform=platform)
+        platform = rec.primary.platform if rec is not None and len(rec.platforms) > 1 else None
+        scanner = self._scanner_for()
+        result = scanner.scan(target, digest=rec.manifest_digest if rec is not None else None,
+                              out_dir=out_dir, platform=platform)
         g = gate(result, self.exp.scan)
         counts = result.severity_counts()
-        res["metrics"]["findings"] = {k: int(counts.get(k, 0)) for k in
-                                      ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")}
-        db = result.db.to_dict() if result.db else {}
-        res["environment"]["trivy"] = {"version": result.trivy_version,
-                                       "db_updated_at": db.get("updated_at"),
-                                       "db_path": db.get("path"),
-                                       "db_repository": db.get("repository") or None,
-                                       "offline": bool(self._scanner_for().policy.offline)}
+        db = result.db
+        trivy = TrivyFacts(version=result.trivy_version,
+                           db_updated_at=db.updated_at if db else None,
+                           db_path=db.path if db else None,
+                           db_repository=(db.repository or None) if db else None,
+                           offline=bool(scanner.policy.offline))
         self._scans["shared" if result.shared else "scanned"] += 1
         shared = " (shared: same digest already scanned)" if result.shared else ""
         d = result.to_dict()
@@ -238,62 +254,68 @@ class Stages:
         record["findings"] = [{"severity": f.get("severity"), "id": f.get("id"),
                                "package": f.get("package"), "installed": f.get("installed"),
                                "fixed": f.get("fixed")} for f in d["findings"]]
-        return StageOutcome("ok" if g.passed else "failed", g.reason + shared, record=record,
-                            verdicts=[verdict("vulnerability gate", "scan", g.passed, g.reason)],
-                            files={k: v for k, v in result.files.items()})
+        return ScanOutcome("ok" if g.passed else "failed", g.reason + shared, record=record,
+                           verdicts=[Verdict("vulnerability gate", "scan", g.passed, g.reason)],
+                           files=dict(result.files),
+                           findings={k: int(counts.get(k, 0)) for k in SEVERITIES},
+                           trivy=trivy)
 
     # ------------------------------------------------------------------ smoke
-    def smoke(self, arm: Arm, image: str | None, n: int, out_dir: Path,
-              res: dict[str, Any]) -> StageOutcome:
+    def smoke(self, arm: Arm, image: str, n: int, build: BuildOutcome,
+              out_dir: Path) -> SmokeOutcome:
         from servelab.smoke.stage import SmokeSettings, smoke_image
 
-        ref = str(image)
         gpu = self.exp.gpu if self.opts.gpu is None else replace(self.exp.gpu,
                                                                   required=self.opts.gpu)
-        build = (res["stages"].get("build") or {}).get("record") or {}
-        first = ref not in self._smoked and bool(build.get("loaded_now", n == 1))
+        rec = build.build
+        first = image not in self._smoked and (rec.loaded_now if rec is not None else n == 1)
         # the image's layers are searched for baked weights once per image, not per repeat
-        archive = Path(build["archive"]) if build.get("archive") else None
+        archive = Path(rec.archive) if rec is not None else None
         settings = SmokeSettings.from_experiment(self.exp, gpu=gpu, weights_archive=archive,
-                                                 scan_weights=ref not in self._smoked)
-        self._smoked.add(ref)
-        r = smoke_image(ref, settings, run_id=self.run_id, out_dir=out_dir, first_start=first)
+                                                 scan_weights=image not in self._smoked)
+        self._smoked.add(image)
+        r = smoke_image(image, settings, run_id=self.run_id, out_dir=out_dir, first_start=first)
         if r.verdict == "gpu-unavailable":
             raise CapabilityError(f"GPU unavailable for the {arm.name} arm: {r.message}",
                                   hint="run on a machine with an NVIDIA GPU and driver, or "
                                   "--no-gpu to skip the GPU checks")
         d = r.to_dict()
-        dur = (d.get("timeline") or {}).get("durations") or {}
-        reqs = d.get("requests") or {}
-        res["metrics"]["startup"] = {
-            "first_accept_s": dur.get("start_to_tcp_accept_s"),
-            "ready_s": dur.get("start_to_ready_s"),
-            "first_request_s": dur.get("start_to_first_good_request_s"),
-            "created_to_started_s": dur.get("start_call_s"),
-            "first_start": first,
-        }
-        lat = reqs.get("latency_ms") or {}
-        if reqs:
-            res["metrics"]["latency"] = {"p50_ms": lat.get("p50"), "p95_ms": lat.get("p95"),
-                                         "count": reqs.get("ok")}
-        model = d.get("model") or {}
-        if model.get("sha256"):
-            res["inputs"]["model_sha256"] = str(model["sha256"]).removeprefix("sha256:")
-        self._gpu_facts(res, d.get("gpu"))
         files = dict(r.files)
         if d.get("timeline"):
             write_json(out_dir / "timeline.json", d["timeline"])
             files["timeline"] = str(out_dir / "timeline.json")
-        return StageOutcome("ok" if r.passed else "failed", f"{r.verdict}: {r.message}",
-                            record=_slim_smoke(d), verdicts=_smoke_verdicts(d), files=files)
+        model = r.model.sha256 if r.model is not None else None
+        return SmokeOutcome("ok" if r.passed else "failed", f"{r.verdict}: {r.message}",
+                            record=_slim_smoke(d), verdicts=_smoke_verdicts(r), files=files,
+                            startup=_startup(d, first), latency=_latency(d),
+                            model_sha256=str(model).removeprefix("sha256:") if model else None,
+                            host=_host_gpus(r.gpu))
 
-    @staticmethod
-    def _gpu_facts(res: dict[str, Any], gpu: dict[str, Any] | None) -> None:
-        host = (gpu or {}).get("host") or {}
-        if host:
-            res["host"] = {"gpus": host.get("gpus", []),
-                           "cuda_driver_version": host.get("cuda_version"),
-                           "gpu_state": host.get("state")}
+
+def _startup(d: dict[str, Any], first: bool) -> StartupMetrics:
+    """From the smoke result's JSON: its timeline's durations are rounded there."""
+    dur = (d.get("timeline") or {}).get("durations") or {}
+    return StartupMetrics(first_accept_s=dur.get("start_to_tcp_accept_s"),
+                          ready_s=dur.get("start_to_ready_s"),
+                          first_request_s=dur.get("start_to_first_good_request_s"),
+                          created_to_started_s=dur.get("start_call_s"), first_start=first)
+
+
+def _latency(d: dict[str, Any]) -> LatencyMetrics | None:
+    """From the smoke result's JSON: its latencies are rounded there."""
+    reqs = d.get("requests") or {}
+    if not reqs:
+        return None
+    lat = reqs.get("latency_ms") or {}
+    return LatencyMetrics(p50_ms=lat.get("p50"), p95_ms=lat.get("p95"), count=reqs.get("ok"))
+
+
+def _host_gpus(gpu: dict[str, Any] | None) -> HostGpus | None:
+    host = (gpu or {}).get("host") or {}
+    if not host:
+        return None
+    return HostGpus(gpus=host.get("gpus", []), cuda_driver_version=host.get("cuda_version"),
+                    gpu_state=host.get("state"))
 
 
 #: why a smoke property can stay untested even when the server became ready
@@ -314,15 +336,13 @@ def _slim_smoke(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k not in ("settings",)}
 
 
-def _smoke_verdicts(d: dict[str, Any]) -> list[dict[str, Any]]:
-    out = [verdict("smoke", "smoke", d.get("passed", False),
-                   f"{d.get('verdict')}: {d.get('message', '')}")]
-    for key, value in (d.get("properties") or {}).items():
+def _smoke_verdicts(r: SmokeResult) -> list[Verdict]:
+    out = [Verdict("smoke", "smoke", r.passed, f"{r.verdict}: {r.message}")]
+    for key, value in r.properties.items():
         if value == "not-tested":
             why = _NOT_TESTED.get(key, "the server never became ready, so it was not observed")
-            if not d.get("passed") and key not in ("no_network_needed", "model_sha256"):
+            if not r.passed and key not in ("no_network_needed", "model_sha256"):
                 why = "the server never became ready, so it was not observed"
-            out.append(verdict(key, "smoke", None, why))
-    for p in d.get("problems") or []:
-        out.append(verdict(p.get("id", "problem"), "smoke", False, p.get("message", "")))
+            out.append(Verdict(key, "smoke", None, why))
+    out.extend(Verdict(p.id, "smoke", False, p.message) for p in r.problems)
     return out

@@ -1,0 +1,45 @@
+"""What a run is asked to do: the stages, the options and the progress callback.
+
+These sit below :mod:`servelab.run.runner` and :mod:`servelab.run.stages`, which both import
+them; neither imports the other's options back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from servelab.errors import InputError
+
+STAGES = ("lint", "build", "scan", "smoke")
+
+#: receives one progress line at a time (the CLI prints them to stderr; the core never prints)
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunOptions:
+    out_dir: Path
+    stages: tuple[str, ...] = STAGES
+    repeats: int | None = None
+    fail_on: str = "error"
+    gpu: bool | None = None
+    trivy_cache_dir: Path | None = None
+    db_repositories: list[str] = field(default_factory=list)
+    offline: bool | None = None
+    run_name: str | None = None
+    keep: bool = False
+    #: ``servelab build``: a failed build or an unpinned base ends the command (exit 1)
+    #: instead of becoming a failed build stage of the repeat
+    stop_on_build_failure: bool = False
+
+
+def parse_stages(text: str) -> tuple[str, ...]:
+    """``lint,build`` -> the chosen stages in run order; InputError (exit 2) for unknown ones."""
+    chosen = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in chosen if s not in STAGES]
+    if bad or not chosen:
+        raise InputError(f"unknown stage(s): {', '.join(bad) or '(none)'}",
+                         hint=f"choose from {', '.join(STAGES)}, comma-separated")
+    return tuple(s for s in STAGES if s in chosen)

@@ -1,0 +1,149 @@
+"""The package map promised in docs/architecture.md: one package per stage, a small top level,
+no import circle (module-level imports, TYPE_CHECKING blocks included), and every module path
+the docs name importable."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "servelab"
+STAGE_PACKAGES = ("build", "image", "scan", "smoke", "run", "lint", "k8s", "gpu", "commands")
+TOP_LEVEL_LIMIT = 12
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _top_level_imports(tree: ast.Module, name: str, is_pkg: bool) -> set[str]:
+    """servelab modules imported at module level (under `if`/`try` too, e.g. TYPE_CHECKING)."""
+    out: set[str] = set()
+    known = _modules()
+
+    def visit(stmts: list[ast.stmt]) -> None:
+        for node in stmts:
+            if isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name.startswith("servelab"))
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                mod = node.module
+                if node.level:
+                    base = name.split(".") if is_pkg else name.split(".")[:-1]
+                    base = base[: len(base) - node.level + 1]
+                    mod = ".".join([*base, mod])
+                if mod.startswith("servelab"):
+                    out.add(mod)
+                    out.update(f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known)
+            elif isinstance(node, ast.If | ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+                for h in getattr(node, "handlers", []):
+                    visit(h.body)
+    visit(tree.body)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deps = _top_level_imports(tree, name, path.name == "__init__.py")
+        # A submodule importing its own parent package is Python's import order, not a circle.
+        graph[name] = {d for d in deps if d in mods and d != name and not name.startswith(d + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(n: str) -> None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(graph.get(n, ())):
+            if state.get(d) == 1:
+                found.append([*stack[stack.index(d):], d])
+            elif d not in state:
+                dfs(d)
+        stack.pop()
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            dfs(n)
+    return found
+
+
+def test_no_import_circle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_top_level_is_small_and_has_no_catch_all() -> None:
+    top = sorted(p.stem for p in SRC.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert len(top) <= TOP_LEVEL_LIMIT, top
+    names = {p.stem for p in SRC.rglob("*.py")}
+    assert not names & {"util", "utils", "misc", "helpers", "common"}
+
+
+@pytest.mark.parametrize("pkg", STAGE_PACKAGES)
+def test_stage_package_states_its_api(pkg: str) -> None:
+    init = SRC / pkg / "__init__.py"
+    assert init.is_file()
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    assert ast.get_docstring(tree), f"servelab.{pkg} needs a docstring saying what it holds"
+    mod = importlib.import_module(f"servelab.{pkg}")
+    for name in getattr(mod, "__all__", []):
+        assert getattr(mod, name) is not None, f"servelab.{pkg}.{name} in __all__ but missing"
+
+
+def _doc_module_paths() -> set[str]:
+    found: set[str] = set()
+    for doc in [*ROOT.joinpath("docs").glob("*.md"), ROOT / "README.md"]:
+        text = doc.read_text(encoding="utf-8")
+        found.update(re.findall(r"\bservelab(?:\.[a-z_][a-z0-9_]*)+", text))
+        found.update("servelab." + p.replace("/", ".")
+                     for p in re.findall(r"src/servelab/([a-z_/]+?)(?:/__init__)?\.py", text))
+    return found
+
+
+def test_every_module_path_the_docs_name_imports() -> None:
+    """Dotted names whose first part is one of servelab's modules (labels such as
+    ``servelab.run-id`` are not module paths) import, down to the attribute they name."""
+    first = {p.stem for p in SRC.glob("*.py")} | {p.parent.name for p in SRC.glob("*/__init__.py")}
+    missing = []
+    for dotted in sorted(d for d in _doc_module_paths() if d.split(".")[1] in first):
+        parts = dotted.split(".")
+        # the longest importable prefix, then attributes
+        for i in range(len(parts), 0, -1):
+            try:
+                obj: object = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                if not hasattr(obj, attr):
+                    missing.append(dotted)
+                    break
+                obj = getattr(obj, attr)
+            break
+        else:
+            missing.append(dotted)
+    assert missing == []
