@@ -11,9 +11,12 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from servelab import __version__
 from servelab.errors import ExitCode, ServelabError, Terminated
@@ -32,8 +35,12 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("run", "run", "run a whole experiment: lint, build, scan, smoke; artifacts and summary"),
     ("report", "report", "merge artifacts from several jobs or runners into one summary"),
     ("compare", "compare", "compare two result.json or summary.json files side by side"),
+    ("push", "push", "push the image a run tested to a registry, byte for byte (same digest)"),
     ("gpu-probe", "gpu_probe", "probe the host's GPUs and CUDA without Docker (nvidia-smi, torch)"),
+    ("action-outputs", "action_outputs", "the GitHub Action's outputs and artifact plan"),
 ]
+#: Commands that work but are not listed in --help: the composite action's own steps.
+HIDDEN = frozenset({"action-outputs"})
 
 DESCRIPTION = """\
 servelab checks that an AI-serving image is rebuildable (pinned base, same digest on every
@@ -79,8 +86,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     chosen = _chosen(argv)
     for name, modname, help_text in COMMANDS:
+        listed: dict[str, Any] = {} if name in HIDDEN else {"help": help_text}
         if chosen is not None and name != chosen:
-            sub.add_parser(name, help=help_text)  # listed, not loaded
+            sub.add_parser(name, **listed)  # listed, not loaded
             continue
         try:
             mod = _module(modname)
@@ -88,7 +96,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             continue
         p = sub.add_parser(
             name,
-            help=help_text,
+            **listed,
             description=(mod.__doc__ or help_text).strip(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -120,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return int(ExitCode.BAD_INPUT)
     _setup_logging(args.verbose)
+    previous = _sigterm_raises()
     try:
         return int(_module(args._module).run(args))
     except ServelabError as e:
@@ -142,3 +151,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitCode.MISSING_TOOL)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _sigterm_raises() -> Any:
+    """While a command runs, SIGTERM raises Terminated in the main thread (as Ctrl-C raises
+    KeyboardInterrupt), so every command unwinds, cleans up and exits 143. Returns the handler
+    to restore (None off the main thread, where signals cannot be handled)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)

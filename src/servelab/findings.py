@@ -1,11 +1,15 @@
-"""The finding model shared by every checker (validate, lint, k8s-check, scan gate)."""
+"""The finding model shared by every checker (validate, lint, k8s-check, scan gate), and the
+one ``--fail-on`` grammar of every command (:func:`parse_fail_on`, docs/output.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
+
+from servelab.errors import InputError
 
 CheckT = TypeVar("CheckT", bound=Callable[..., Any])
 
@@ -28,13 +32,101 @@ class Severity(StrEnum):
 
 
 FAIL_ON_CHOICES = ("error", "warning", "info", "none")
+#: Trivy's severities, most severe first.
+TRIVY_SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")
+#: The one mapping between the two vocabularies: a Trivy severity's finding severity. It is
+#: also the SARIF level of a vulnerability (error, warning, note).
+TRIVY_LEVEL: dict[str, Severity] = {
+    "CRITICAL": Severity.ERROR,
+    "HIGH": Severity.ERROR,
+    "MEDIUM": Severity.WARNING,
+    "LOW": Severity.INFO,
+    "UNKNOWN": Severity.INFO,
+}
+#: Every word ``--fail-on`` accepts (any case); ``none`` stands alone.
+FAIL_ON_WORDS = ("error", "warning", "info", *TRIVY_SEVERITIES, "none")
+FAIL_ON_GRAMMAR = (
+    "none, or a comma-separated list (any case) of error, warning, info, CRITICAL, HIGH, "
+    "MEDIUM, LOW, UNKNOWN (see docs/output.md)"
+)
+#: What ``--help`` says about ``--fail-on`` (every command that has the flag).
+FAIL_ON_HELP = (
+    "none, or a comma-separated list (any case) of finding levels error|warning|info (that "
+    "level and above) and Trivy severities CRITICAL|HIGH|MEDIUM|LOW|UNKNOWN (each itself). "
+    "One mapping joins them: CRITICAL,HIGH = error, MEDIUM = warning, LOW,UNKNOWN = info; on "
+    "findings a Trivy severity means its level and above, on a scan a level means every "
+    "Trivy severity at that level and above"
+)
+
+
+@dataclass(frozen=True)
+class FailOn:
+    """A parsed ``--fail-on`` value: what fails, in both vocabularies (:func:`parse_fail_on`)."""
+
+    #: the value, canonical: levels lower case, Trivy severities upper case, "none" alone
+    text: str
+    #: finding severities that fail (a threshold: a level and every level above it)
+    levels: frozenset[Severity]
+    #: Trivy severities that fail, most severe first (a set: each one named or implied)
+    trivy: tuple[str, ...]
+
+    def fails(self, severity: Severity) -> bool:
+        """Whether a finding of *severity* fails."""
+        return severity in self.levels
+
+    def fails_trivy(self, severity: str) -> bool:
+        """Whether a vulnerability or secret of Trivy *severity* fails."""
+        return severity.upper() in self.trivy
+
+
+def _word(raw: str) -> str:
+    word = raw.strip()
+    if word.upper() in TRIVY_LEVEL:
+        return word.upper()
+    if word.lower() in FAIL_ON_CHOICES:
+        return word.lower()
+    raise InputError(f"unknown severity {word!r} in --fail-on", hint=f"use {FAIL_ON_GRAMMAR}")
+
+
+def _lowest(levels: Iterable[Severity]) -> Severity | None:
+    return min(levels, key=lambda s: s.rank, default=None)
+
+
+def parse_fail_on(value: str | Iterable[str]) -> FailOn:
+    """The one ``--fail-on`` grammar, for finding checks and Trivy gates alike.
+
+    *value* is the flag's text (``"warning"``, ``"CRITICAL,HIGH"``, ``"none"``) or a list of
+    words (an experiment's ``scan.failOn``; an empty list fails on nothing). A level
+    (error, warning, info) fails findings at that level and above, and the Trivy severities
+    whose :data:`TRIVY_LEVEL` is that level or above. A Trivy severity fails itself, and on
+    findings, its level and above. InputError (exit 2) for an empty text, an unknown word, or
+    ``none`` with others.
+    """
+    raw = value.split(",") if isinstance(value, str) else list(value)
+    words = list(dict.fromkeys(_word(w) for w in raw if w.strip()))
+    if isinstance(value, str) and not words:
+        raise InputError("--fail-on is empty", hint=f"use {FAIL_ON_GRAMMAR}")
+    if "none" in words and len(words) > 1:
+        raise InputError("--fail-on none cannot be combined with severities",
+                         hint="give none alone, or only severities")
+    named = [Severity(w) for w in words if w in ("error", "warning", "info")]
+    named_trivy = [w for w in words if w in TRIVY_LEVEL]
+    floor = _lowest([*named, *(TRIVY_LEVEL[w] for w in named_trivy)])
+    levels = frozenset(s for s in Severity if floor is not None and s.rank >= floor.rank)
+    trivy_floor = _lowest(named)
+    trivy = tuple(t for t in TRIVY_SEVERITIES if t in named_trivy or (
+        trivy_floor is not None and TRIVY_LEVEL[t].rank >= trivy_floor.rank))
+    return FailOn(",".join(words) or "none", levels, trivy)
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: str) -> FailOn:
+    return parse_fail_on(text)
 
 
 def reaches(severity: Severity, fail_on: str) -> bool:
     """Whether a finding of *severity* fails a check run with ``--fail-on fail_on``."""
-    if fail_on == "none":
-        return False
-    return severity.rank >= Severity.parse(fail_on).rank
+    return _parsed(fail_on).fails(severity)
 
 
 @dataclass(frozen=True)

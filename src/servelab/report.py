@@ -1,4 +1,10 @@
-"""Reporters: one extension point for every findings output format, registered by name.
+"""Output of findings reports, and the one SARIF writer.
+
+Where output is made (docs/output.md): a :class:`~servelab.findings.FindingsReport` (validate,
+lint, k8s-check, pin) is rendered by a :class:`Reporter` registered here; the result of a stage
+by its package's ``render`` module (``servelab.scan.render``, ``servelab.smoke.render``,
+``servelab.build.render``, ``servelab.image.render``, ``servelab.gpu.render``). Every SARIF
+document is made by :func:`sarif_log` here, whoever describes the rules and results.
 
 ``get_reporter("sarif").render(report)`` returns the text to write. Add a format by
 subclassing :class:`Reporter` and decorating it with :func:`register`.
@@ -8,13 +14,14 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from servelab import __version__
 from servelab.errors import UsageError
-from servelab.findings import Finding, FindingsReport, Severity
+from servelab.findings import Finding, FindingsReport, Rule, Severity
 from servelab.textio import write_text_atomic
 
 _REGISTRY: dict[str, type[Reporter]] = {}
@@ -35,7 +42,8 @@ def register(cls: type[Reporter]) -> type[Reporter]:
 
 
 def reporter_names() -> list[str]:
-    return sorted(_REGISTRY)
+    """Every registered format, in registration order (text first): the --format choices."""
+    return list(_REGISTRY)
 
 
 def get_reporter(name: str) -> Reporter:
@@ -140,8 +148,126 @@ class MarkdownReporter(Reporter):
         return "\n".join(out) + "\n"
 
 
-_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+# -------------------------------------------------------------------------------- SARIF
+# The one SARIF writer: the findings reporter below and the scan stage's vulnerability SARIF
+# (servelab.scan.render) describe their rules and results with these types and let
+# sarif_log() write the document.
+
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+#: A finding severity's SARIF level.
+SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+INFORMATION_URI = "https://github.com/servelab/servelab"
+
+
+@dataclass(frozen=True)
+class SarifRule:
+    """One ``reportingDescriptor`` of the tool's driver."""
+
+    id: str
+    summary: str
+    description: str
+    help: str
+    level: str
+    help_uri: str = ""
+    properties: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {
+            "id": self.id,
+            "name": self.id,
+            "shortDescription": {"text": self.summary},
+            "fullDescription": {"text": self.description},
+            "help": {"text": self.help},
+            "defaultConfiguration": {"level": self.level},
+        }
+        if self.properties:
+            rule["properties"] = self.properties
+        if self.help_uri:
+            rule["helpUri"] = self.help_uri
+        return rule
+
+
+@dataclass(frozen=True)
+class SarifLocation:
+    """Where a result is: an artifact URI and a 1-based line (and column)."""
+
+    uri: str
+    line: int = 1
+    column: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        region: dict[str, int] = {"startLine": max(self.line, 1)}
+        if self.column:
+            region["startColumn"] = max(self.column, 1)
+        return {"physicalLocation": {"artifactLocation": {"uri": self.uri}, "region": region}}
+
+
+@dataclass(frozen=True)
+class SarifResult:
+    """One result; its rule must be among the rules given to :func:`sarif_log`."""
+
+    rule_id: str
+    level: str
+    message: str
+    location: SarifLocation | None = None
+    fingerprints: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self, rule_index: int) -> dict[str, Any]:
+        res: dict[str, Any] = {
+            "ruleId": self.rule_id,
+            "ruleIndex": rule_index,
+            "level": self.level,
+            "message": {"text": self.message},
+        }
+        if self.location is not None:
+            res["locations"] = [self.location.to_dict()]
+        if self.fingerprints:
+            res["partialFingerprints"] = self.fingerprints
+        return res
+
+
+def sarif_log(
+    rules: Sequence[SarifRule],
+    results: Sequence[SarifResult],
+    *,
+    automation_id: str = "",
+    properties: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A SARIF 2.1.0 log of one run of servelab: every result's rule described, indexed.
+
+    ValueError (a programming error) when a result names a rule not in *rules* or a rule id
+    is given twice.
+    """
+    index: dict[str, int] = {}
+    for i, rule in enumerate(rules):
+        if rule.id in index:
+            raise ValueError(f"SARIF rule {rule.id!r} given twice")
+        index[rule.id] = i
+    missing = sorted({r.rule_id for r in results} - set(index))
+    if missing:
+        raise ValueError(f"SARIF results name undescribed rules: {', '.join(missing)}")
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "servelab",
+                "semanticVersion": __version__,
+                "version": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [r.to_dict() for r in rules],
+            }
+        },
+    }
+    if automation_id:
+        run["automationDetails"] = {"id": automation_id}
+    run["results"] = [r.to_dict(index[r.rule_id]) for r in results]
+    if properties:
+        run["properties"] = dict(properties)
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def sarif_text(log: Mapping[str, Any]) -> str:
+    """The text of a SARIF log, as every servelab SARIF file is written."""
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
 def _artifact_uri(path: str) -> str:
@@ -152,6 +278,20 @@ def _artifact_uri(path: str) -> str:
         return p.resolve().as_uri() if p.is_absolute() or p.exists() else p.as_posix()
 
 
+def _sarif_rule(rule_id: str, r: Rule | None) -> SarifRule:
+    if r is None:
+        return SarifRule(rule_id, rule_id, rule_id, rule_id, "warning")
+    return SarifRule(rule_id, r.summary, r.rationale or r.summary, r.fix or r.summary,
+                     SARIF_LEVEL[r.severity], help_uri=r.help_uri)
+
+
+def _sarif_result(f: Finding) -> SarifResult:
+    where = (SarifLocation(_artifact_uri(f.file), f.line or 1, f.column)
+             if f.file else None)
+    return SarifResult(f.rule_id, SARIF_LEVEL[f.severity],
+                       f.message + (f" Fix: {f.fix}" if f.fix else ""), where)
+
+
 @register
 class SarifReporter(Reporter):
     name = "sarif"
@@ -160,67 +300,8 @@ class SarifReporter(Reporter):
     def render(self, report: FindingsReport) -> str:
         findings = report.sorted_findings()
         rule_ids = sorted({f.rule_id for f in findings} | set(report.rules))
-        index = {rid: i for i, rid in enumerate(rule_ids)}
-        rules: list[dict[str, Any]] = []
-        for rid in rule_ids:
-            r = report.rules.get(rid)
-            summary = r.summary if r else rid
-            rule: dict[str, Any] = {
-                "id": rid,
-                "name": rid,
-                "shortDescription": {"text": summary},
-                "fullDescription": {"text": (r.rationale or summary) if r else summary},
-                "help": {"text": (r.fix or summary) if r else summary},
-                "defaultConfiguration": {
-                    "level": _SARIF_LEVEL[r.severity] if r else "warning"
-                },
-            }
-            if r and r.help_uri:
-                rule["helpUri"] = r.help_uri
-            rules.append(rule)
-        results = [self._result(f, index[f.rule_id]) for f in findings]
-        doc = {
-            "$schema": SARIF_SCHEMA,
-            "version": "2.1.0",
-            "runs": [
-                {
-                    "tool": {
-                        "driver": {
-                            "name": "servelab",
-                            "semanticVersion": __version__,
-                            "version": __version__,
-                            "informationUri": "https://github.com/servelab/servelab",
-                            "rules": rules,
-                        }
-                    },
-                    "results": results,
-                }
-            ],
-        }
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-    @staticmethod
-    def _result(f: Finding, rule_index: int) -> dict[str, Any]:
-        text = f.message + (f" Fix: {f.fix}" if f.fix else "")
-        res: dict[str, Any] = {
-            "ruleId": f.rule_id,
-            "ruleIndex": rule_index,
-            "level": _SARIF_LEVEL[f.severity],
-            "message": {"text": text},
-        }
-        if f.file:
-            region: dict[str, int] = {"startLine": max(f.line or 1, 1)}
-            if f.column:
-                region["startColumn"] = max(f.column, 1)
-            res["locations"] = [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": _artifact_uri(f.file)},
-                        "region": region,
-                    }
-                }
-            ]
-        return res
+        rules = [_sarif_rule(rid, report.rules.get(rid)) for rid in rule_ids]
+        return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings]))
 
 
 def _escape_data(s: str) -> str:

@@ -377,12 +377,12 @@ def test_publish_run_writes_outputs_summary_and_annotations(tmp_path: Path) -> N
     assert "servelab%3A 3 more warnings" in lines[-1]
 
 
-def test_module_main_writes_outputs(tmp_path: Path) -> None:
+def test_hidden_command_writes_outputs(tmp_path: Path) -> None:
     _tree(tmp_path / "r", ["control", "treatment"], 1)
     (tmp_path / "r" / "summary.json").write_text(json.dumps({"verdict": "regressed"}))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "servelab.run.github", "action-outputs",
+        [sys.executable, "-m", "servelab", "action-outputs",
          f"--results-dir={tmp_path / 'r'}", "--prefix=p", "--job=j", "--attempt=1",
          "--upload=TRUE"],
         env={"GITHUB_OUTPUT": str(out), "PATH": "/usr/bin:/bin"},
@@ -394,9 +394,9 @@ def test_module_main_writes_outputs(tmp_path: Path) -> None:
     assert parsed["verdict"] == "regressed" and parsed["artifact-name-1"] == "p-j-control-repeat-1"
 
 
-def test_module_main_reports_errors_as_annotations(tmp_path: Path) -> None:
+def test_hidden_command_reports_errors_as_annotations(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "servelab.run.github", "action-outputs",
+        [sys.executable, "-m", "servelab", "action-outputs",
          f"--results-dir={tmp_path}"],
         env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60, check=False,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -10,7 +11,16 @@ import pytest
 
 from servelab.errors import UsageError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
-from servelab.report import GITHUB_ANNOTATION_CAP, get_reporter, reporter_names
+from servelab.report import (
+    GITHUB_ANNOTATION_CAP,
+    SarifLocation,
+    SarifResult,
+    SarifRule,
+    get_reporter,
+    reporter_names,
+    sarif_log,
+    sarif_text,
+)
 
 SARIF_SCHEMA = Path(__file__).resolve().parent.parent / "data" / "sarif-2.1.0.schema.json"
 
@@ -74,3 +84,54 @@ def test_github_escapes_and_caps() -> None:
 def test_markdown_escapes_pipes() -> None:
     r = FindingsReport("t", [Finding("r", Severity.INFO, "a | b")], {}, [])
     assert "a \\| b" in get_reporter("markdown").render(r)
+
+
+def test_sarif_writer_refuses_undescribed_or_repeated_rules() -> None:
+    rule = SarifRule("r1", "s", "d", "h", "error")
+    with pytest.raises(ValueError, match="undescribed rules: r2"):
+        sarif_log([rule], [SarifResult("r2", "error", "m")])
+    with pytest.raises(ValueError, match="given twice"):
+        sarif_log([rule, rule], [])
+
+
+def test_sarif_writer_indexes_rules_and_keeps_optional_parts_out() -> None:
+    rules = [SarifRule("a", "s", "d", "h", "note"),
+             SarifRule("b", "s", "d", "h", "error", help_uri="https://x/b", properties={"p": 1})]
+    results = [SarifResult("b", "error", "m", SarifLocation("Dockerfile", 0, 3),
+                           fingerprints={"k/v1": "f"}),
+               SarifResult("a", "note", "m")]
+    doc = sarif_log(rules, results, automation_id="id/1", properties={"image": "x"})
+    jsonschema.validate(doc, json.loads(SARIF_SCHEMA.read_text()))
+    run = doc["runs"][0]
+    assert [r["ruleIndex"] for r in run["results"]] == [1, 0]
+    first, second = run["results"]
+    assert first["locations"][0]["physicalLocation"]["region"] == {"startLine": 1,
+                                                                   "startColumn": 3}
+    assert first["partialFingerprints"] == {"k/v1": "f"}
+    assert "locations" not in second and "partialFingerprints" not in second
+    a, b = run["tool"]["driver"]["rules"]
+    assert "helpUri" not in a and "properties" not in a
+    assert b["helpUri"] == "https://x/b" and b["properties"] == {"p": 1}
+    assert run["automationDetails"] == {"id": "id/1"} and run["properties"] == {"image": "x"}
+    assert sarif_text(doc).endswith("}\n")
+    plain = sarif_log([], [])["runs"][0]
+    assert list(plain) == ["tool", "results"]
+
+
+def test_findings_sarif_describes_rules_it_has_no_metadata_for() -> None:
+    r = FindingsReport("t", [Finding("unknown-rule", Severity.INFO, "x")], {}, [])
+    doc = json.loads(get_reporter("sarif").render(r))
+    jsonschema.validate(doc, json.loads(SARIF_SCHEMA.read_text()))
+    run = doc["runs"][0]
+    assert run["tool"]["driver"]["rules"][0]["defaultConfiguration"] == {"level": "warning"}
+    assert run["results"][0]["level"] == "note"
+    assert "locations" not in run["results"][0]
+
+
+def test_report_is_the_only_sarif_writer() -> None:
+    """Everything else describes rules and results and calls report.sarif_log."""
+    src = Path(__file__).resolve().parents[2] / "src" / "servelab"
+    literal = re.compile(r"""["']2\.1\.0["']|sarif-2\.1\.0""")  # the version or schema URI
+    writers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py")
+                     if literal.search(p.read_text(encoding="utf-8")))
+    assert writers == ["report.py"]

@@ -39,6 +39,17 @@ def test_fail_on_flag_and_none(images: dict[str, Image], trivy_cache: Path) -> N
                    *_args(trivy_cache, "--fail-on", "none")).returncode == 0
 
 
+def test_fail_on_takes_finding_levels(images: dict[str, Image], trivy_cache: Path) -> None:
+    """The one --fail-on grammar: on a scan, warning is MEDIUM and above, error CRITICAL,HIGH."""
+    target = str(images["treatment"].layout)  # two MEDIUM findings, nothing above
+    done = run_cli(target, *_args(trivy_cache, "--fail-on", "warning"))
+    assert done.returncode == 1, done.stderr
+    assert "gate FAILED: 2 finding(s) at CRITICAL, HIGH, MEDIUM" in done.stdout
+    done = run_cli(target, *_args(trivy_cache, "--fail-on", "ERROR"))
+    assert done.returncode == 0, done.stderr
+    assert "gate passed: no finding at CRITICAL, HIGH" in done.stdout
+
+
 def test_policy_from_spec(images: dict[str, Image], trivy_cache: Path, tmp_path: Path) -> None:
     spec = tmp_path / "experiment.yaml"
     spec.write_text(

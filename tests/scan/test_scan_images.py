@@ -10,6 +10,7 @@ import pytest
 import scanfixtures
 from scanfixtures import DATA, Image
 
+from servelab.scan import render
 from servelab.scan import stage as scan
 from servelab.spec import ScanPolicy
 
@@ -84,7 +85,7 @@ def test_control_vs_treatment(images: dict[str, Image], trivy_cache: Path,
     assert _ids(diff.new) == {"CVE-2099-2002"}
     assert _ids(diff.fixed) == {"CVE-2099-1001", "CVE-2099-1003", "CVE-2099-2001", "github-pat"}
     assert _ids(diff.unchanged) == {"CVE-2099-1002"}
-    md = scan.render_markdown(treatment, diff)
+    md = render.render_markdown(treatment, diff)
     assert "1 new, 4 fixed, 1 unchanged" in md
 
 

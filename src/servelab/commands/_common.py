@@ -8,9 +8,11 @@ FORMATS_HELP = "output format: text (default), json, markdown, sarif or github (
 
 
 def add_format(parser: argparse.ArgumentParser, default: str = "text") -> None:
+    """``-f/--format`` of a findings command: every Reporter registered in servelab.report."""
+    from servelab.report import reporter_names
+
     parser.add_argument(
-        "-f", "--format", default=default,
-        choices=["text", "json", "markdown", "sarif", "github"],
+        "-f", "--format", default=default, choices=reporter_names(),
         help=FORMATS_HELP,
     )
     parser.add_argument(
@@ -19,10 +21,27 @@ def add_format(parser: argparse.ArgumentParser, default: str = "text") -> None:
     )
 
 
-def add_fail_on(parser: argparse.ArgumentParser, default: str = "error") -> None:
+def fail_on_value(text: str) -> str:
+    """argparse type of ``--fail-on``: the one grammar (servelab.findings.parse_fail_on);
+    the value, canonical, or a usage error (exit 2)."""
+    from servelab.errors import InputError
+    from servelab.findings import parse_fail_on
+
+    try:
+        return parse_fail_on(text).text
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def add_fail_on(parser: argparse._ActionsContainer, default: str | None = "error", *,
+                what: str = "exit 1 when a finding reaches this severity",
+                shown_default: str | None = None) -> None:
+    """The ``--fail-on`` flag, with one grammar and one help text wherever it is."""
+    from servelab.findings import FAIL_ON_HELP
+
     parser.add_argument(
-        "--fail-on", default=default, choices=["error", "warning", "info", "none"],
-        help=f"exit 1 when a finding reaches this severity (default: {default})",
+        "--fail-on", default=default, type=fail_on_value, metavar="SEVERITIES",
+        help=f"{what} ({FAIL_ON_HELP}; default: {shown_default or default})",
     )
 
 

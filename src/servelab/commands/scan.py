@@ -37,6 +37,8 @@ from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import add_fail_on
+
     parser.add_argument("targets", nargs="+", metavar="TARGET",
                         help="image name, OCI layout directory, OCI or docker archive")
     parser.add_argument("--platform", metavar="OS/ARCH[/VARIANT]",
@@ -45,9 +47,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pol = parser.add_argument_group("policy (default: the --spec scan block, else built-ins)")
     pol.add_argument("--spec", metavar="FILE", help="take the policy from this experiment file")
     pol.add_argument("--document", metavar="NAME", help="experiment document in --spec")
-    pol.add_argument("--fail-on", metavar="SEVERITIES",
-                     help="comma-separated severities that fail the gate, or 'none' "
-                     "(default: CRITICAL,HIGH)")
+    add_fail_on(pol, default=None, what="the severities that fail the gate",
+                shown_default="CRITICAL,HIGH, or the --spec's failOn")
     pol.add_argument("--ignore-unfixed", action="store_true", default=None,
                      help="ignore vulnerabilities that have no fixed version")
     pol.add_argument("--ignore-file", metavar="FILE",
@@ -80,6 +81,7 @@ def _policy(args: argparse.Namespace) -> Any:
     from dataclasses import replace
     from pathlib import Path
 
+    from servelab.findings import parse_fail_on
     from servelab.spec import ScanPolicy, load_experiment
 
     policy = ScanPolicy()
@@ -87,8 +89,7 @@ def _policy(args: argparse.Namespace) -> Any:
         policy = load_experiment(Path(args.spec), args.document).scan
     changes: dict[str, Any] = {}
     if args.fail_on is not None:
-        words = [w for w in args.fail_on.split(",") if w.strip()]
-        changes["fail_on"] = [] if [w.strip().lower() for w in words] == ["none"] else words
+        changes["fail_on"] = list(parse_fail_on(args.fail_on).trivy)
     for flag, key in (("ignore_unfixed", "ignore_unfixed"), ("offline", "offline"),
                       ("max_db_age", "max_db_age_hours"), ("db_repository", "db_repositories")):
         if getattr(args, flag) is not None:
@@ -128,35 +129,6 @@ def _copy_outputs(args: argparse.Namespace, results: list[Any]) -> None:
                                                         len(digests) > 1))
 
 
-def _document(results: list[Any], diffs: list[Any]) -> dict[str, Any]:
-    from servelab import __version__
-
-    return {
-        "tool": "servelab scan",
-        "version": __version__,
-        "passed": all(r.gate is None or r.gate.passed for r in results),
-        "scans": len({r.digest for r in results}),
-        "results": [r.to_dict() for r in results],
-        "diffs": [d.to_dict() if d else None for d in diffs],
-    }
-
-
-def _render(fmt: str, results: list[Any], diffs: list[Any]) -> str:
-    import json
-
-    from servelab.scan import stage as scan
-
-    if fmt == "json":
-        return json.dumps(_document(results, diffs), indent=2, ensure_ascii=False) + "\n"
-    render = scan.render_markdown if fmt == "markdown" else scan.render_text
-    parts = [render(r, d) for r, d in zip(results, diffs, strict=True)]
-    scans = len({r.digest for r in results})
-    if len(results) > 1:
-        parts.append(f"{len(results)} target(s), {scans} distinct digest(s): scanned {scans} "
-                     f"time(s), {len(results) - scans} result(s) shared\n")
-    return ("\n" if fmt == "markdown" else "").join(parts)
-
-
 def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
     from pathlib import Path
 
@@ -171,7 +143,6 @@ def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import shutil
     import tempfile
     from pathlib import Path
@@ -179,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from servelab.commands._common import emit
     from servelab.errors import ExitCode
     from servelab.scan import stage as scan
+    from servelab.scan.render import render_report
 
     scanner = scan.Scanner(_policy(args))
     keep = Path(args.out_dir) if args.out_dir else None
@@ -190,13 +162,10 @@ def run(args: argparse.Namespace) -> int:
         diffs = [scan.compare(base, r) if base is not None else None for r in results]
         _copy_outputs(args, results)
         if args.json:
-            Path(args.json).write_text(
-                json.dumps(_document(results, diffs), indent=2, ensure_ascii=False) + "\n",
-                encoding="utf-8",
-            )
+            Path(args.json).write_text(render_report(results, diffs, "json"), encoding="utf-8")
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    emit(_render(args.format, results, diffs), args.output)
+    emit(render_report(results, diffs, args.format), args.output)
     failed = any(r.gate is not None and not r.gate.passed for r in results)
     return int(ExitCode.FINDINGS if failed else ExitCode.OK)

@@ -31,7 +31,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from servelab.smoke.stage import SmokeResult, SmokeSettings
+    from servelab.smoke.stage import SmokeSettings
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
@@ -108,14 +108,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import tempfile
     from pathlib import Path
 
     from servelab import cleanup
     from servelab.commands._common import emit
     from servelab.errors import UsageError, combine
-    from servelab.smoke.stage import render_text, smoke_image
+    from servelab.smoke.render import render_starts
+    from servelab.smoke.stage import smoke_image
 
     if args.starts < 1:
         raise UsageError("--starts must be at least 1")
@@ -136,38 +136,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         for r in results:
             r.files.clear()  # the temporary directory is gone
-    if args.format == "json":
-        doc = {"image": args.image, "run_id": run_id, "exit_code": code,
-               "starts": [r.to_dict() for r in results], "summary": _summary(results),
-               "swept": swept.removed}
-        emit(json.dumps(doc, indent=2) + "\n", args.output)
-    else:
-        text = "".join(render_text(r) for r in results)
-        if len(results) > 1:
-            text += _summary_text(_summary(results))
-        text += "".join(f"swept leftover: {x}\n" for x in swept.removed)
-        emit(text, args.output)
+    emit(render_starts(results, args.format, image=args.image, run_id=run_id, exit_code=code,
+                       swept=swept.removed), args.output)
     return code
-
-
-def _summary(results: list[SmokeResult]) -> dict[str, Any]:
-    import statistics
-
-    later = [r.startup_s for r in results[1:] if r.startup_s is not None]
-    return {
-        "first_start_ready_s": results[0].startup_s,
-        "later_starts_ready_s": later,
-        "later_starts_ready_median_s": statistics.median(later) if later else None,
-        "verdicts": [r.verdict for r in results],
-    }
-
-
-def _summary_text(s: dict[str, Any]) -> str:
-    def f(x: float | None) -> str:
-        return f"{x:.3f}s" if x is not None else "-"
-
-    return (f"first start: ready in {f(s['first_start_ready_s'])}; later starts: median "
-            f"{f(s['later_starts_ready_median_s'])} over {len(s['later_starts_ready_s'])}\n")
 
 
 # ---------------------------------------------------------------------------- settings
@@ -265,7 +236,7 @@ def _request(args: argparse.Namespace, s: SmokeSettings) -> Any:
     from dataclasses import replace
     from pathlib import Path
 
-    from servelab.errors import InputError, UsageError
+    from servelab.errors import UsageError
     from servelab.spec import Request
 
     given = [a for a in ("request_method", "request_header", "request_body",
@@ -283,10 +254,10 @@ def _request(args: argparse.Namespace, s: SmokeSettings) -> Any:
     if args.request_body is not None:
         body = args.request_body.encode()
     elif args.request_body_file:
-        try:
-            body = Path(args.request_body_file).read_bytes()
-        except OSError as e:
-            raise InputError(f"cannot read --request-body-file: {e}") from e
+        from servelab.textio import BLOB_BYTES, read_bytes
+
+        body = read_bytes(Path(args.request_body_file), max_bytes=BLOB_BYTES,
+                          what="request body file")
     if body is not None and not any(k.lower() == "content-type" for k in headers):
         try:
             json.loads(body)

@@ -1,9 +1,10 @@
 """GitHub Actions glue: step outputs, the step summary, annotations and the artifact plan.
 
 The only module that imports ``actions_toolkit``. ``servelab run`` calls :func:`publish_run`
-when ``GITHUB_ACTIONS=true``; the composite action (``action.yml``) runs
-``python -m servelab.run.github action-outputs`` to turn a results directory into the action's
-outputs and its per-repeat artifact plan. Nothing here prints except the workflow commands and
+when ``GITHUB_ACTIONS=true``; the composite action (``action.yml``) runs the hidden command
+``python -m servelab action-outputs`` (:mod:`servelab.commands.action_outputs`), which calls
+:func:`action_outputs` to turn a results directory into the action's outputs and its
+per-repeat artifact plan. No CLI here; nothing here prints except the workflow commands and
 file commands that are its purpose.
 
 Why GITHUB_OUTPUT is written here and not with ``actions_toolkit.core.set_output``: the
@@ -18,7 +19,6 @@ CR, LF in data; also ``:`` and ``,`` in properties), which matches GitHub's own 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -474,48 +474,3 @@ def action_outputs(
             stream=stream,
         )
     return outputs
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m servelab.run.github",
-        description="Write the composite action's outputs for a servelab results directory.",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("action-outputs", help="outputs and artifact plan to GITHUB_OUTPUT")
-    a.add_argument("--results-dir", required=True, type=Path)
-    a.add_argument("--prefix", default="servelab")
-    a.add_argument("--job", default=os.environ.get("GITHUB_JOB", "job"))
-    attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
-    a.add_argument("--attempt", type=int, default=int(attempt) if attempt.isdigit() else 1)
-    a.add_argument("--slots", type=int, default=MAX_ARTIFACT_SLOTS)
-    # GitHub compares strings case-insensitively in `if:`; so does this.
-    a.add_argument("--upload", default="true", help="true (any case) to plan the uploads")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m servelab.run.github``; errors become ``::error`` annotations."""
-    from servelab.errors import ServelabError
-
-    args = _parser().parse_args(argv)
-    try:
-        action_outputs(
-            args.results_dir,
-            prefix=args.prefix,
-            job=args.job,
-            attempt=args.attempt,
-            slots=args.slots,
-            upload=args.upload.strip().lower() == "true",
-        )
-    except ServelabError as e:
-        annotate([{"level": "error", "title": "servelab", "message": str(e)}])
-        return int(e.exit_code)
-    except OSError as e:
-        annotate([{"level": "error", "title": "servelab", "message": str(e)}])
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

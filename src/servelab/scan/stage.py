@@ -9,7 +9,8 @@ API (no printing, no exiting; errors are :mod:`servelab.errors` classes)::
     outcome = gate(result, policy)            # GateOutcome: passed, failing findings
     diff = compare(control, treatment)        # ScanDiff: new, fixed, unchanged
     baseline = load_result(Path("scan.json")) # a stored result (or a raw Trivy JSON report)
-    render_markdown(result, diff) / render_text(result, diff) / sarif_document(result, policy)
+
+Its text, Markdown, JSON report and SARIF are made by :mod:`servelab.scan.render`.
 
 Files written into ``out_dir``: ``trivy.json`` (Trivy's report), ``sbom.cdx.json``
 (CycloneDX), ``scan.sarif`` (only findings whose severity the policy fails on), ``scan.json``
@@ -19,19 +20,18 @@ failing or timed-out Trivy and unparsable output raise CapabilityError (exit 3).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
-import urllib.parse
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from servelab import __version__
 from servelab.errors import InputError
-from servelab.report import SARIF_SCHEMA
+from servelab.findings import parse_fail_on
+from servelab.image.layout import prepared_input, target_digest
+from servelab.report import sarif_text
 from servelab.scan.trivy import (
     SEVERITIES,
     SEVERITY_RANK,
@@ -42,8 +42,6 @@ from servelab.scan.trivy import (
     TrivyReport,
     default_cache_dir,
     parse_report,
-    prepared_input,
-    target_digest,
 )
 from servelab.spec import ScanPolicy
 
@@ -59,16 +57,11 @@ _SHARED_AS_IS = ("trivy_json", "sbom", "sarif")
 DESCENDING = tuple(reversed(SEVERITIES))
 
 
-def normalise_fail_on(values: list[str] | tuple[str, ...]) -> list[str]:
-    """Upper-case, validated, most severe first; InputError for an unknown severity."""
-    out: list[str] = []
-    for v in values:
-        s = v.strip().upper()
-        if s not in SEVERITY_RANK:
-            raise InputError(f"unknown severity {v!r}", hint="use " + ", ".join(DESCENDING))
-        if s not in out:
-            out.append(s)
-    return sorted(out, key=lambda s: -SEVERITY_RANK[s])
+def normalise_fail_on(values: str | list[str] | tuple[str, ...]) -> list[str]:
+    """The Trivy severities that fail, most severe first, by the one ``--fail-on`` grammar
+    (:func:`servelab.findings.parse_fail_on`: ``error`` is CRITICAL, HIGH; ``none`` or an
+    empty list is none); InputError for an unknown severity."""
+    return list(parse_fail_on(values).trivy)
 
 
 def policy_dict(policy: ScanPolicy) -> dict[str, Any]:
@@ -439,222 +432,14 @@ class Scanner:
 
 def write_outputs(result: ScanResult, policy: ScanPolicy, out_dir: Path, *,
                   sarif: bool = True) -> None:
-    """scan.json, scan.md and (unless shared) scan.sarif into *out_dir*."""
+    """scan.json, scan.md and (unless shared) scan.sarif into *out_dir*, made by
+    :mod:`servelab.scan.render` (imported here: it imports this module)."""
+    from servelab.scan.render import render_markdown, sarif_document
+
     if sarif:
-        text = json.dumps(sarif_document(result, policy), indent=2, ensure_ascii=False)
-        (out_dir / FILES["sarif"]).write_text(text + "\n", encoding="utf-8")
+        (out_dir / FILES["sarif"]).write_text(sarif_text(sarif_document(result, policy)),
+                                              encoding="utf-8")
     (out_dir / FILES["json"]).write_text(
         json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (out_dir / FILES["markdown"]).write_text(render_markdown(result), encoding="utf-8")
-
-
-# ---------------------------------------------------------------------------- SARIF
-
-_LEVEL = {"CRITICAL": "error", "HIGH": "error", "MEDIUM": "warning", "LOW": "note",
-          "UNKNOWN": "note"}
-#: GitHub code scanning reads rules' security-severity (critical >= 9, high >= 7, ...)
-_SECURITY_SEVERITY = {"CRITICAL": "9.5", "HIGH": "8.0", "MEDIUM": "5.5", "LOW": "2.0",
-                      "UNKNOWN": "0.0"}
-_PKG_DB = {"debian": "var/lib/dpkg/status", "ubuntu": "var/lib/dpkg/status",
-           "alpine": "lib/apk/db/installed"}
-
-
-def in_sarif(f: TrivyFinding, fail_on: list[str]) -> bool:
-    """SARIF holds the severities the policy fails on (all of them when it fails on none)."""
-    return not fail_on or f.severity in fail_on
-
-
-def _uri(f: TrivyFinding, os_family: str) -> str:
-    where = f.path or _PKG_DB.get(os_family, "") or f.target or "image"
-    return urllib.parse.quote(where.lstrip("/"), safe="/:@~-._")
-
-
-def _message(f: TrivyFinding) -> str:
-    if f.kind == "secret":
-        return f"{f.severity} secret ({f.id}): {f.title} in /{f.path}"
-    fix = f"fixed in {f.fixed_version}" if f.fixed_version else f"no fix yet ({f.status})"
-    return (f"{f.severity} {f.id} in {f.package} {f.installed_version}: {f.title or f.id}; "
-            f"{fix}")
-
-
-def _rule(f: TrivyFinding) -> dict[str, Any]:
-    help_text = (
-        f"Upgrade {f.package} to {f.fixed_version} or later." if f.fixed_version
-        else "Remove the secret from the image and rotate it." if f.kind == "secret"
-        else "No fixed version yet: remove the package, or record a VEX statement."
-    )
-    rule: dict[str, Any] = {
-        "id": f.id,
-        "name": f.id,
-        "shortDescription": {"text": f.title or f.id},
-        "fullDescription": {"text": f.title or f.id},
-        "help": {"text": help_text},
-        "defaultConfiguration": {"level": _LEVEL[f.severity]},
-        "properties": {
-            "security-severity": _SECURITY_SEVERITY[f.severity],
-            "tags": ["security", f.kind, f.severity],
-        },
-    }
-    if f.url:
-        rule["helpUri"] = f.url
-    return rule
-
-
-def _sarif_result(f: TrivyFinding, index: int, os_family: str) -> dict[str, Any]:
-    key = "\0".join(f.key()) + "\0" + f.installed_version
-    return {
-        "ruleId": f.id,
-        "ruleIndex": index,
-        "level": _LEVEL[f.severity],
-        "message": {"text": _message(f)},
-        "locations": [{
-            "physicalLocation": {
-                "artifactLocation": {"uri": _uri(f, os_family)},
-                "region": {"startLine": max(f.line or 1, 1)},
-            },
-        }],
-        "partialFingerprints": {
-            "servelabFinding/v1": hashlib.sha256(key.encode()).hexdigest(),
-        },
-    }
-
-
-def sarif_document(result: ScanResult, policy: ScanPolicy) -> dict[str, Any]:
-    """SARIF 2.1.0 of the findings whose severity the policy fails on."""
-    fail_on = normalise_fail_on(policy.fail_on)
-    shown = [f for f in _sort(result.findings) if in_sarif(f, fail_on)]
-    rules: list[dict[str, Any]] = []
-    index: dict[str, int] = {}
-    for f in shown:
-        if f.id not in index:
-            index[f.id] = len(rules)
-            rules.append(_rule(f))
-    os_family = result.artifact.get("os", "").split(" ")[0]
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "servelab",
-                "semanticVersion": __version__,
-                "version": __version__,
-                "informationUri": "https://github.com/servelab/servelab",
-                "rules": rules,
-            }},
-            "automationDetails": {"id": f"servelab-scan/{result.digest}"},
-            "results": [_sarif_result(f, index[f.id], os_family) for f in shown],
-            "properties": {
-                "image": result.target,
-                "digest": result.digest,
-                "trivyVersion": result.trivy_version,
-                "dbUpdatedAt": result.db.updated_at if result.db else "",
-                "severities": fail_on or list(DESCENDING),
-            },
-        }],
-    }
-
-
-# ---------------------------------------------------------------------------- text, Markdown
-
-MARKDOWN_ROWS = 200
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _where(f: TrivyFinding) -> str:
-    if f.kind == "secret":
-        return f"/{f.path}:{f.line or 1}"
-    return f"{f.package} {f.installed_version}"
-
-
-def _provenance(r: ScanResult) -> str:
-    db = f"DB updated {r.db.updated_at}" if r.db else "DB unknown"
-    return f"Trivy {r.trivy_version or '?'}, {db}"
-
-
-def _on(r: ScanResult) -> str:
-    """", linux/amd64" for a scan of one platform of a multi-platform image."""
-    return f", {r.platform}" if len(r.platforms) > 1 else ""
-
-
-def _scanned(r: ScanResult) -> str:
-    if r.shared:
-        return f"shared: same digest as {r.scanned_target}, not scanned again"
-    return f"scanned in {r.seconds:.1f}s"
-
-
-def render_text(result: ScanResult, diff: ScanDiff | None = None) -> str:
-    """Plain lines for a terminal."""
-    g = result.gate
-    c = result.counts()
-    lines = [
-        f"{result.target} ({result.digest}{_on(result)}): {_scanned(result)}; "
-        f"{_provenance(result)}",
-        "  " + ", ".join(f"{s} {c[s]['total']}" for s in DESCENDING)
-        + f"; fixable {sum(v['fixable'] for v in c.values())}, "
-        f"unfixed {sum(v['unfixed'] for v in c.values())}, suppressed {len(result.suppressed)}",
-    ]
-    if g is not None:
-        lines.append(f"  gate {'passed' if g.passed else 'FAILED'}: {g.reason}")
-        lines += [f"    {f.severity} {f.id} {_where(f)}: {f.title}"
-                  + (f" (fixed in {f.fixed_version})" if f.fixed_version else "")
-                  for f in g.failing]
-    if diff is not None:
-        lines.append(f"  compared with {diff.control}: {len(diff.new)} new, "
-                     f"{len(diff.fixed)} fixed, {len(diff.unchanged)} unchanged")
-        lines += [f"    new {f.severity} {f.id} {_where(f)}" for f in diff.new]
-        lines += [f"    fixed {f.severity} {f.id} {_where(f)}" for f in diff.fixed]
-    lines += [f"  note: {n}" for n in result.notes]
-    return "\n".join(lines) + "\n"
-
-
-def _finding_rows(findings: list[TrivyFinding], limit: int = MARKDOWN_ROWS) -> list[str]:
-    rows = ["| Severity | ID | Package / file | Installed | Fixed | Title |",
-            "|---|---|---|---|---|---|"]
-    for f in findings[:limit]:
-        name = f.package if f.kind == "vulnerability" else f"/{f.path}:{f.line or 1}"
-        rows.append(f"| {f.severity} | `{_cell(f.id)}` | {_cell(name)} | "
-                    f"{_cell(f.installed_version) or '–'} | {_cell(f.fixed_version) or '–'} | "
-                    f"{_cell(f.title)} |")
-    if len(findings) > limit:
-        rows.append(f"| … | {len(findings) - limit} more in scan.json | | | | |")
-    return rows
-
-
-def render_markdown(result: ScanResult, diff: ScanDiff | None = None) -> str:
-    """A Markdown section for a GitHub job summary."""
-    g = result.gate
-    verdict = "passed" if g is None or g.passed else "**failed**"
-    out = [
-        f"### Vulnerability scan: `{_cell(result.target)}`", "",
-        f"Digest `{result.digest}`{_on(result)}, {_scanned(result)}. {_provenance(result)}.",
-        "",
-        f"Gate {verdict}: {g.reason if g else 'not evaluated'}.", "",
-        "| Severity | Total | Fixable | Unfixed |", "|---|---|---|---|",
-    ]
-    out += [f"| {s} | {v['total']} | {v['fixable']} | {v['unfixed']} |"
-            for s, v in result.counts().items()]
-    out.append("")
-    if result.findings:
-        out += [*_finding_rows(_sort(result.findings)), ""]
-    if result.suppressed:
-        out.append(f"{len(result.suppressed)} suppressed: " + ", ".join(
-            f"`{f.id}` ({_cell(f.suppressed)})" for f in _sort(result.suppressed)[:50]))
-        out.append("")
-    if diff is not None:
-        out += render_diff_markdown(diff)
-    out += [f"> {_cell(n)}" for n in result.notes]
-    return "\n".join(out) + "\n"
-
-
-def render_diff_markdown(diff: ScanDiff) -> list[str]:
-    out = [f"#### Compared with `{_cell(diff.control)}`", "",
-           f"{len(diff.new)} new, {len(diff.fixed)} fixed, {len(diff.unchanged)} unchanged.",
-           ""]
-    for title, items in (("New", diff.new), ("Fixed", diff.fixed)):
-        if items:
-            out += [f"**{title}**", "", *_finding_rows(items), ""]
-    return out

@@ -1,8 +1,9 @@
-"""The smoke stage's settings and result model, and the text report.
+"""The smoke stage's settings and result model.
 
 API: :class:`SmokeSettings` (what to run; ``SmokeSettings.from_experiment(exp)``),
-:class:`SmokeResult` (what happened; ``to_dict()`` is stable JSON), :data:`VERDICTS`,
-:func:`render_text`. The stage itself is :func:`servelab.smoke.stage.smoke_image`.
+:class:`SmokeResult` (what happened; ``to_dict()`` is stable JSON), :data:`VERDICTS`.
+The stage itself is :func:`servelab.smoke.stage.smoke_image`; its report is made by
+:mod:`servelab.smoke.render`.
 """
 
 from __future__ import annotations
@@ -380,59 +381,3 @@ def set_verdict(res: SmokeResult, verdict: str, message: str, fix: str | None = 
     res.verdict = verdict
     res.message = message
     res.problems.insert(0, Problem(verdict, message, fix))
-
-
-# ---------------------------------------------------------------------------- text
-
-
-def _ms(x: float | None, bound: bool = False) -> str:
-    if x is None:
-        return "-"
-    return f"{'<= ' if bound else ''}{x * 1000:.1f} ms"
-
-
-def render_text(res: SmokeResult) -> str:
-    """A human-readable report of one smoke run."""
-    head = "PASS" if res.passed else f"FAIL [{res.verdict}]"
-    out = [f"smoke {res.image}: {head} {res.message}"]
-    if res.cause:
-        out.append(f"  likely cause: {res.cause.title}")
-        if res.cause.evidence:
-            out.append(f"    evidence: {res.cause.evidence}")
-        out.append(f"    fix: {res.cause.fix}")
-    for p in res.problems[1:]:
-        out.append(f"  also [{p.id}]: {p.message}")
-    if res.timeline is not None:
-        d = res.timeline.to_dict()["durations"]
-        notes = res.timeline.notes
-        start = "first start after load" if res.first_start else "start"
-        out.append(f"  timeline ({start}): created->started {_ms(d['start_call_s'])}, "
-                   f"started->TCP accept "
-                   f"{_ms(d['start_to_tcp_accept_s'], 'first_tcp_accept' in notes)}, "
-                   f"started->health 2xx "
-                   f"{_ms(d['start_to_ready_s'], 'first_health_2xx' in notes)}, "
-                   f"started->first good request {_ms(d['start_to_first_good_request_s'])}")
-    if res.requests is not None:
-        lat = res.requests.to_dict()["latency_ms"]
-        out.append(f"  requests: {res.requests.ok}/{res.requests.count} OK, "
-                   f"p50 {lat['p50']} ms, p95 {lat['p95']} ms")
-    out.append("  properties: " + ", ".join(f"{k}={v}" for k, v in res.properties.items()))
-    if res.model is not None:
-        out.append(f"  model: {res.model.source} -> {res.model.mount_target} (ro), sha256 "
-                   f"{res.model.sha256 or 'not recorded'}")
-    if res.weights is not None and res.weights.files:
-        out.append(f"  baked weights: {len(res.weights.files)} file(s), "
-                   f"{res.weights.total_bytes} bytes:")
-        out += [f"    {w.path} ({w.size} B, layer {w.layer_index}: {w.created_by}; {w.reason})"
-                for w in res.weights.files[:20]]
-    st = res.container
-    if st is not None and not res.passed:
-        out.append(f"  container: status {st.status}, exit code {st.exit_code}, "
-                   f"OOMKilled {st.oom_killed}")
-        if st.log_tail:
-            out.append("  last log lines:")
-            out += [f"    | {line}" for line in st.log_tail[-20:]]
-    out += [f"  note: {n}" for n in res.notes]
-    if res.files.get("result"):
-        out.append(f"  files: {res.files['result']}")
-    return "\n".join(out) + "\n"
