@@ -29,13 +29,11 @@ commit for SOURCE_DATE_EPOCH), 3 no capable builder, no engine, or not enough di
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from servelab.build.stage import ArmBuilds, ExperimentBuilds
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.build.render import FORMATS
+
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="the metadata.name of the experiment in a multi-document file")
@@ -45,69 +43,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="output directory (default: servelab-out)")
     parser.add_argument("--keep-image", action="store_true",
                         help="keep the loaded images and print name@sha256 of each")
-    parser.add_argument("-f", "--format", default="text", choices=["text", "json", "markdown"],
+    parser.add_argument("-f", "--format", default="text", choices=FORMATS,
                         help="output format (default text)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the report to FILE instead of standard output")
 
 
-def _mb(n: int | None) -> str:
-    return "unknown" if n is None else f"{n / 1e6:.1f} MB"
-
-
-def _arm_lines(a: ArmBuilds) -> list[str]:
-    rep = a.reproducibility
-    out = [f"{a.arm}: {rep.summary}"]
-    if a.records:
-        r = a.records[0]
-        p = r.primary
-        b = r.builder
-        out += [
-            f"  digest {p.manifest_digest} ({p.platform}); config {p.config_digest}",
-            f"  size {_mb(p.compressed_size)} compressed, {_mb(p.uncompressed_size)} "
-            f"uncompressed, {len(p.layers)} layers",
-            f"  SOURCE_DATE_EPOCH={r.source_date_epoch} ({r.source_date_epoch_from}); "
-            f"builder {b.driver} (engine {b.engine_version}, buildx {b.buildx_version}, "
-            f"BuildKit {b.buildkit_version})" + (" created by servelab"
-                                                 if b.created_by_servelab else ""),
-        ]
-        out += [f"  repeat {x.repeat}: {x.manifest_digest} in {x.wall_s:.1f}s" for x in a.records]
-        out += [f"  note: {n}" for n in r.notes]
-    out += [f"  why: {line}" for line in rep.explanation]
-    if rep.note:
-        out.append(f"  note: {rep.note}")
-    return out
-
-
-def render_text(result: ExperimentBuilds, kept: list[str]) -> str:
-    lines = [f"servelab build: run {result.run_id}, output in {result.out_dir}"]
-    for a in result.arms:
-        lines += _arm_lines(a)
-    lines += [f"skipped {s}" for s in result.skipped]
-    lines += [f"kept image: {k}" for k in kept]
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(result: ExperimentBuilds, kept: list[str]) -> str:
-    out = ["### servelab build", "", "| Arm | Verdict | Digest | Size (compressed) |",
-           "|---|---|---|---|"]
-    for a in result.arms:
-        r = a.records[0] if a.records else None
-        out.append(f"| {a.arm} | {a.reproducibility.summary} | "
-                   f"`{r.manifest_digest if r else '-'}` | "
-                   f"{_mb(r.primary.compressed_size) if r else '-'} |")
-    for a in result.arms:
-        if a.reproducibility.explanation:
-            out += ["", f"**Why {a.arm} differs:**", ""]
-            out += [f"- {x}" for x in a.reproducibility.explanation]
-    out += [f"\nKept image: `{k}`" for k in kept]
-    return "\n".join(out) + "\n"
-
-
 def run(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
+    from servelab.build.render import render
     from servelab.commands._common import emit
     from servelab.errors import UsageError
     from servelab.run.options import RunOptions
@@ -123,11 +68,5 @@ def run(args: argparse.Namespace) -> int:
     if args.keep_image:
         kept = list(dict.fromkeys(r.tested_ref() or "" for a in result.arms
                                   for r in a.records if r.tested_ref()))
-    if args.format == "json":
-        text = json.dumps({**result.to_dict(), "kept_images": kept}, indent=2) + "\n"
-    elif args.format == "markdown":
-        text = render_markdown(result, kept)
-    else:
-        text = render_text(result, kept)
-    emit(text, args.output)
+    emit(render(result, kept, args.format), args.output)
     return result.exit_code
