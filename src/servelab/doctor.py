@@ -239,3 +239,20 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
     if result.checks[0].ok:
         result.checks.append(check_gpu_containers(gpu_required))
     return result
+
+
+def render(result: DoctorResult, fmt: str = "text") -> str:
+    """doctor's report: JSON, or one line per check with its fix and a closing line."""
+    if fmt == "json":
+        return json.dumps(result.to_dict(), indent=2) + "\n"
+    lines = []
+    for c in result.checks:
+        mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
+        lines.append(f"[{mark}] {c.name}: {c.detail}")
+        if not c.ok and c.fix:
+            lines.append(f"       fix: {c.fix}")
+    missing = result.missing_required
+    lines.append("doctor: all required parts work" if not missing
+                 else f"doctor: {len(missing)} required part(s) missing: "
+                 + ", ".join(c.name for c in missing))
+    return "\n".join(lines) + "\n"

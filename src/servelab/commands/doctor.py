@@ -25,25 +25,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import sys
 
-    from servelab.doctor import run_doctor
+    from servelab.doctor import render, run_doctor
     from servelab.errors import ExitCode
 
     result = run_doctor(gpu_required=args.gpu, build_probe=not args.no_build)
-    if args.format == "json":
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
-    else:
-        for c in result.checks:
-            mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
-            sys.stdout.write(f"[{mark}] {c.name}: {c.detail}\n")
-            if not c.ok and c.fix:
-                sys.stdout.write(f"       fix: {c.fix}\n")
-        missing = result.missing_required
-        sys.stdout.write(
-            "doctor: all required parts work\n" if not missing
-            else f"doctor: {len(missing)} required part(s) missing: "
-            + ", ".join(c.name for c in missing) + "\n"
-        )
+    sys.stdout.write(render(result, args.format))
     return int(ExitCode.MISSING_TOOL if result.missing_required else ExitCode.OK)

@@ -21,6 +21,9 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import add_fail_on
+    from servelab.run.render import FORMATS
+
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="metadata.name of the experiment in a multi-document file")
@@ -30,8 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stages", default="lint,build,scan,smoke",
                         help="comma-separated stages to run (default: all of "
                         "lint,build,scan,smoke); the report says what was skipped")
-    parser.add_argument("--fail-on", default="error", choices=["error", "warning", "info", "none"],
-                        help="lint findings of the treatment at this severity fail the run")
+    add_fail_on(parser, what="lint findings of the treatment at this severity fail the run")
     gpu = parser.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", dest="gpu", action="store_true", default=None,
                      help="require GPUs for the smoke stage (overrides the spec)")
@@ -46,17 +48,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a name for this run (job, matrix key) recorded in the results")
     parser.add_argument("--keep", action="store_true",
                         help="keep the built images (prints their ref@sha256)")
-    parser.add_argument("--format", choices=["text", "json"], default="text",
+    parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import sys
     from pathlib import Path
 
     from servelab.errors import InputError, UsageError
-    from servelab.run.runner import RunOptions, parse_stages, run_experiment
+    from servelab.run.options import RunOptions, parse_stages
+    from servelab.run.render import render_end
+    from servelab.run.runner import run_experiment
     from servelab.spec import load_experiment
 
     if args.repeats is not None and not 1 <= args.repeats <= 50:
@@ -79,21 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_experiment(exp, opts, progress)
     _github(result.out_dir)
-    if args.format == "json":
-        sys.stdout.write(json.dumps({k: v for k, v in result.summary.items() if k != "results"},
-                                    indent=2, default=str) + "\n")
-    else:
-        s = result.summary
-        sys.stdout.write(f"verdict: {s['verdict']}\n")
-        for reason in s["reasons"]:
-            sys.stdout.write(f"  - {reason}\n")
-        if args.keep:
-            kept = sorted({f"{r['arm']}: {r['image']['ref']}" for r in s.get("results", [])
-                           if r["image"].get("ref")})
-            sys.stdout.write("kept images (the exact tested bytes):\n")
-            sys.stdout.writelines(f"  {k}\n" for k in kept)
-        sys.stdout.write(f"summary: {result.out_dir / 'summary.md'}\n"
-                         f"artifacts: {result.out_dir}/<arm>/repeat-<n>/\n")
+    sys.stdout.write(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep))
     return result.exit_code
 
 
