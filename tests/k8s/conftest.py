@@ -12,8 +12,11 @@ import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
 
-_HEADER = re.compile(r"^#\s*(expect|result|margin|container|only|error):\s*(.+?)\s*$")
+_HEADER = re.compile(
+    r"^#\s*(expect|result|margin|container|only|error|wrong|missed):\s*(.+?)\s*$")
 _EXPECT = re.compile(r"^([a-z0-9-]+)@(\d+)(?:\s+(error|warning|info))?$")
+#: ``rule@line why``: a finding the tool gives and should not (wrong), or misses (missed)
+_JUDGED = re.compile(r"^([a-z0-9-]+)@(\d+)\s+\S.*$")
 
 
 @dataclass
@@ -29,6 +32,10 @@ class Fixture:
     container: str | None = None
     only: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
+    #: Findings the tool gives that are wrong (false positives), each with why
+    wrong: Counter[tuple[str, int]] = field(default_factory=Counter)
+    #: Real problems the tool does not report (false negatives), each with why
+    missed: Counter[tuple[str, int]] = field(default_factory=Counter)
 
 
 def read_fixture(path: Path) -> Fixture:
@@ -57,6 +64,10 @@ def read_fixture(path: Path) -> Fixture:
             fx.only = {r.strip() for r in value.split(",")}
         elif key == "error":
             fx.errors.append(value)
+        elif key in ("wrong", "missed"):
+            j = _JUDGED.match(value)
+            assert j, f"{path.name}: bad {key} line {value!r} (rule@line why)"
+            getattr(fx, key)[(j.group(1), int(j.group(2)))] += 1
     return fx
 
 

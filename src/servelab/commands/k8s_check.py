@@ -4,7 +4,15 @@ Kubernetes showing Running says nothing about a loaded model. k8s-check reads th
 manifests (multi-document YAML, helm template or kustomize output, directories of them, or -
 for standard input) and checks that the GPU request and limit, tolerations, node placement,
 priority, probes, security context, model volume, /dev/shm, PodDisruptionBudget and rollout
-strategy of the serving workload agree with each other. Kinds it does not know are ignored.
+strategy of the serving pods agree with each other, and that nothing is installed, cloned or
+downloaded at start (sh -c scripts and ConfigMap launch scripts included).
+
+Pods are read from Deployments, StatefulSets, ReplicaSets, DaemonSets, Pods, Jobs, CronJobs
+and the serving custom resources: KServe InferenceService, ServingRuntime,
+ClusterServingRuntime, LLMInferenceService(Config), KubeRay RayService, RayCluster, RayJob
+(with the runtime_env in serveConfigV2 / runtimeEnvYAML), LeaderWorkerSet, Knative Service.
+Fields a pod gets from a runtime or base config are checked there, or noted as inherited;
+kinds k8s-check cannot read are named in a note (exit 2 when nothing else is given).
 
 With --result (a result.json of one repeat, or the summary.json of a run, repeatable), the
 manifests are also checked against what the experiment measured: the image digest it tested,
@@ -15,12 +23,13 @@ The serving container is the one that requests a GPU, else the first one; --cont
 overrides. Workloads without a GPU are skipped when another workload has one.
 
 Rules: image-not-digest, image-digest-mismatch, gpu-limit, gpu-toleration, gpu-placement,
-startup-probe-budget, probe-target, security-context, model-mount, resources, shm,
-driver-compat, disruption, priority, rollout, service-port (see docs/k8s-check.md).
+startup-probe-budget, probe-target, security-context, plaintext-secret, model-mount,
+start-install, resources, shm, driver-compat, disruption, priority, rollout, service-port
+(see docs/k8s-check.md).
 
 Exit codes: 0 no finding at or above --fail-on; 1 findings at or above --fail-on (default
 error); 2 bad input (unreadable or malformed YAML, a document that is not a Kubernetes
-object, no workload, an unreadable --result, an unknown --container).
+object, no pod template k8s-check reads, an unreadable --result, an unknown --container).
 
 Examples:
   servelab k8s-check deploy/*.yaml
@@ -35,12 +44,16 @@ from servelab.commands._common import add_fail_on, add_format, emit
 
 
 def _margin(text: str) -> float:
+    from servelab.textio import finite_float
+
     try:
-        value = float(text)
+        value = finite_float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 1.0:
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}") from None
+    if value < 1.0:
         raise argparse.ArgumentTypeError(f"{text} is below 1 (use e.g. 1.5)")
+    if value > 1000.0:
+        raise argparse.ArgumentTypeError(f"{text} is above 1000 (use e.g. 1.5)")
     return value
 
 

@@ -6,27 +6,33 @@ experiment measured) and returns a :class:`~servelab.findings.FindingsReport`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from servelab.errors import UsageError
-from servelab.findings import FindingsReport, Rule
+from servelab.findings import Finding, FindingsReport, Rule
 from servelab.k8s import rules as _rules  # noqa: F401 (registers every rule)
-from servelab.k8s.load import expand_paths, load_inventory
+from servelab.k8s.checks import CHECKS, RULES, Context
+from servelab.k8s.load import expand_paths, load_inventory, unread_refs
 from servelab.k8s.measured import Measured, read_measured
 from servelab.k8s.model import Inventory, Workload
-from servelab.k8s.registry import CHECKS, RULES, Context
 
-__all__ = ["RULES", "RULE_ORDER", "TOOL", "all_rules", "check_manifests"]
+__all__ = ["RULES", "RULE_ORDER", "SERVING_RULES", "TOOL", "all_rules", "check_manifests"]
 
 TOOL = "servelab k8s-check"
 
 #: The rule ids in the order the documentation lists them.
 RULE_ORDER = (
     "image-not-digest", "image-digest-mismatch", "gpu-limit", "gpu-toleration", "gpu-placement",
-    "startup-probe-budget", "probe-target", "security-context", "model-mount", "resources",
-    "shm", "driver-compat", "disruption", "priority", "rollout", "service-port",
+    "startup-probe-budget", "probe-target", "security-context", "plaintext-secret",
+    "model-mount", "start-install", "resources", "shm", "driver-compat", "disruption",
+    "priority", "rollout", "service-port",
 )
+#: The rules about serving a model on GPUs (the ones whose precision docs/k8s-check.md states).
+SERVING_RULES = frozenset({
+    "gpu-limit", "gpu-toleration", "gpu-placement", "driver-compat", "shm",
+    "startup-probe-budget", "probe-target", "model-mount", "start-install",
+})
 
 
 def all_rules() -> dict[str, Rule]:
@@ -52,7 +58,11 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
     if not any(w.is_gpu for w in checked):
         notes.append("no workload requests a GPU: every workload was checked as the GPU server")
     if skipped:
-        notes.append("not checked (no GPU): " + ", ".join(w.obj.ref for w in skipped))
+        notes.append("not checked (no GPU): " + ", ".join(w.ref for w in skipped))
+    if inv.unread:
+        notes.append("not read (kinds k8s-check cannot read; their pods are not checked): "
+                     + ", ".join(unread_refs(inv)))
+    notes += [n for w in checked for n in w.inherited_notes()]
     if inv.duplicates:
         notes.append("defined more than once (the last one applied wins): "
                      + "; ".join(inv.duplicates))
@@ -79,13 +89,26 @@ def check_manifests(
                          hint="use a factor of at least 1, e.g. --startup-margin 1.5")
     inv = load_inventory(expand_paths(paths), serving_container)
     measured = read_measured(result_paths)
-    ctx = Context(inv, measured, startup_margin)
     checked, skipped = _targets(inv)
-    findings = [f for w in checked for _, check in CHECKS for f in check(w, ctx)]
+    ctx = Context(inv, measured, startup_margin, checked)
+    findings = _unique(f for w in checked for _, check in CHECKS for f in check(w, ctx))
     return FindingsReport(
         tool=TOOL,
         findings=findings,
         rules=all_rules(),
         files=list(inv.files),
-        notes=_notes(inv, skipped, measured, checked),
+        notes=_notes(inv, skipped, measured, checked) + ctx.notes,
     )
+
+
+def _unique(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per rule, place and message: a ConfigMap script run by several pod
+    templates is reported once."""
+    seen: set[tuple[str, str | None, int | None, int | None, str]] = set()
+    out: list[Finding] = []
+    for f in findings:
+        key = (f.rule_id, f.file, f.line, f.column, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out

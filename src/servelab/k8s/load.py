@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from servelab.errors import InputError, UsageError
+from servelab.k8s.kinds import (
+    PLAIN,
+    READ_KINDS,
+    Index,
+    PodTemplate,
+    base_part,
+    dig,
+    missing,
+    pod_templates,
+    reads,
+    runs_no_pods,
+)
 from servelab.k8s.model import (
     Container,
     Inventory,
@@ -19,18 +30,16 @@ from servelab.k8s.model import (
 )
 from servelab.yamlsafe import Document, JsonPath, load_documents, read_text
 
-#: Where each workload kind keeps its pod spec.
-POD_SPEC_PATHS: dict[str, JsonPath] = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
+#: The kinds whose pods are read, for messages.
+READ_KINDS_TEXT = ", ".join([*PLAIN, *(k for kinds in READ_KINDS.values() for k in kinds
+                                       if k != "Service"), "Knative Service"])
 
 STDIN = "-"
+
+
+def unread_refs(inv: Inventory) -> list[str]:
+    """``Kind/name (apiVersion)`` of each object whose kind k8s-check cannot read."""
+    return [f"{o.ref} ({o.api_version})" for o in inv.unread]
 
 
 def expand_paths(paths: Sequence[str | Path]) -> list[str]:
@@ -52,11 +61,9 @@ def expand_paths(paths: Sequence[str | Path]) -> list[str]:
 
 def read_documents(name: str) -> tuple[str, list[Document]]:
     """The name to show for *name* and its documents."""
+    text = read_text(Path(name), what="manifest", stdin_ok=True)
     if name == STDIN:
-        text = sys.stdin.read()
         name = "<stdin>"
-    else:
-        text = read_text(Path(name), what="manifest")
     docs = load_documents(text, name)
     if not docs:
         raise InputError(
@@ -113,14 +120,6 @@ def _bad(obj: K8sObject, path: JsonPath, what: str) -> InputError:
     )
 
 
-def _dig(data: Any, path: JsonPath) -> Any:
-    for part in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(part)
-    return data
-
-
 def _containers(
     obj: K8sObject, pod: dict[str, Any], pod_path: JsonPath, key: str
 ) -> list[Container]:
@@ -150,34 +149,65 @@ def pick_serving(containers: list[Container], wanted: str | None) -> Container:
     return containers[0]
 
 
-def workload_of(obj: K8sObject, serving_container: str | None) -> Workload | None:
-    pod_path = POD_SPEC_PATHS.get(obj.kind)
-    if pod_path is None:
-        return None
-    pod = _dig(obj.data, pod_path)
+def workloads_of(obj: K8sObject, serving_container: str | None, index: Index) -> list[Workload]:
+    """One workload per pod template of *obj* (none for a kind without pods or not read)."""
+    return [_workload(obj, t, serving_container) for t in pod_templates(obj, index)]
+
+
+def _workload(obj: K8sObject, t: PodTemplate, serving_container: str | None) -> Workload:
+    pod = t.pod if t.pod is not None else dig(obj.data, t.pod_path)
     if not isinstance(pod, dict):
-        raise _bad(obj, pod_path, f"{json_path(pod_path)} is missing or not a mapping")
-    template = () if obj.kind == "Pod" else pod_path[:-1]
-    labels_path = (*template, "metadata", "labels")
-    labels = {str(k): str(v) for k, v in as_dict(_dig(obj.data, labels_path)).items()}
-    containers = _containers(obj, pod, pod_path, "containers")
-    inits = _containers(obj, pod, pod_path, "initContainers")
+        raise _bad(obj, t.pod_path, f"{json_path(t.pod_path)} is missing or not a mapping")
+    containers = _template_containers(obj, t, pod)
+    inits = _containers(obj, pod, t.pod_path, "initContainers")
     serving = pick_serving(containers, serving_container)
-    return Workload(obj, pod_path, pod, labels, containers, inits, serving)
+    return Workload(obj, t.pod_path, pod, t.labels, containers, inits, serving, part=t.part,
+                    takes_traffic=t.takes_traffic, template=t.template,
+                    scheduling_from=t.scheduling_from, model_uri=t.model_uri,
+                    model_paths=t.model_paths, base=t.base)
 
 
-def _sort(inv: Inventory, obj: K8sObject, serving_container: str | None) -> None:
-    workload = workload_of(obj, serving_container)
-    if workload is not None:
-        inv.workloads.append(workload)
+def _template_containers(obj: K8sObject, t: PodTemplate, pod: dict[str, Any]) -> list[Container]:
+    """The pod's containers, the lead one first; those the template leaves out are inherited."""
+    optional = t.containers_optional and not pod.get("containers")
+    listed = [] if optional else _containers(obj, pod, t.pod_path, "containers")
+    if t.lead is not None:
+        path, data = t.lead
+        listed.insert(0, Container(t.inheriting or "kserve-container", data, path))
+    if not listed:  # the whole container comes from a runtime or base config
+        listed = [Container(t.inheriting or "main", {}, (*t.pod_path, "containers", 0))]
+    heirs = [listed[0]] if t.lead is not None or t.inheriting is None else [
+        c for c in listed if c.name == t.inheriting]
+    for c in heirs:
+        c.inherited = {g: src for g, src in t.inherit.items() if missing(c.data, g)}
+    return listed
+
+
+def _sort(inv: Inventory, obj: K8sObject, serving_container: str | None, index: Index) -> None:
+    workloads = workloads_of(obj, serving_container, index)
+    if workloads:
+        inv.workloads += workloads
     elif obj.kind == "PodDisruptionBudget":
         inv.pdbs.append(obj)
     elif obj.kind == "PriorityClass":
         inv.priority_classes.append(obj)
     elif obj.kind == "Service":
         inv.services.append(obj)
-    else:
+    elif obj.kind == "ConfigMap":
+        inv.configmaps.append(obj)
+    elif runs_no_pods(obj) or reads(obj):
         inv.ignored.append(obj)
+    else:
+        inv.unread.append(obj)
+
+
+def _link(inv: Inventory) -> None:
+    """Templates used by GPU workloads count as GPU workloads."""
+    for w in inv.workloads:
+        if w.base is not None and w.is_gpu and not w.template:
+            for t in inv.workloads:
+                if t.obj is w.base and t.part == base_part(w.part):
+                    t.gpu_users.append(w.ref)
 
 
 def _where(obj: K8sObject) -> str:
@@ -201,16 +231,20 @@ def load_inventory(paths: Iterable[str], serving_container: str | None = None) -
         inv.files.append(shown)
         for doc in docs:
             objects += objects_of(shown, doc)
+    index = Index(objects)
     for obj in objects:
-        _sort(inv, obj, serving_container)
+        _sort(inv, obj, serving_container, index)
+    _link(inv)
     inv.duplicates = _duplicates(objects)
     if not inv.workloads:
+        unread = f" (kinds it cannot read: {', '.join(unread_refs(inv))})" if inv.unread else ""
         raise InputError(
-            "no workload found: none of the manifests is a Deployment, StatefulSet, Pod, Job, "
-            "CronJob, ReplicaSet or DaemonSet",
+            "no workload found: none of the manifests is a kind whose pods k8s-check reads"
+            + unread,
             file=inv.files[0] if len(inv.files) == 1 else None,
-            hint="pass the manifests of the serving workload, together with its "
-            "PodDisruptionBudget, PriorityClass and Service if you have them",
+            hint="pass the manifests of the serving workload (" + READ_KINDS_TEXT + "), "
+            "together with its PodDisruptionBudget, PriorityClass and Service if you have them; "
+            "for another kind, check the pods it creates (kubectl get pod NAME -o yaml)",
         )
     if serving_container and not any(
         c.name == serving_container for w in inv.workloads for c in w.containers

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -12,13 +11,14 @@ from typing import Any
 from servelab.errors import InputError
 from servelab.image.ref import DIGEST, is_digest
 from servelab.k8s.model import as_int
+from servelab.textio import JSON_BYTES, loads_json
 from servelab.yamlsafe import read_text
 
 #: Oldest driver branch for each CUDA major version (NVIDIA's compatibility table).
 DRIVER_FLOOR: dict[int, int] = {11: 450, 12: 525, 13: 580}
 
-MAX_RESULT_BYTES = 32 * 1024 * 1024
-_REQUIRE_CUDA = re.compile(r"cuda>=(\d+(?:\.\d+)*)")
+MAX_RESULT_BYTES = JSON_BYTES.default
+_REQUIRE_CUDA = re.compile(r"cuda>=(\d+(?:\.\d+)*)", re.ASCII)
 
 KEYS_HINT = (
     "a result.json or summary.json of a servelab run, with at least one of image.digest, "
@@ -40,7 +40,7 @@ class Measured:
 
     @property
     def cuda_major(self) -> int | None:
-        m = re.match(r"(\d+)", self.cuda_version or "")
+        m = re.match(r"([0-9]{1,6})", self.cuda_version or "")
         return int(m.group(1)) if m else None
 
     @property
@@ -94,14 +94,8 @@ def _treatment(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _read(path: str) -> list[dict[str, Any]]:
-    text = read_text(Path(path), max_bytes=MAX_RESULT_BYTES, what="result file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"not JSON: {e.msg}", file=path, line=e.lineno, column=e.colno, hint=KEYS_HINT
-        ) from e
-    return _results_of(data, path)
+    text = read_text(Path(path), max_bytes=JSON_BYTES, what="result file")
+    return _results_of(loads_json(text, path, hint=KEYS_HINT, problem="not JSON"), path)
 
 
 def _digest(r: dict[str, Any]) -> str | None:

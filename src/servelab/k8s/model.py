@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from servelab.textio import ascii_int
 from servelab.yamlsafe import Document, JsonPath, Position
 
 #: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices.
@@ -24,14 +25,19 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+#: Kubernetes integer fields are int32/int64: larger YAML integers are not numbers it takes.
+INT_LIMIT = 2**63
+
+
 def as_int(value: Any) -> int | None:
-    """An integer from YAML (``3`` or ``"3"``); None for anything else."""
+    """An integer from YAML (``3`` or ``"3"``, ASCII digits only) within int64; None for
+    anything else (``"²"``, ``"٣"``, a 5000-digit number)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+        return value if -INT_LIMIT < value < INT_LIMIT else None
+    if isinstance(value, str):
+        return ascii_int(value)
     return None
 
 
@@ -89,6 +95,18 @@ class K8sObject:
         return self.namespace == other.namespace
 
 
+#: Container field groups a pod template may leave to another object (a runtime, a base config,
+#: an operator), and the words the notes use for them.
+GROUPS = {
+    "image": "image",
+    "command": "command",
+    "probes": "probes",
+    "securityContext": "securityContext",
+    "resources": "resources",
+    "mounts": "volume mounts",
+}
+
+
 @dataclass
 class Container:
     name: str
@@ -96,6 +114,12 @@ class Container:
     #: Path of the container mapping, relative to its object.
     path: JsonPath
     init: bool = False
+    #: Field group (see GROUPS) -> where these pods get it from, for fields this object leaves out
+    inherited: dict[str, str] = field(default_factory=dict)
+
+    def inherits(self, group: str) -> str | None:
+        """Where *group* comes from when this object leaves it to another one, else None."""
+        return self.inherited.get(group)
 
     @property
     def resources(self) -> dict[str, Any]:
@@ -117,9 +141,10 @@ class Container:
                 if isinstance(m, dict)]
 
     def env(self) -> dict[str, str]:
+        """The literal environment values (``value:``; not valueFrom)."""
         out: dict[str, str] = {}
         for item in as_list(self.data.get("env")):
-            if isinstance(item, dict) and "name" in item and "value" in item:
+            if isinstance(item, dict) and "name" in item and item.get("value") is not None:
                 out[str(item["name"])] = str(item["value"])
         return out
 
@@ -138,9 +163,13 @@ class Container:
         return None
 
 
+#: Kinds whose pods take traffic (probes, Services); custom resources say it per pod template.
+SERVING_KINDS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Pod"}
+
+
 @dataclass
 class Workload:
-    """An object that runs pods: Deployment, StatefulSet, Pod, Job, ..."""
+    """One pod template of an object: a Deployment's, or a part of a serving custom resource."""
 
     obj: K8sObject
     #: Path of the pod spec, relative to the object.
@@ -150,10 +179,32 @@ class Workload:
     containers: list[Container]
     init_containers: list[Container]
     serving: Container
+    #: Which pod template of the object ("predictor", "head", "worker group gpu"); None: the main
+    part: str | None = None
+    #: Whether the pods take traffic (probes, Services apply); None: decided by the kind
+    takes_traffic: bool | None = None
+    #: A template for other objects' pods (ServingRuntime, LLMInferenceServiceConfig): their
+    #: resources, scheduling and priority are set by the objects that use it
+    template: bool = False
+    #: The pod-level scheduling fields (tolerations, node selection, priority) come from here
+    scheduling_from: str | None = None
+    #: The model's URI (KServe storageUri, LLMInferenceService model.uri) and its path
+    model_uri: tuple[str, JsonPath] | None = None
+    #: Directories the platform fills with the model (KServe: /mnt/models)
+    model_paths: tuple[str, ...] = ()
+    #: The runtime or base config found among the manifests that these pods are completed from
+    base: K8sObject | None = None
+    #: GPU workloads that use this template (it then counts as a GPU workload)
+    gpu_users: list[str] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
         return self.obj.kind
+
+    @property
+    def ref(self) -> str:
+        """``Kind/name``, with the part for a custom resource's pod template."""
+        return f"{self.obj.ref} {self.part}" if self.part else self.obj.ref
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -166,12 +217,36 @@ class Workload:
 
     @property
     def is_gpu(self) -> bool:
-        return any(c.gpu_resources() for c in (*self.containers, *self.init_containers))
+        return bool(self.gpu_users) or any(
+            c.gpu_resources() for c in (*self.containers, *self.init_containers))
 
     @property
     def serves(self) -> bool:
-        """Long-running pods that take traffic (probes, rollouts and PDBs apply)."""
-        return self.kind in {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Pod"}
+        """Long-running pods that take traffic (probes and Services apply); a bare Pod that
+        runs to completion (restartPolicy Never or OnFailure) is a job, not a server."""
+        if self.takes_traffic is not None:
+            return self.takes_traffic
+        if self.kind == "Pod" and self.pod.get("restartPolicy") in ("Never", "OnFailure"):
+            return False
+        return self.kind in SERVING_KINDS
+
+    def schedules_itself(self) -> bool:
+        """Whether this object sets its pods' GPU scheduling (not a template, not inherited)."""
+        return not self.template and self.scheduling_from is None
+
+    def inherited_notes(self) -> list[str]:
+        """What these pods get from another object, one note per source."""
+        notes: list[str] = []
+        for c in self.containers:
+            by_source: dict[str, list[str]] = {}
+            for group, source in c.inherited.items():
+                by_source.setdefault(source, []).append(GROUPS[group])
+            notes += [f"{self.ref}: container {c.name!r} inherits {', '.join(groups)} from "
+                      f"{source}" for source, groups in by_source.items()]
+        if self.scheduling_from:
+            notes.append(f"{self.ref}: the pod (scheduling, volumes) comes from "
+                         f"{self.scheduling_from}")
+        return notes
 
     def volume(self, name: Any) -> dict[str, Any]:
         for v in as_list(self.pod.get("volumes")):
@@ -192,6 +267,10 @@ class Inventory:
     pdbs: list[K8sObject] = field(default_factory=list)
     priority_classes: list[K8sObject] = field(default_factory=list)
     services: list[K8sObject] = field(default_factory=list)
+    #: ConfigMaps: launch scripts mounted into containers, environment values
+    configmaps: list[K8sObject] = field(default_factory=list)
     ignored: list[K8sObject] = field(default_factory=list)
+    #: Objects of kinds k8s-check cannot read that may run pods (named in the report)
+    unread: list[K8sObject] = field(default_factory=list)
     #: "Kind/name (file:line, file:line)" for objects defined more than once
     duplicates: list[str] = field(default_factory=list)

@@ -1,5 +1,5 @@
 """The k8s-check rules; importing this package registers every one of them, in order."""
 
-from servelab.k8s.rules import gpu, image, model_source, pod, probes, workload
+from servelab.k8s.rules import gpu, image, model_source, pod, probes, secrets, start, workload
 
-__all__ = ["gpu", "image", "model_source", "pod", "probes", "workload"]
+__all__ = ["gpu", "image", "model_source", "pod", "probes", "secrets", "start", "workload"]

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from servelab.findings import Finding, Severity
+from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
-from servelab.k8s.registry import Context, hit, rule
-from servelab.k8s.selectors import Requirement, guaranteed, requirements_on
+from servelab.k8s.rules.model_source import model_refs
+from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
 
 #: Node labels that name the GPU model.
 PRODUCT_KEYS = {
@@ -72,7 +73,8 @@ def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
     for c in (*w.containers, *w.init_containers):
         yield from _container_gpu(w, c)
     c = w.serving
-    if not c.gpu_resources():
+    if not c.gpu_resources() and w.serves and w.part != "head" and not w.template and not (
+            c.inherits("resources")):
         yield hit("gpu-limit", w, f"the serving container {c.name!r} requests no GPU "
                   "(no nvidia.com/gpu or other */gpu resource in limits)",
                   (*c.path, "resources", "limits"), container=c)
@@ -87,27 +89,52 @@ def _tolerates_gpu(t: dict[str, Any]) -> bool:
     return gpu_key and effect_ok
 
 
+#: Node label prefixes that show the cloud the pods are placed on.
+GKE_PREFIX = "cloud.google.com/"
+AKS_KEYS = ("kubernetes.azure.com/", "agentpool")
+
+
+def _placed_on(w: Workload, prefixes: tuple[str, ...]) -> bool:
+    keys = [str(k) for k in as_dict(w.pod.get("nodeSelector"))]
+    keys += [r.key for alt in node_alternatives(w) for r in alt]
+    return any(k.startswith(prefixes) for k in keys)
+
+
 @rule(
     "gpu-toleration",
-    Severity.WARNING,
-    "no toleration for a GPU taint",
-    rationale="GPU node pools are usually tainted (nvidia.com/gpu:NoSchedule on GKE and the "
-    "GPU Operator's examples, sku=gpu:NoSchedule on AKS) so that other pods stay off them; a "
-    "pod without the toleration stays Pending. Clusters that run the ExtendedResourceToleration "
-    "admission plugin (GKE does) add it automatically for pods that request nvidia.com/gpu.",
+    Severity.INFO,
+    "no toleration for a GPU taint (a warning on AKS; GKE adds it itself)",
+    rationale="GPU node pools are often tainted (nvidia.com/gpu:NoSchedule by many admins and "
+    "the GPU Operator's examples, sku=gpu:NoSchedule on AKS) so that other pods stay off them; "
+    "a pod without the toleration stays Pending there. GKE, and clusters that run the "
+    "ExtendedResourceToleration admission plugin, add the nvidia.com/gpu toleration to pods "
+    "that request nvidia.com/gpu by themselves, so on those the manifest needs none: pods "
+    "placed on GKE (cloud.google.com/* node labels) get a note instead of a finding, other "
+    "clusters an info, AKS (whose sku=gpu taint no plugin tolerates) a warning.",
     fix="add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}] (or "
-    "the taint your GPU nodes carry); drop this only if the cluster runs "
-    "ExtendedResourceToleration",
+    "the taint your GPU nodes carry, e.g. sku=gpu on AKS); nothing is needed on GKE or where "
+    "ExtendedResourceToleration runs",
 )
 def gpu_toleration(w: Workload, ctx: Context) -> Iterator[Finding]:
-    if not w.is_gpu:
+    if not w.is_gpu or not w.schedules_itself():
         return
     tolerations = [t for t in as_list(w.pod.get("tolerations")) if isinstance(t, dict)]
     if any(_tolerates_gpu(t) for t in tolerations):
         return
+    if _placed_on(w, (GKE_PREFIX,)):
+        ctx.note(f"gpu-toleration: {w.ref} runs on GKE (cloud.google.com node labels), which "
+                 "adds the nvidia.com/gpu toleration to pods that request GPUs")
+        return
+    if _placed_on(w, AKS_KEYS):
+        yield hit("gpu-toleration", w, "no toleration for AKS's GPU taint (sku=gpu:NoSchedule): "
+                  "the pods stay Pending on tainted GPU node pools", w.pod_field("tolerations"),
+                  severity=Severity.WARNING, fix="add tolerations: [{key: sku, operator: Equal, "
+                  "value: gpu, effect: NoSchedule}]")
+        return
     yield hit("gpu-toleration", w, "no toleration for a GPU taint (e.g. nvidia.com/gpu:"
-              "NoSchedule): on tainted GPU nodes the pods stay Pending, unless the cluster's "
-              "ExtendedResourceToleration admission plugin adds it", w.pod_field("tolerations"))
+              "NoSchedule): on tainted GPU nodes the pods stay Pending, unless the cluster adds "
+              "it (GKE, or the ExtendedResourceToleration admission plugin)",
+              w.pod_field("tolerations"))
 
 
 def _model_token(gpu_name: str) -> str | None:
@@ -136,7 +163,7 @@ def _pins_node_type(alt: list[Requirement]) -> bool:
 )
 def gpu_placement(w: Workload, ctx: Context) -> Iterator[Finding]:
     m = ctx.measured
-    if not w.is_gpu or not m or not m.gpu_name:
+    if not w.is_gpu or not m or not m.gpu_name or not w.schedules_itself():
         return
     token = _model_token(m.gpu_name)
     for r in requirements_on(w, PRODUCT_KEYS):
@@ -173,7 +200,7 @@ def driver_compat(w: Workload, ctx: Context) -> Iterator[Finding]:
     m = ctx.measured
     floor = m.min_driver_major if m else None
     cuda = m.cuda_major if m else None
-    if not w.is_gpu or not m or floor is None or cuda is None:
+    if not w.is_gpu or not m or floor is None or cuda is None or not w.schedules_itself():
         return
 
     def ok(alt: list[Requirement]) -> bool:
@@ -203,12 +230,43 @@ def _shm_mount(c: Container) -> tuple[int, dict[str, Any]] | None:
                  if str(m.get("mountPath", "")).rstrip("/") == SHM_PATH), None)
 
 
+_UNITS = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def quantity(value: Any) -> float | None:
+    """Bytes of a Kubernetes quantity (``16Gi``, ``8G``, ``512Mi``, ``1e9``); None if unreadable."""
+    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][0-9]+)?)\s*([kMGTP]i?)?\s*", str(value))
+    if not m:
+        return None
+    try:
+        return float(m.group(1)) * _UNITS[m.group(2) or ""]
+    except ValueError:
+        return None
+
+
+def _shm_size(w: Workload, c: Container, i: int, mount: dict[str, Any]) -> Iterator[Finding]:
+    size = as_dict(w.volume(mount.get("name")).get("emptyDir")).get("sizeLimit")
+    limit = as_dict(c.resources.get("limits")).get("memory")
+    have, cap = quantity(size), quantity(limit)
+    if have is None or cap is None or have <= cap:
+        return
+    yield hit("shm", w, f"the /dev/shm emptyDir's sizeLimit {size} is larger than the "
+              f"container's memory limit {limit}: shared memory counts against that limit, so "
+              "the container is OOM-killed before /dev/shm is full", (*c.path, "volumeMounts", i),
+              container=c, fix=f"keep the sizeLimit below limits.memory ({limit}), and raise "
+              "limits.memory by the shared memory the server needs")
+
+
 @rule(
     "shm",
     Severity.WARNING,
-    "no memory-backed emptyDir at /dev/shm for a GPU inference server",
+    "no memory-backed emptyDir at /dev/shm for a GPU inference server, or one larger than the "
+    "memory limit",
     rationale="Containers get a 64 MB /dev/shm; PyTorch data loading, multi-GPU NCCL and "
-    "servers such as vLLM or Triton fail or slow down with it (error with more than one GPU).",
+    "servers such as vLLM or Triton fail or slow down with it (error with more than one GPU). "
+    "Memory-backed /dev/shm counts against the container's memory limit: a sizeLimit above "
+    "it is never reached, the container is OOM-killed first.",
     fix="add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}} and mount it at "
     "/dev/shm in the serving container (it counts against the memory limit)",
 )
@@ -216,13 +274,20 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     c = w.serving
     if not w.is_gpu or w.pod.get("hostIPC") is True:
         return
-    severity = Severity.ERROR if c.gpu_count() > 1 else None
+    gpus = c.gpu_count()
+    if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx):
+        return  # a single-GPU job that loads no model (a CUDA test or benchmark)
+    severity = Severity.ERROR if gpus > 1 else None
     found = _shm_mount(c)
     if found is None:
-        yield hit("shm", w, "no memory-backed volume at /dev/shm: the 64 MB default breaks NCCL "
-                  "and many servers", (*c.path, "volumeMounts"), container=c, severity=severity)
+        if not c.inherits("mounts"):
+            yield hit("shm", w, "no memory-backed volume at /dev/shm: the 64 MB default breaks "
+                      "NCCL and many servers", (*c.path, "volumeMounts"), container=c,
+                      severity=severity)
         return
     i, mount = found
     if as_dict(w.volume(mount.get("name")).get("emptyDir")).get("medium") != "Memory":
         yield hit("shm", w, f"volume {mount.get('name')!r} at /dev/shm is not an emptyDir with "
                   "medium: Memory", (*c.path, "volumeMounts", i), container=c, severity=severity)
+        return
+    yield from _shm_size(w, c, i, mount)

@@ -2,28 +2,65 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from servelab.findings import Finding, Severity
-from servelab.image.ref import pinned_digest
-from servelab.k8s.model import Workload
-from servelab.k8s.registry import Context, hit, rule
+from servelab.image.ref import ImageRef, pinned_digest
+from servelab.k8s.checks import Context, hit, rule
+from servelab.k8s.model import Container, Workload
+
+#: Tags that name whatever was pushed last, not one build.
+MOVING_TAGS = re.compile(
+    r"^(latest|main|master|nightly|dev|develop|edge|head|stable|canary|unstable|rolling)$"
+    r"|^(latest|nightly)[-_.]|[-_.](latest|nightly)$", re.IGNORECASE)
 
 
 def digest_of(image: str) -> str | None:
     return pinned_digest(image)
 
 
+def moving_tag(image: str) -> str | None:
+    """Why the tag of an image without a digest moves ("no tag", "the tag 'nightly'"), or None."""
+    if "@" in image:
+        return None
+    _, tag, _ = ImageRef.split(image)
+    if tag is None:
+        return "no tag (it pulls latest)"
+    return f"the moving tag {tag!r}" if MOVING_TAGS.search(tag) else None
+
+
+def _sidecar(w: Workload, c: Container) -> Iterator[Finding]:
+    image = c.data.get("image")
+    if not isinstance(image, str) or c.inherits("image"):
+        return
+    why = moving_tag(image)
+    if why is None:
+        return
+    role = "init container" if c.init else "sidecar"
+    yield hit("image-not-digest", w, f"{role} {c.name!r} image {image!r} has {why}: every pull "
+              "may bring another image than the one tested", (*c.path, "image"), container=c,
+              severity=Severity.WARNING, fix="pin it by digest (name:tag@sha256:<digest>), or "
+              "at least a fixed version tag")
+
+
 @rule(
     "image-not-digest",
     Severity.ERROR,
-    "the serving container's image is not pinned by digest",
+    "the serving container's image is not pinned by digest; a sidecar's image has no tag or a "
+    "moving one",
     rationale="A tag can be moved or overwritten: nodes may pull an image that was never "
-    "tested, and two nodes may run different images under the same tag.",
+    "tested, and two nodes may run different images under the same tag. A sidecar or init "
+    "container on latest, main or nightly changes with every pull.",
     fix="pin the image by digest: image: registry/name:tag@sha256:<digest>",
 )
 def image_not_digest(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.init_containers, *w.containers):
+        if c is not w.serving:
+            yield from _sidecar(w, c)
     c = w.serving
+    if c.inherits("image"):
+        return
     image = c.data.get("image")
     path = (*c.path, "image")
     if not isinstance(image, str) or not image.strip():
@@ -35,7 +72,9 @@ def image_not_digest(w: Workload, ctx: Context) -> Iterator[Finding]:
     if ctx.measured and ctx.measured.digests:
         tested = sorted(ctx.measured.digests)[0]
         fix = f"pin the tested image: image: {image.split('@')[0]}@{tested}"
-    what = "has a malformed digest" if "@" in image else "is not pinned by digest"
+    why = moving_tag(image)
+    what = "has a malformed digest" if "@" in image else "is not pinned by digest" + (
+        f" and has {why}" if why else "")
     yield hit(
         "image-not-digest", w,
         f"image {image!r} {what}: the pods may run an image that was never tested",
@@ -55,7 +94,7 @@ def image_not_digest(w: Workload, ctx: Context) -> Iterator[Finding]:
 def image_digest_mismatch(w: Workload, ctx: Context) -> Iterator[Finding]:
     m = ctx.measured
     image = w.serving.data.get("image")
-    if not m or not m.digests or not isinstance(image, str):
+    if not m or not m.digests or not isinstance(image, str) or w.serving.inherits("image"):
         return
     digest = digest_of(image)
     if digest is None or digest in m.digests:

@@ -4,41 +4,68 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from servelab.findings import Finding, Severity
-from servelab.k8s.model import Container, Workload, as_dict
-from servelab.k8s.registry import Context, hit, rule
+from servelab.k8s.checks import Context, hit, rule
+from servelab.k8s.model import Container, K8sObject, Workload, as_dict
+from servelab.k8s.rayenv import runtime_envs, serve_model_args
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
+from servelab.k8s.script import Command, container_commands, env_values
 from servelab.yamlsafe import JsonPath
 
-#: Command-line flags whose value names the model (vLLM, SGLang, TGI, Triton, TorchServe...).
+#: Command-line flags whose value names the model (vLLM, SGLang, TGI, Triton, TorchServe,
+#: KServe's Hugging Face server...).
 MODEL_FLAGS = (
-    "--model", "--model-path", "--model-dir", "--model-id", "--model-repository",
-    "--model-store", "--model_name_or_path", "--checkpoint", "--weights",
+    "--model", "--model-path", "--model_path", "--model-dir", "--model-id", "--model_id",
+    "--model-repository", "--model-store", "--model_name_or_path", "--checkpoint", "--weights",
 )
 MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY", "HF_MODEL_ID")
 CACHE_FLAGS = ("--download-dir", "--download_dir", "--huggingface-hub-cache")
-CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE")
+CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+             "NIM_CACHE_PATH")
+#: Where a server keeps its download cache when no variable says, by image.
+IMAGE_CACHES = (("text-generation-inference", "/data"), ("nvcr.io/nim/", "/opt/nim/.cache"))
 #: Volume names or mount paths that hold a model.
 MODEL_NAME = re.compile(r"model|weight|checkpoint|ckpt", re.IGNORECASE)
-#: Commands that download at run time.
-DOWNLOAD = re.compile(
-    r"huggingface-cli\s+download|\bhf\s+download|snapshot_download|hf_hub_download|\bwget\b|"
-    r"\bcurl\b|\baws\s+s3\s+(cp|sync)\b|\bs5cmd\b|\bgsutil\b|\bgcloud\s+storage\s+cp\b|"
-    r"\bazcopy\b|\brclone\s+(copy|sync)\b|\bgit\s+(clone|lfs)\b|\boras\s+pull\b"
-)
+#: Programs (and subcommands) that download a model or other artifacts.
+FETCHERS: dict[str, tuple[str, ...]] = {
+    "huggingface-cli": ("download",), "hf": ("download",), "aws": ("s3",), "s5cmd": ("cp", "sync"),
+    "gsutil": ("cp", "rsync"), "gcloud": ("storage",), "azcopy": ("copy", "cp", "sync"),
+    "rclone": ("copy", "sync"), "git": ("clone", "lfs"), "oras": ("pull",),
+    "wget": (), "curl": (),
+}
 #: Volume sources that outlive the pod: a cache filled once is reused by the next start.
-PERSISTENT_SOURCES = ("persistentVolumeClaim", "hostPath", "csi", "nfs", "image")
+PERSISTENT_SOURCES = ("persistentVolumeClaim", "hostPath", "csi", "nfs", "image", "ephemeral")
+#: URI schemes whose model is downloaded at every start (KServe's storage initializer).
+DOWNLOADED_SCHEMES = ("hf", "s3", "gs", "http", "https", "azure", "abfs", "abfss", "wasbs")
+#: Servers whose /mnt/models is filled by KServe (the storageUri is judged instead).
+LOCALHOST = re.compile(r"^(https?://)?(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])([:/]|$)")
 
 ALTERNATIVES = (
     "put the weights on a PersistentVolumeClaim (ReadOnlyMany) filled once, in an OCI image "
     "volume (Kubernetes 1.31+), or in a node-local cache (hostPath or a CSI cache driver), "
     "and mount it readOnly"
 )
+URI_FIX = (
+    "load the model once instead of at every start: storageUri: pvc://<claim>/<path> (a PVC "
+    "filled by a Job) or oci://<registry>/<model-image> (a modelcar, cached per node)"
+)
 
 
-def _flag_values(argv: list[str], flags: tuple[str, ...]) -> Iterator[tuple[int, str]]:
+@dataclass(frozen=True)
+class ModelRef:
+    """A place that names the model: its value (variables resolved) and where it is written."""
+
+    value: str
+    path: JsonPath
+    obj: K8sObject | None = None
+    line: int | None = None
+
+
+def _flag_values(argv: list[str] | tuple[str, ...],
+                 flags: tuple[str, ...]) -> Iterator[tuple[int, str]]:
     for i, arg in enumerate(argv):
         for flag in flags:
             if arg == flag and i + 1 < len(argv):
@@ -47,74 +74,181 @@ def _flag_values(argv: list[str], flags: tuple[str, ...]) -> Iterator[tuple[int,
                 yield i, arg.split("=", 1)[1]
 
 
-def model_refs(c: Container) -> list[tuple[int | str, str]]:
-    """(argv index or env name, value) of every place that names the model."""
-    argv = c.argv()
-    refs: list[tuple[int | str, str]] = list(_flag_values(argv, MODEL_FLAGS))
-    for i, arg in enumerate(argv[:-1]):
-        if arg == "serve" and not argv[i + 1].startswith("-"):
-            refs.append((i + 1, argv[i + 1]))  # vllm serve <model>
-    env = c.env()
-    refs += [(name, env[name]) for name in MODEL_ENV if env.get(name)]
+def _served(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
+    """``vllm serve MODEL``, ``trtllm-serve MODEL``, ``lmdeploy serve api_server MODEL``."""
+    for i, word in enumerate(words):
+        name = word.rsplit("/", 1)[-1]
+        skip = {"vllm": ("serve",), "lmdeploy": ("serve", "api_server"), "trtllm-serve": ()}.get(
+            name)
+        at = i + 1 + len(skip) if skip is not None else len(words)
+        if skip is not None and words[i + 1:at] == skip and at < len(words) and not words[
+                at].startswith("-"):
+            yield at, words[at]
+
+
+def _command_refs(cmd: Command) -> Iterator[ModelRef]:
+    for i, value in [*_flag_values(cmd.words, MODEL_FLAGS), *_served(cmd.words)]:
+        path, line = cmd.where(i)
+        yield ModelRef(value, path, cmd.obj, line)
+
+
+def model_refs(w: Workload, c: Container, ctx: Context) -> list[ModelRef]:
+    """Every place that names the model the container loads, variables resolved."""
+    refs = [r for cmd in container_commands(w, c, ctx.inventory) for r in _command_refs(cmd)]
+    env = env_values(w, c, ctx.inventory)
+    refs += [ModelRef(env[n], env_path(c, n)) for n in MODEL_ENV if env.get(n)]
+    if c is w.serving and w.kind == "RayService" and ctx.leads(w):
+        refs += [ModelRef(v, ("spec", "serveConfigV2"), w.obj, line)
+                 for v, line in serve_model_args(w.obj)]
+        refs += [ModelRef(str(e.data["env_vars"][n]), ("spec", "serveConfigV2"), w.obj,
+                          e.source.line((*e.inner, "env_vars", n)))
+                 for e in runtime_envs(w.obj) for n in MODEL_ENV
+                 if as_dict(e.data.get("env_vars")).get(n)]
     return refs
 
 
-def _ref_path(c: Container, where: int | str) -> JsonPath:
-    if isinstance(where, str):
-        return env_path(c, where)
-    command = c.data.get("command")
-    n = len(command) if isinstance(command, list) else 0
-    return (*c.path, "command", where) if where < n else (*c.path, "args", where - n)
+def kind_of(value: str) -> str:
+    """local, relative, mounted (pvc://), image (oci://), remote (a URL), hub (an id) or
+    unresolved (a variable the manifests do not set)."""
+    if "$" in value or "{{" in value:
+        return "unresolved"
+    if value.startswith("/"):
+        return "local"
+    if value.startswith(("./", "../", "~")):
+        return "relative"
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    if scheme:
+        return {"pvc": "mounted", "oci": "image"}.get(scheme, "remote")
+    return "hub" if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", value) else "unresolved"
 
 
-def _persistent_cache(w: Workload, c: Container) -> bool:
-    """A writable, persistent volume holds the download cache: only the first start downloads."""
-    env = c.env()
-    paths = [env[k] for k in CACHE_ENV if k in env] + [v for _, v in _flag_values(c.argv(),
-                                                                                  CACHE_FLAGS)]
+def loads_model(w: Workload) -> bool:
+    """A server or a GPU workload: not a CPU job such as a benchmark client (whose --model
+    names the served model it queries)."""
+    return w.serves or w.is_gpu or w.model_uri is not None
+
+
+def fetch_of(cmd: Command) -> str | None:
+    """The download a command makes (a model, code or artifact), as written; else None."""
+    subs = FETCHERS.get(cmd.program)
+    words = cmd.words
+    if subs is None:
+        return "snapshot_download" if any("snapshot_download" in w for w in words) else None
+    if subs and (len(words) < 2 or words[1] not in subs):
+        return None
+    if cmd.program in ("curl", "wget"):
+        urls = [w for w in words[1:] if "://" in w]
+        if not urls or all(LOCALHOST.match(u) or ".svc" in u for u in urls) or cmd.piped_to:
+            return None
+        if cmd.program == "curl" and not {"-o", "-O", "--output", "--remote-name"} & set(words):
+            return None
+    return " ".join(words[:4]) + (" ..." if len(words) > 4 else "")
+
+
+def _target(cmd: Command) -> str | None:
+    """The directory a download writes to, when its command line says."""
+    for flag in ("--local-dir", "--cache-dir", "-P", "--directory-prefix", "-o", "-O"):
+        for _, v in _flag_values(cmd.words, (flag,)):
+            return v
+    last = cmd.words[-1]
+    return last if last.startswith("/") and cmd.program not in ("curl", "wget") else None
+
+
+def _persistent(w: Workload, c: Container, path: str) -> bool:
+    return any(covers(str(m.get("mountPath", "")), path)
+               and any(k in w.volume(m.get("name")) for k in PERSISTENT_SOURCES)
+               for _, m in c.mounts)
+
+
+def _cache_paths(w: Workload, c: Container, ctx: Context) -> list[str]:
+    env = env_values(w, c, ctx.inventory)
+    paths = [env[k] for k in CACHE_ENV if k in env]
+    for cmd in container_commands(w, c, ctx.inventory):
+        paths += [v for _, v in _flag_values(cmd.words, CACHE_FLAGS)]
+    image = str(c.data.get("image") or "")
+    return paths + [p for name, p in IMAGE_CACHES if name in image]
+
+
+def _persistent_cache(w: Workload, c: Container, ctx: Context) -> bool:
+    """A persistent volume holds the download cache: only the first start downloads."""
+    paths = _cache_paths(w, c, ctx)
     for _, m in c.mounts:
         mount = str(m.get("mountPath", ""))
-        volume = w.volume(m.get("name"))
-        if not any(k in volume for k in PERSISTENT_SOURCES):
+        if not any(k in w.volume(m.get("name")) for k in PERSISTENT_SOURCES):
             continue
         if "/.cache" in mount or any(covers(mount, p) for p in paths):
             return True
     return False
 
 
-def _init_downloads(w: Workload, serving: Container) -> Iterator[Finding]:
-    shared = {m.get("name") for _, m in serving.mounts}
+def _revision(cmd: Command) -> str:
+    if cmd.program in ("huggingface-cli", "hf") and "--revision" not in " ".join(cmd.words):
+        return " (no --revision: whatever the repository holds at that moment)"
+    return ""
+
+
+def dies_with_pod(w: Workload, init: Container) -> bool:
+    """Whether what *init* writes for the serving container is lost with the pod: no volume
+    they share outlives it."""
+    shared = {m.get("name") for _, m in w.serving.mounts}
+    volumes = [w.volume(m.get("name")) for _, m in init.mounts if m.get("name") in shared]
+    return not any(k in v for v in volumes for k in PERSISTENT_SOURCES)
+
+
+def _init_downloads(w: Workload, ctx: Context) -> Iterator[Finding]:
     for init in w.init_containers:
-        text = " ".join(init.argv())
-        if not DOWNLOAD.search(text):
+        fetches = [cmd for cmd in container_commands(w, init, ctx.inventory) if fetch_of(cmd)]
+        if not fetches or not dies_with_pod(w, init):
             continue
-        volumes = [w.volume(m.get("name")) for _, m in init.mounts if m.get("name") in shared]
-        if any(k in v for v in volumes for k in PERSISTENT_SOURCES):
-            continue
-        yield hit("model-mount", w, f"init container {init.name!r} downloads the model at every "
-                  "pod start (into a volume that dies with the pod): slow starts, and a "
-                  "registry or hub outage stops scale-up", init.path, container=init,
-                  fix=ALTERNATIVES)
+        cmd = fetches[0]
+        yield hit("model-mount", w, f"init container {init.name!r} downloads at every pod start "
+                  f"({fetch_of(cmd)}{_revision(cmd)}) into a volume that dies with the pod: "
+                  "slow starts, and a registry or hub outage stops scale-up", init.path,
+                  container=init, fix=ALTERNATIVES)
 
 
-def _model_mounts(c: Container, local: list[str]) -> list[tuple[int, dict[str, Any]]]:
+def _script_downloads(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
+    """The serving container's own start script downloads the model."""
+    for cmd in container_commands(w, c, ctx.inventory):
+        what = fetch_of(cmd)
+        if what is None or (cmd.program in ("git", "curl", "wget")
+                            and "huggingface.co" not in cmd.text):
+            continue  # code and files: start-install's business
+        target = _target(cmd)
+        if _persistent(w, c, target) if target else _persistent_cache(w, c, ctx):
+            continue
+        where = f"into {target}, on no persistent volume" if target else "into a cache that " \
+            "dies with the pod"
+        yield hit("model-mount", w, f"the start command downloads the model at every start "
+                  f"({what}{_revision(cmd)}) {where}", cmd.path, container=c, at=cmd.obj,
+                  line=cmd.line, fix=ALTERNATIVES)
+
+
+def _model_mounts(w: Workload, c: Container, local: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """Mounts holding the model paths named on the command line, else mounts named like one."""
     if local:
         return [(i, m) for i, m in c.mounts
                 if any(covers(str(m.get("mountPath", "")), p) for p in local)]
     return [(i, m) for i, m in c.mounts
-            if MODEL_NAME.search(f"{m.get('name', '')} {m.get('mountPath', '')}")]
+            if MODEL_NAME.search(f"{m.get('name', '')} {m.get('mountPath', '')}")
+            and not is_read_only_source(w.volume(m.get("name")))]
 
 
-def _local(w: Workload, c: Container, local: list[str]) -> Iterator[Finding]:
-    mounts = _model_mounts(c, local)
-    if not mounts:
-        said = f"model path {local[0]} is" if local else "the model is"
-        yield hit("model-mount", w, f"{said} on no volume: it is baked into the image or "
-                  "downloaded at start", (*c.path, "volumeMounts"), container=c, fix=ALTERNATIVES)
+def _local(w: Workload, c: Container, local: list[str], fetched: bool,
+           self_fetched: bool) -> Iterator[Finding]:
+    """Model paths on no volume, or on a writable one (unless the server's own start script
+    downloads into it: then the download is the finding)."""
+    provided = [p for p in local if any(covers(d, p) for d in w.model_paths)]
+    local = [p for p in local if p not in provided]
+    mounts = _model_mounts(w, c, local)
+    if local and not mounts and not fetched:
+        yield hit("model-mount", w, f"model path {local[0]} is on no volume: it is baked into "
+                  "the image or downloaded at start", (*c.path, "volumeMounts"), container=c,
+                  fix=ALTERNATIVES)
         return
     for i, m in mounts:
-        if m.get("readOnly") is True or is_read_only_source(as_dict(w.volume(m.get("name")))):
+        if self_fetched or m.get("readOnly") is True or is_read_only_source(
+                as_dict(w.volume(m.get("name")))):
             continue
         yield hit("model-mount", w, f"model volume {m.get('name')!r} at {m.get('mountPath')} is "
                   "mounted writable: the server could change the weights it was tested with",
@@ -122,28 +256,62 @@ def _local(w: Workload, c: Container, local: list[str]) -> Iterator[Finding]:
                   fix="set readOnly: true on the model's volumeMount")
 
 
+def _uri(w: Workload, ctx: Context) -> Iterator[Finding]:
+    """KServe downloads a storageUri / model.uri at every start, unless it is a PVC or image."""
+    if w.model_uri is None or not ctx.leads(w):
+        return
+    uri, path = w.model_uri
+    if kind_of(uri) != "remote" or uri.split("://", 1)[0].lower() not in DOWNLOADED_SCHEMES:
+        return
+    pin = " (no revision pinned)" if uri.startswith("hf://") and ":" not in uri[5:] else ""
+    yield hit("model-mount", w, f"the model {uri}{pin} is downloaded at every pod start (KServe's "
+              "storage initializer copies it into an emptyDir): slow starts, and a hub or bucket "
+              "outage stops scale-up", path, fix=URI_FIX)
+
+
+def _remote(w: Workload, c: Container, ctx: Context, ref: ModelRef) -> Iterator[Finding]:
+    if _persistent_cache(w, c, ctx):
+        return
+    shown = f" from {ref.value.split('://', 1)[0]}://" if "://" in ref.value else " from a hub"
+    yield hit("model-mount", w, f"the server fetches model {ref.value!r}{shown} at every start: "
+              "no volume keeps a copy", ref.path, container=c, at=ref.obj, line=ref.line,
+              fix=ALTERNATIVES)
+
+
 @rule(
     "model-mount",
     Severity.WARNING,
     "the model volume is missing or writable, or the model is downloaded at every start",
     rationale="Weights belong outside the image and must not change under a running server. "
-    "Downloading them at each start (an init container into an emptyDir, or the server pulling "
-    "from a hub) makes every start as slow as the download and ties scale-up to the hub.",
+    "Downloading them at each start (an init container into an emptyDir, a start script, "
+    "KServe's storage initializer for an hf://, s3:// or gs:// storageUri, or the server "
+    "pulling from a hub) makes every start as slow as the download and ties scale-up to the "
+    "hub.",
     fix="mount the model from a PersistentVolumeClaim, an OCI image volume or a node-local "
     "cache, with readOnly: true",
 )
 def model_mount(w: Workload, ctx: Context) -> Iterator[Finding]:
+    if not loads_model(w):
+        return
+    yield from _uri(w, ctx)
+    yield from _init_downloads(w, ctx)
+    script = list(_script_downloads(w, w.serving, ctx))
+    yield from script
+    yield from _named(w, ctx, script=bool(script))
+
+
+def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
+    """Where the model the server is pointed at comes from: a hub, a bucket, a volume."""
     c = w.serving
-    yield from _init_downloads(w, c)
-    refs = model_refs(c)
-    remote = [(where, v) for where, v in refs if not v.startswith("/")]
-    if not remote:
-        yield from _local(w, c, [v for _, v in refs])
+    kinds = [(kind_of(r.value), r) for r in model_refs(w, c, ctx)]
+    for _, r in (kr for kr in kinds if kr[0] == "unresolved"):
+        ctx.note(f"model-mount: {w.ref}: the model is named by {r.value!r}, a value the "
+                 "manifests do not set: not checked")
+    fetched = script or any(fetch_of(cmd) for i in w.init_containers
+                            for cmd in container_commands(w, i, ctx.inventory))
+    remote = [r for k, r in kinds if k in ("hub", "remote")]
+    if remote:
+        if not fetched:
+            yield from _remote(w, c, ctx, remote[0])
         return
-    if any(DOWNLOAD.search(" ".join(i.argv())) for i in w.init_containers):
-        return
-    if _persistent_cache(w, c):
-        return
-    where, value = remote[0]
-    yield hit("model-mount", w, f"the server fetches model {value!r} from a hub or bucket at every "
-              "start: no volume keeps a copy", _ref_path(c, where), container=c, fix=ALTERNATIVES)
+    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], fetched, script)

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from servelab.findings import Finding, Severity
+from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
-from servelab.k8s.registry import Context, hit, rule
 from servelab.yamlsafe import JsonPath
 
 #: Volume sources Kubernetes always mounts read-only.
@@ -63,18 +63,56 @@ def _user_checks(w: Workload, c: Container, sc: dict[str, Any]) -> Iterator[Find
     base = (*c.path, "securityContext")
     pod_base = w.pod_field("securityContext")
     user_at = (*base, "runAsUser") if "runAsUser" in sc else (*pod_base, "runAsUser")
-    if as_int(sc.get("runAsUser", psc.get("runAsUser"))) == 0:
+    user = as_int(sc.get("runAsUser", psc.get("runAsUser")))
+    if user == 0:
         yield hit("security-context", w, "runs as root (runAsUser: 0)", user_at, container=c,
                   severity=Severity.ERROR, fix="run as a non-root user and set runAsNonRoot: true")
         return
-    if sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True:
-        at = (*base, "runAsNonRoot") if "runAsNonRoot" in sc or "runAsNonRoot" not in psc else (
-            *pod_base, "runAsNonRoot")
-        yield hit("security-context", w, "runAsNonRoot is not true: the container may run as root",
-                  at, container=c, fix="set securityContext.runAsNonRoot: true")
+    if user is not None or sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True:
+        return  # a non-zero user (container or pod) never runs as root
+    at = (*base, "runAsNonRoot") if "runAsNonRoot" in sc or "runAsNonRoot" not in psc else (
+        *pod_base, "runAsNonRoot")
+    yield hit("security-context", w, "runAsNonRoot is not true and no runAsUser is set: the "
+              "container may run as root", at, container=c,
+              fix="set securityContext.runAsNonRoot: true (or a non-zero runAsUser)")
+
+
+#: Pod fields that share the node's namespaces, and what they expose.
+HOST_NAMESPACES = {
+    "hostNetwork": "the node's network (every port and interface of the node)",
+    "hostPID": "the node's processes",
+    "hostIPC": "the node's shared memory and IPC with every pod on the node",
+}
+HOST_FIX = {
+    "hostNetwork": "drop hostNetwork; for RDMA/InfiniBand attach the devices through the device "
+    "plugin and a secondary network (Multus, SR-IOV)",
+    "hostPID": "drop hostPID",
+    "hostIPC": "drop hostIPC and mount an emptyDir {medium: Memory} at /dev/shm for NCCL and "
+    "the server's shared memory",
+}
+#: hostPath types that create what is missing on the node instead of failing.
+CREATING = {"DirectoryOrCreate", "FileOrCreate"}
+
+
+def _pod_checks(w: Workload) -> Iterator[Finding]:
+    for key, what in HOST_NAMESPACES.items():
+        if w.pod.get(key) is True:
+            yield hit("security-context", w, f"{key}: true shares {what}", w.pod_field(key),
+                      fix=HOST_FIX[key])
+    for i, v in enumerate(as_list(w.pod.get("volumes"))):
+        host = as_dict(as_dict(v).get("hostPath"))
+        if host.get("type") in CREATING:
+            yield hit("security-context", w, f"hostPath volume {as_dict(v).get('name')!r} has "
+                      f"type {host.get('type')}: on a node without {host.get('path')} the kubelet "
+                      "creates it (as root, empty) and the pod starts on an empty directory "
+                      "instead of failing", w.pod_field("volumes", i, "hostPath", "type"),
+                      fix="use type: Directory (the pod then waits for a node that has it), or "
+                      "a PersistentVolumeClaim")
 
 
 def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
+    if c.inherits("securityContext"):
+        return
     sc = as_dict(c.data.get("securityContext"))
     base = (*c.path, "securityContext")
     yield from _user_checks(w, c, sc)
@@ -100,15 +138,20 @@ def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
     "security-context",
     Severity.WARNING,
     "not runAsNonRoot, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true and "
-    "capabilities.drop: [ALL]; writable paths without a volume",
+    "capabilities.drop: [ALL]; writable paths without a volume; host namespaces; hostPath "
+    "DirectoryOrCreate",
     rationale="An inference server parses untrusted input next to valuable weights and a GPU. "
     "The restricted Pod Security profile asks for these settings; a read-only root filesystem "
-    "also proves the image writes only where volumes are mounted.",
+    "also proves the image writes only where volumes are mounted. hostNetwork, hostPID and "
+    "hostIPC share the node's namespaces with the server, and a hostPath of type "
+    "DirectoryOrCreate silently starts the pod on an empty directory where the node lacks it.",
     fix="set securityContext {runAsNonRoot: true, allowPrivilegeEscalation: false, "
     "readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}} and mount emptyDir volumes at "
     "/tmp and at the cache directories the server writes",
 )
 def security_context(w: Workload, ctx: Context) -> Iterator[Finding]:
+    if w.scheduling_from is None:
+        yield from _pod_checks(w)
     for c in (*w.containers, *w.init_containers):
         yield from _container_checks(w, c)
 
@@ -134,7 +177,11 @@ _WANTED = (
     "you want throttling) on every container",
 )
 def resources(w: Workload, ctx: Context) -> Iterator[Finding]:
+    if w.template:
+        return  # the InferenceServices using a runtime set the resources
     for c in (*w.containers, *w.init_containers):
+        if c.inherits("resources"):
+            continue
         limits = as_dict(c.resources.get("limits"))
         for section, name, severity in _WANTED:
             have = as_dict(c.resources.get(section))

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from servelab.findings import Finding, Severity
+from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.measured import Measured
 from servelab.k8s.model import Container, Workload, as_dict, as_int
-from servelab.k8s.registry import Context, hit, rule
 
 PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
 
@@ -55,6 +55,8 @@ def _without_startup(w: Workload, c: Container, ctx: Context) -> Iterator[Findin
     worst = m.worst_startup_s if m else None
     need = worst * ctx.startup_margin if worst is not None else None
     liveness = _probe(c, "livenessProbe")
+    if c.inherits("probes"):
+        return  # the runtime, base config or operator may add the startupProbe
     if liveness is None:
         if need is not None:
             yield hit("startup-probe-budget", w, f"no startupProbe: the measured startup takes up "
@@ -131,6 +133,18 @@ def _target(w: Workload, c: Container, kind: str, probe: dict[str, Any],
                   container=c, severity=Severity.WARNING if handler != "exec" else Severity.INFO)
 
 
+def _no_readiness(w: Workload, c: Container) -> Finding:
+    path = (*c.path, "readinessProbe")
+    if w.obj.api_version.startswith("serving.kserve.io/"):
+        return hit("probe-target", w, "no readinessProbe: in KServe's Serverless mode Knative "
+                   "then probes the port over TCP (the process is up, not the model loaded); in "
+                   "RawDeployment mode requests arrive before the model is loaded", path,
+                   container=c)
+    return hit("probe-target", w, "no readinessProbe: the Service sends requests as soon as the "
+               "container runs, before the model is loaded", path, container=c,
+               severity=Severity.ERROR)
+
+
 @rule(
     "probe-target",
     Severity.WARNING,
@@ -149,10 +163,8 @@ def probe_target(w: Workload, ctx: Context) -> Iterator[Finding]:
         return
     c = w.serving
     readiness = _probe(c, "readinessProbe")
-    if readiness is None:
-        yield hit("probe-target", w, "no readinessProbe: the Service sends requests as soon as the "
-                  "container runs, before the model is loaded", (*c.path, "readinessProbe"),
-                  container=c, severity=Severity.ERROR)
+    if readiness is None and not c.inherits("probes"):
+        yield _no_readiness(w, c)
     for kind in ("readinessProbe", "startupProbe"):
         probe = _probe(c, kind)
         if probe is not None:

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from servelab.findings import Finding, Severity
+from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import K8sObject, Workload, as_dict, as_list
-from servelab.k8s.registry import Context, hit, rule
 from servelab.k8s.selectors import scaled, selector_matches, service_selects
 
 #: PriorityClasses every cluster has.
@@ -76,7 +76,7 @@ def disruption(w: Workload, ctx: Context) -> Iterator[Finding]:
     "the manifests)",
 )
 def priority(w: Workload, ctx: Context) -> Iterator[Finding]:
-    if not w.is_gpu:
+    if not w.is_gpu or not w.schedules_itself():
         return
     classes = ctx.inventory.priority_classes
     name = w.pod.get("priorityClassName")

@@ -1,0 +1,379 @@
+"""Where each kind keeps its pod templates: plain workloads and the serving custom resources.
+
+A Deployment has one pod template at a fixed path. The serving custom resources have several
+(KServe's predictor, transformer and explainer; a Ray cluster's head and worker groups; a
+LeaderWorkerSet's leader and workers; an LLMInferenceService's decode, prefill and worker
+pods), and some leave fields to another object: an InferenceService's ``predictor.model``
+gets its image, command and probes from a ServingRuntime, an LLMInferenceService its
+``main`` container from LLMInferenceServiceConfigs (``baseRefs``), a Ray pod its probes from
+the KubeRay operator. Those fields are marked inherited, with where they come from, so that
+the rules neither guess them nor report them missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from servelab.k8s.model import K8sObject, as_dict, as_int, as_list
+from servelab.yamlsafe import JsonPath
+
+#: Plain workload kinds and where they keep their pod spec.
+PLAIN: dict[str, JsonPath] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+KSERVE = "serving.kserve.io"
+RAY = "ray.io"
+LWS = "leaderworkerset.x-k8s.io"
+KNATIVE = "serving.knative.dev"
+
+#: Custom resource kinds read, by API group (named in the documentation and --help).
+READ_KINDS: dict[str, tuple[str, ...]] = {
+    KSERVE: ("InferenceService", "ServingRuntime", "ClusterServingRuntime",
+             "LLMInferenceService", "LLMInferenceServiceConfig"),
+    RAY: ("RayService", "RayCluster", "RayJob"),
+    LWS: ("LeaderWorkerSet",),
+    KNATIVE: ("Service",),
+}
+
+#: Kinds that run no pods of their own: read for their role (PDB, Service, ...) or ignored.
+NO_PODS = frozenset({
+    "APIService", "Certificate", "ClusterIssuer", "ClusterRole", "ClusterRoleBinding",
+    "ConfigMap", "CustomResourceDefinition", "DestinationRule", "EndpointSlice", "Endpoints",
+    "Event", "Gateway", "GatewayClass", "GRPCRoute", "HorizontalPodAutoscaler", "HTTPRoute",
+    "InferenceModel", "InferenceObjective", "InferencePool", "Ingress", "IngressClass", "Issuer",
+    "Lease", "LimitRange", "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy",
+    "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "PodMonitor",
+    "PriorityClass", "PrometheusRule", "ResourceQuota", "Role", "RoleBinding", "RuntimeClass",
+    "ScaledObject", "Secret", "Service", "ServiceAccount", "ServiceMonitor", "StorageClass",
+    "TriggerAuthentication", "ValidatingWebhookConfiguration", "VerticalPodAutoscaler",
+    "VirtualService",
+})
+
+#: KServe's model framework fields of a component: each one describes one container.
+FRAMEWORKS = ("model", "huggingface", "sklearn", "xgboost", "lightgbm", "tensorflow", "pytorch",
+              "triton", "onnx", "pmml", "paddle", "art", "alibi")
+#: Where KServe puts the model of a storageUri or model.uri.
+KSERVE_MODEL_DIR = "/mnt/models"
+#: Pod-level fields a ServingRuntime adds to the pods of the InferenceServices that use it.
+RUNTIME_POD_FIELDS = ("nodeSelector", "affinity", "priorityClassName", "securityContext",
+                      "hostIPC", "hostNetwork", "hostPID", "runtimeClassName")
+RUNTIME_POD_LISTS = ("tolerations", "volumes")
+PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
+#: What a KServe model spec or an LLMInferenceService's main container may leave to its
+#: runtime or base config (see model.GROUPS).
+CONTAINER_GROUPS = ("image", "command", "probes", "securityContext", "resources", "mounts")
+KUBERAY_PROBES = "the KubeRay operator (it adds readiness and liveness probes to Ray containers)"
+KUBERAY_SHM = "the KubeRay operator (it mounts a memory-backed /dev/shm in Ray containers)"
+NOT_GIVEN = "not among the manifests: not checked"
+
+
+def api_group(obj: K8sObject) -> str:
+    return obj.api_version.split("/", 1)[0] if "/" in obj.api_version else ""
+
+
+def reads(obj: K8sObject) -> bool:
+    """Whether *obj* is of a kind whose pods k8s-check reads."""
+    group = api_group(obj)
+    if obj.kind in PLAIN:
+        return group in ("", "apps", "batch")
+    return obj.kind in READ_KINDS.get(group, ())
+
+
+def runs_no_pods(obj: K8sObject) -> bool:
+    """A kind known to run no pods (a Service, a ConfigMap, ...): not worth naming as unread."""
+    return obj.kind in NO_PODS and api_group(obj) != KNATIVE
+
+
+@dataclass
+class PodTemplate:
+    """One pod template of an object, and what it leaves to others."""
+
+    pod_path: JsonPath
+    labels: dict[str, str]
+    part: str | None = None
+    takes_traffic: bool | None = None
+    template: bool = False
+    #: A container described outside the pod's containers list (KServe's predictor.model)
+    lead: tuple[JsonPath, dict[str, Any]] | None = None
+    #: The pod may list no containers: they come from a runtime or a base config
+    containers_optional: bool = False
+    #: The container that gets the fields it leaves out from elsewhere (None: the lead or first)
+    inheriting: str | None = None
+    #: Field group -> where the inheriting container gets it when it leaves it out
+    inherit: dict[str, str] = field(default_factory=dict)
+    scheduling_from: str | None = None
+    model_uri: tuple[str, JsonPath] | None = None
+    model_paths: tuple[str, ...] = ()
+    base: K8sObject | None = None
+    #: The pod spec as found at pod_path (not a mapping when malformed), with what a runtime
+    #: adds; None: read it at pod_path
+    pod: Any = None
+
+
+def dig(data: Any, path: JsonPath) -> Any:
+    """The value at *path* (keys and list indexes), None where it is absent."""
+    for part in path:
+        if isinstance(data, dict) and isinstance(part, str):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _labels(obj: K8sObject, path: JsonPath) -> dict[str, str]:
+    return {str(k): str(v) for k, v in as_dict(dig(obj.data, path)).items()}
+
+
+class Index:
+    """The objects of every manifest, to find the runtimes and configs that others refer to."""
+
+    def __init__(self, objects: list[K8sObject]) -> None:
+        self.objects = objects
+
+    def find(self, kinds: tuple[str, ...], name: str, near: K8sObject) -> K8sObject | None:
+        """The object of one of *kinds* named *name* (namespaced ones in *near*'s namespace)."""
+        for obj in self.objects:
+            if obj.kind in kinds and obj.name == name and api_group(obj) == KSERVE and (
+                    obj.kind.startswith("Cluster") or obj.same_namespace(near)):
+                return obj
+        return None
+
+    def runtime(self, name: str | None, fmt: str | None, near: K8sObject) -> K8sObject | None:
+        """The ServingRuntime an InferenceService names, or the one KServe would pick for *fmt*."""
+        kinds = ("ServingRuntime", "ClusterServingRuntime")
+        if name:
+            return self.find(kinds, name, near)
+        if not fmt:
+            return None
+        found = [o for o in self.objects if o.kind in kinds and api_group(o) == KSERVE
+                 and (o.kind.startswith("Cluster") or o.same_namespace(near))
+                 and _priority(o, fmt) is not None]
+        return max(found, key=lambda o: _priority(o, fmt) or 0, default=None)
+
+
+def _priority(runtime: K8sObject, fmt: str) -> int | None:
+    """The runtime's priority for an auto-selected model format, None if it does not apply."""
+    for item in as_list(as_dict(runtime.data.get("spec")).get("supportedModelFormats")):
+        f = as_dict(item)
+        if str(f.get("name", "")).lower() == fmt.lower() and f.get("autoSelect") is True:
+            return as_int(f.get("priority")) or 1
+    return None
+
+
+def pod_templates(obj: K8sObject, index: Index) -> list[PodTemplate]:
+    """The pod templates of *obj* (empty for a kind without pods or one not read)."""
+    group = api_group(obj)
+    if obj.kind in PLAIN and group in ("", "apps", "batch"):
+        path = PLAIN[obj.kind]
+        labels = (*path[:-1], "metadata", "labels") if obj.kind != "Pod" else ("metadata", "labels")
+        return [PodTemplate(path, _labels(obj, labels))]
+    readers = {
+        (KSERVE, "InferenceService"): _inference_service,
+        (KSERVE, "ServingRuntime"): _serving_runtime,
+        (KSERVE, "ClusterServingRuntime"): _serving_runtime,
+        (KSERVE, "LLMInferenceService"): _llm_inference_service,
+        (KSERVE, "LLMInferenceServiceConfig"): _llm_inference_service,
+        (RAY, "RayService"): _ray,
+        (RAY, "RayCluster"): _ray,
+        (RAY, "RayJob"): _ray,
+        (LWS, "LeaderWorkerSet"): _leader_worker_set,
+        (KNATIVE, "Service"): _knative,
+    }
+    reader = readers.get((group, obj.kind))
+    return list(reader(obj, index)) if reader else []
+
+
+# --- KServe ------------------------------------------------------------------------------------
+
+def _storage_uri(comp: dict[str, Any], fw: str | None,
+                 base: JsonPath) -> tuple[str, JsonPath] | None:
+    if fw and isinstance(as_dict(comp[fw]).get("storageUri"), str):
+        return str(comp[fw]["storageUri"]), (*base, fw, "storageUri")
+    for i, c in enumerate(as_list(comp.get("containers"))):
+        for j, e in enumerate(as_list(as_dict(c).get("env"))):
+            if as_dict(e).get("name") == "STORAGE_URI" and isinstance(e.get("value"), str):
+                return str(e["value"]), (*base, "containers", i, "env", j, "value")
+    return None
+
+
+def _merged_pod(own: dict[str, Any], runtime: K8sObject) -> dict[str, Any]:
+    """The pod fields an InferenceService component gets from its runtime, added to its own."""
+    spec = as_dict(runtime.data.get("spec"))
+    pod = dict(own)
+    for key in RUNTIME_POD_FIELDS:
+        if key not in pod and key in spec:
+            pod[key] = spec[key]
+    for key in RUNTIME_POD_LISTS:
+        if key in own or key in spec:
+            pod[key] = [*as_list(own.get(key)), *as_list(spec.get(key))]
+    return pod
+
+
+def _runtime_source(index: Index, obj: K8sObject, model: dict[str, Any],
+                    fw: str) -> tuple[K8sObject | None, str]:
+    name = model.get("runtime")
+    fmt = str(as_dict(model.get("modelFormat")).get("name") or "") if fw == "model" else fw
+    runtime = index.runtime(str(name) if name else None, fmt or None, obj)
+    if runtime is not None:
+        return runtime, f"{runtime.ref}, checked there"
+    if name:
+        return None, f"ServingRuntime or ClusterServingRuntime {name!r}, {NOT_GIVEN}"
+    return None, f"the runtime KServe selects for model format {fmt!r}, {NOT_GIVEN}"
+
+
+def _inference_service(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    spec = as_dict(obj.data.get("spec"))
+    for name in ("predictor", "transformer", "explainer"):
+        comp = spec.get(name)
+        if not isinstance(comp, dict):
+            continue
+        base: JsonPath = ("spec", name)
+        labels = {**obj.labels, "serving.kserve.io/inferenceservice": obj.name, "component": name}
+        fw = next((k for k in FRAMEWORKS if isinstance(comp.get(k), dict)), None)
+        uri = _storage_uri(comp, fw, base)
+        if fw is None:
+            yield PodTemplate(base, labels, part=name, takes_traffic=True, model_uri=uri,
+                              model_paths=(KSERVE_MODEL_DIR,))
+            continue
+        model = as_dict(comp[fw])
+        runtime, source = _runtime_source(index, obj, model, fw)
+        groups = CONTAINER_GROUPS
+        yield PodTemplate(
+            base, labels, part=name, takes_traffic=True, lead=((*base, fw), model),
+            containers_optional=True, inheriting=str(model.get("name") or "kserve-container"),
+            inherit=dict.fromkeys(groups, source), model_uri=uri,
+            model_paths=(KSERVE_MODEL_DIR,), base=runtime,
+            pod=_merged_pod(comp, runtime) if runtime else None)
+        workers = comp.get("workerSpec")
+        if isinstance(workers, dict):
+            yield PodTemplate(
+                (*base, "workerSpec"), labels, part=f"{name} workers", takes_traffic=False,
+                containers_optional=True, inherit=dict.fromkeys(groups, source),
+                model_uri=uri, model_paths=(KSERVE_MODEL_DIR,), base=runtime)
+
+
+def _serving_runtime(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    yield PodTemplate(("spec",), {}, takes_traffic=True, template=True,
+                      model_paths=(KSERVE_MODEL_DIR,))
+    if isinstance(as_dict(obj.data.get("spec")).get("workerSpec"), dict):
+        yield PodTemplate(("spec", "workerSpec"), {}, part="workers", takes_traffic=False,
+                          template=True, model_paths=(KSERVE_MODEL_DIR,))
+
+
+#: LLMInferenceService pod templates: (part, path, takes traffic, always present).
+_LLM_PARTS: tuple[tuple[str | None, JsonPath, bool, bool], ...] = (
+    (None, ("spec", "template"), True, True),
+    ("workers", ("spec", "worker"), False, False),
+    ("prefill", ("spec", "prefill", "template"), True, False),
+    ("prefill workers", ("spec", "prefill", "worker"), False, False),
+    ("scheduler", ("spec", "router", "scheduler", "template"), True, False),
+)
+
+
+def _base_refs(obj: K8sObject, index: Index) -> tuple[K8sObject | None, str]:
+    spec = as_dict(obj.data.get("spec"))
+    names = [str(as_dict(r).get("name")) for r in as_list(spec.get("baseRefs"))
+             if as_dict(r).get("name")]
+    if not names:
+        return None, f"KServe's well-known LLMInferenceServiceConfigs, {NOT_GIVEN}"
+    found = [index.find(("LLMInferenceServiceConfig",), n, obj) for n in names]
+    shown = "LLMInferenceServiceConfig " + ", ".join(names)
+    if all(found):
+        return found[0], f"{shown}, checked there"
+    return next((f for f in found if f), None), f"{shown}, {NOT_GIVEN}"
+
+
+def _llm_inference_service(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    config = obj.kind == "LLMInferenceServiceConfig"
+    base, source = _base_refs(obj, index) if not config else (None, "")
+    uri = as_dict(as_dict(obj.data.get("spec")).get("model")).get("uri")
+    model_uri = (str(uri), ("spec", "model", "uri")) if isinstance(uri, str) else None
+    groups = CONTAINER_GROUPS
+    for part, path, traffic, always in _LLM_PARTS:
+        pod = dig(obj.data, path)
+        if not isinstance(pod, dict) and not (always and not config):
+            continue
+        scheduler = part == "scheduler"
+        yield PodTemplate(
+            path, _labels(obj, ("metadata", "labels")), part=part, takes_traffic=traffic,
+            template=config, containers_optional=True, inheriting=None if scheduler else "main",
+            inherit={} if config or scheduler else dict.fromkeys(groups, source),
+            scheduling_from=None if isinstance(pod, dict) else source,
+            model_uri=None if scheduler else model_uri,
+            model_paths=(KSERVE_MODEL_DIR,), base=base, pod=None if isinstance(pod, dict) else {})
+
+
+# --- KubeRay, LeaderWorkerSet, Knative ---------------------------------------------------------
+
+def _ray(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    base: JsonPath = {"RayService": ("spec", "rayClusterConfig"), "RayCluster": ("spec",),
+                      "RayJob": ("spec", "rayClusterSpec")}[obj.kind]
+    cluster = as_dict(dig(obj.data, base))
+    serving = obj.kind == "RayService"
+    probes = {"mounts": KUBERAY_SHM, **({"probes": KUBERAY_PROBES} if serving else {})}
+    head = (*base, "headGroupSpec", "template")
+    if isinstance(dig(obj.data, (*head, "spec")), dict):
+        yield PodTemplate((*head, "spec"), {**_labels(obj, (*head, "metadata", "labels")),
+                                            "ray.io/node-type": "head"},
+                          part="head", takes_traffic=serving, inherit=probes)
+    for i, group in enumerate(as_list(cluster.get("workerGroupSpecs"))):
+        tpl = (*base, "workerGroupSpecs", i, "template")
+        if not isinstance(dig(obj.data, (*tpl, "spec")), dict):
+            continue
+        name = str(as_dict(group).get("groupName") or i)
+        yield PodTemplate((*tpl, "spec"), {**_labels(obj, (*tpl, "metadata", "labels")),
+                                           "ray.io/node-type": "worker", "ray.io/group": name},
+                          part=f"worker group {name}", takes_traffic=serving, inherit=probes)
+
+
+def _leader_worker_set(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    base: JsonPath = ("spec", "leaderWorkerTemplate")
+    own = {"leaderworkerset.sigs.k8s.io/name": obj.name}
+    leader = (*base, "leaderTemplate")
+    worker = (*base, "workerTemplate")
+    if isinstance(dig(obj.data, (*leader, "spec")), dict):
+        yield PodTemplate((*leader, "spec"), {**_labels(obj, (*leader, "metadata", "labels")),
+                                              **own}, part="leader", takes_traffic=True)
+        yield PodTemplate((*worker, "spec"), {**_labels(obj, (*worker, "metadata", "labels")),
+                                              **own}, part="workers", takes_traffic=False)
+        return
+    yield PodTemplate((*worker, "spec"), {**_labels(obj, (*worker, "metadata", "labels")), **own},
+                      part="leader and workers", takes_traffic=True)
+
+
+def _knative(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    yield PodTemplate(("spec", "template", "spec"),
+                      _labels(obj, ("spec", "template", "metadata", "labels")), takes_traffic=True)
+
+
+def base_part(part: str | None) -> str | None:
+    """The part of a runtime or base config that completes *part* of the object using it."""
+    if part in ("predictor", "transformer", "explainer"):
+        return None
+    if part and part.split()[0] in ("predictor", "transformer", "explainer"):
+        return "workers"
+    return part
+
+
+def missing(data: dict[str, Any], group: str) -> bool:
+    """Whether a container leaves *group* to its runtime or base config."""
+    if group == "image":
+        return not data.get("image")
+    if group == "probes":
+        return any(p not in data for p in PROBES)
+    if group == "resources":
+        return not as_dict(data.get("resources"))
+    if group == "mounts":
+        return True  # the base's volume mounts are merged with the container's own
+    return group not in data

@@ -1,0 +1,120 @@
+"""Ray's runtime environments, held as YAML in strings: a RayService's ``serveConfigV2``
+(``applications[].runtime_env`` and each deployment's ``ray_actor_options.runtime_env``) and a
+RayJob's ``runtimeEnvYAML``. Ray applies them when the application or job starts: ``pip``,
+``uv`` and ``conda`` install packages, ``working_dir`` and ``py_modules`` URLs download code,
+``env_vars`` set the environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from servelab.errors import InputError
+from servelab.k8s.model import K8sObject, as_dict, as_list
+from servelab.k8s.script import field_line
+from servelab.yamlsafe import Document, JsonPath, load_documents
+
+#: Keys of a Serve application's ``args`` that name the model (vLLM apps, Ray Serve LLM).
+MODEL_ARGS = {"model", "model_id", "model_source", "model_path", "model-path", "model-id"}
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A YAML document held in a string field, with file lines for its values."""
+
+    obj: K8sObject
+    path: JsonPath
+    text: str
+    doc: Document
+
+    def line(self, inner: JsonPath) -> int:
+        """The file line of the key (or item) at *inner* of the embedded document."""
+        return field_line(self.obj, self.path, self.text, self.doc.key_position(inner).line)
+
+
+@dataclass(frozen=True)
+class RuntimeEnv:
+    """One runtime_env mapping, where it applies and where it is written."""
+
+    data: dict[str, Any]
+    where: str
+    source: Embedded
+    inner: JsonPath
+
+    def line(self, key: str | None = None) -> int:
+        return self.source.line((*self.inner, key) if key else self.inner)
+
+
+def embedded(obj: K8sObject, path: JsonPath) -> Embedded | None:
+    """The YAML document in the string at *path* of *obj* (None: absent or not YAML)."""
+    data: Any = obj.data
+    for part in path:
+        data = as_dict(data).get(str(part))
+    if not isinstance(data, str) or not data.strip():
+        return None
+    try:
+        docs = load_documents(data, f"{obj.source.file}: {obj.ref} {'.'.join(map(str, path))}")
+    except InputError:
+        return None
+    return Embedded(obj, path, data, docs[0]) if docs else None
+
+
+def env_field(obj: K8sObject) -> JsonPath:
+    """Where *obj* (a RayService or RayJob) keeps its runtime environments."""
+    return ("spec", "runtimeEnvYAML") if obj.kind == "RayJob" else ("spec", "serveConfigV2")
+
+
+def unreadable(obj: K8sObject) -> bool:
+    """Whether *obj* has a serveConfigV2 / runtimeEnvYAML string that is not YAML."""
+    text = as_dict(obj.data.get("spec")).get(str(env_field(obj)[1]))
+    return isinstance(text, str) and bool(text.strip()) and embedded(obj, env_field(obj)) is None
+
+
+def runtime_envs(obj: K8sObject) -> list[RuntimeEnv]:
+    """Every runtime_env of a RayService's serveConfigV2 or a RayJob's runtimeEnvYAML."""
+    found = embedded(obj, env_field(obj))
+    if found is None:
+        return []
+    if obj.kind == "RayJob":
+        return [RuntimeEnv(as_dict(found.doc.data), "the job", found, ())]
+    return list(_serve_envs(found))
+
+
+def _serve_envs(serve: Embedded) -> Iterator[RuntimeEnv]:
+    for i, item in enumerate(as_list(as_dict(serve.doc.data).get("applications"))):
+        app = as_dict(item)
+        name = f"application {app.get('name', i)!r}"
+        if isinstance(app.get("runtime_env"), dict):
+            yield RuntimeEnv(app["runtime_env"], name, serve, ("applications", i, "runtime_env"))
+        for j, dep in enumerate(as_list(app.get("deployments"))):
+            env = as_dict(as_dict(as_dict(dep).get("ray_actor_options")).get("runtime_env"))
+            if env:
+                yield RuntimeEnv(env, f"{name} deployment {as_dict(dep).get('name', j)!r}",
+                                 serve, ("applications", i, "deployments", j,
+                                         "ray_actor_options", "runtime_env"))
+
+
+def serve_model_args(obj: K8sObject) -> list[tuple[str, int]]:
+    """(value, file line) of each Serve application argument that names a model."""
+    serve = embedded(obj, ("spec", "serveConfigV2")) if obj.kind == "RayService" else None
+    if serve is None:
+        return []
+    out: list[tuple[str, int]] = []
+    for i, app in enumerate(as_list(as_dict(serve.doc.data).get("applications"))):
+        out += [(v, serve.line(p)) for v, p in _model_values(as_dict(app).get("args"),
+                                                              ("applications", i, "args"))]
+    return out
+
+
+def _model_values(data: Any, path: JsonPath) -> Iterator[tuple[str, JsonPath]]:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if str(k) in MODEL_ARGS and isinstance(v, str):
+                yield v, (*path, k)
+            else:
+                yield from _model_values(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _model_values(v, (*path, i))

@@ -1,0 +1,332 @@
+"""What a container runs at start: its command line, the script it hands to ``sh -c``, and the
+launch scripts it runs from a ConfigMap volume.
+
+Each command comes back as words, with Kubernetes ``$(VAR)`` references (expanded by the
+kubelet) and shell ``$VAR``/``${VAR:-default}`` references resolved from the container's
+environment (literal values and ConfigMap keys) and the script's own assignments, and with
+the object, field and file line it was written at. This is a reader for the shapes launch
+scripts take in manifests (``&&``-chains, ``;``, pipes, line continuations, comments, quotes,
+``export``), not a shell: loops and functions are read as plain commands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from servelab.k8s.model import Container, Inventory, K8sObject, Workload, as_dict, as_list
+from servelab.yamlsafe import JsonPath
+
+SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
+#: Words that only prefix the command that follows.
+PREFIXES = {"exec", "time", "nohup", "sudo", "command", "then", "do", "else", "!", "{", "(",
+            "if", "while", "until", "eval"}
+_K8S_REF = re.compile(r"(\$\$)|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_SHELL_REF = re.compile(
+    r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+#: How deep launch scripts may call other scripts from ConfigMaps.
+MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Command:
+    """One simple command: its words (variables resolved) and where it was written."""
+
+    words: tuple[str, ...]
+    obj: K8sObject
+    path: JsonPath
+    line: int | None
+    #: The words of the command this one pipes into (``curl ... | sh``), else empty
+    piped_to: tuple[str, ...] = ()
+    #: The whole script this command is part of (to look for a checksum check, ...)
+    script: str = ""
+    #: The field of each word, for a command written as a list (exec form)
+    word_paths: tuple[JsonPath, ...] = ()
+
+    def where(self, i: int) -> tuple[JsonPath, int | None]:
+        """The field and file line of word *i* (for a script: the script and its line)."""
+        if i < len(self.word_paths):
+            return self.word_paths[i], None
+        return self.path, self.line
+
+    @property
+    def program(self) -> str:
+        return self.words[0].rsplit("/", 1)[-1] if self.words else ""
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+@dataclass
+class _Tokens:
+    words: list[tuple[str, int]] = field(default_factory=list)
+    word: list[str] = field(default_factory=list)
+    start: int = 0
+    open: bool = False
+
+    def add(self, ch: str, line: int) -> None:
+        if not self.open:
+            self.open, self.start = True, line
+        self.word.append(ch)
+
+    def flush(self) -> Iterator[tuple[str, int, bool]]:
+        if self.open:
+            yield "".join(self.word), self.start, False
+        self.word, self.open = [], False
+
+
+def _quoted(text: str, i: int, quote: str) -> tuple[str, int, int]:
+    """The text of the quoted string starting at *i*, the index after it, newlines inside."""
+    out: list[str] = []
+    j = i + 1
+    while j < len(text) and text[j] != quote:
+        if quote == '"' and text[j] == "\\" and j + 1 < len(text) and text[j + 1] in '"\\$`':
+            out.append(text[j + 1])
+            j += 2
+            continue
+        out.append(text[j])
+        j += 1
+    body = "".join(out)
+    return body, j + 1, body.count("\n")
+
+
+def tokens(text: str) -> Iterator[tuple[str, int, bool]]:
+    """(token, line, is_operator): words and the operators ``;`` (also a newline), ``&&``,
+    ``||``, ``|`` and ``&`` of a shell script; comments and line continuations dropped."""
+    tok = _Tokens()
+    i, line = 0, 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and text[i + 1:i + 2] == "\n":
+            i, line = i + 2, line + 1
+        elif ch == "\\" and i + 1 < len(text):
+            tok.add(text[i + 1], line)
+            i += 2
+        elif ch in "'\"":
+            body, i, lines = _quoted(text, i, ch)
+            tok.add(body, line)
+            line += lines
+        elif ch == "#" and not tok.open:
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        elif ch in " \t\r":
+            yield from tok.flush()
+            i += 1
+        elif (ch == "&" and text[i - 1:i] in (">", "<")) or text[i:i + 2] == "&>":
+            tok.add(ch, line)  # a redirection (2>&1, &>file), not an operator
+            i += 1
+        elif ch == "\n" or ch in ";&|":
+            yield from tok.flush()
+            op = text[i:i + 2] if text[i:i + 2] in ("&&", "||") else (";" if ch == "\n" else ch)
+            yield op, line, True
+            line += ch == "\n"
+            i += len(op) if op in ("&&", "||") else 1
+        else:
+            tok.add(ch, line)
+            i += 1
+    yield from tok.flush()
+
+
+def expand_k8s(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion of command and args (``$$`` escapes)."""
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1):
+            return "$"
+        return env.get(m.group(2), m.group(0))
+    return _K8S_REF.sub(sub, text)
+
+
+def expand_shell(word: str, env: dict[str, str]) -> str:
+    """``$VAR``, ``${VAR}`` and ``${VAR:-default}`` from *env*; unknown ones stay as written."""
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(4)
+        if env.get(name):
+            return env[name]
+        if m.group(2) is not None:
+            return expand_shell(m.group(3), env)
+        return m.group(0)
+    return _SHELL_REF.sub(sub, word)
+
+
+def env_values(w: Workload, c: Container, inv: Inventory) -> dict[str, str]:
+    """The container's environment as far as the manifests tell it: literal values, ConfigMap
+    keys (``configMapKeyRef``, ``envFrom``), and earlier variables in ``$(VAR)`` form."""
+    env: dict[str, str] = {}
+    for src in as_list(c.data.get("envFrom")):
+        cm = _configmap(inv, as_dict(as_dict(src).get("configMapRef")).get("name"), w.obj)
+        prefix = str(as_dict(src).get("prefix") or "")
+        if cm is not None:
+            env.update({prefix + k: str(v) for k, v in _data(cm).items()})
+    for entry in as_list(c.data.get("env")):
+        item = as_dict(entry)
+        name = str(item.get("name") or "")
+        if item.get("value") is not None:
+            env[name] = expand_k8s(str(item["value"]), env)
+            continue
+        ref = as_dict(as_dict(item.get("valueFrom")).get("configMapKeyRef"))
+        cm = _configmap(inv, ref.get("name"), w.obj)
+        if cm is not None and str(ref.get("key")) in _data(cm):
+            env[name] = str(_data(cm)[str(ref.get("key"))])
+    return env
+
+
+def _configmap(inv: Inventory, name: Any, near: K8sObject) -> K8sObject | None:
+    return next((cm for cm in inv.configmaps if cm.name == name and cm.same_namespace(near)),
+                None)
+
+
+def _data(cm: K8sObject) -> dict[str, Any]:
+    return as_dict(cm.data.get("data"))
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A script's text and where it is written."""
+
+    text: str
+    obj: K8sObject
+    path: JsonPath
+
+    def line(self, offset: int) -> int:
+        return field_line(self.obj, self.path, self.text, offset)
+
+
+def field_line(obj: K8sObject, path: JsonPath, text: str, offset: int) -> int:
+    """The file line of line *offset* (1-based) of the string *text* at *path* of *obj*: a
+    block scalar (``|``) starts on the line after its key; any other scalar is one line."""
+    at = obj.locate(path).line
+    return at + offset if "\n" in text.strip("\n") else at
+
+
+def script_commands(obj: K8sObject, path: JsonPath, text: str,
+                    env: dict[str, str] | None = None) -> list[Command]:
+    """The commands of the shell script *text* held at *path* of *obj*."""
+    return list(_commands(_Source(text, obj, path), dict(env or {})))
+
+
+def _argv(c: Container) -> list[tuple[str, JsonPath]]:
+    out: list[tuple[str, JsonPath]] = []
+    for key in ("command", "args"):
+        out += [(str(v), (*c.path, key, i)) for i, v in enumerate(as_list(c.data.get(key)))]
+    return out
+
+
+def _shell_script(argv: list[tuple[str, JsonPath]]) -> int | None:
+    """The index of the script in ``sh -c SCRIPT`` (also ``bash -ec``, ``/usr/bin/env bash -c``)."""
+    words = [w for w, _ in argv]
+    start = 1 if words and words[0].rsplit("/", 1)[-1] == "env" else 0
+    if len(words) <= start or words[start].rsplit("/", 1)[-1] not in SHELLS:
+        return None
+    for i in range(start + 1, len(words) - 1):
+        if not words[i].startswith("-"):
+            return None
+        if "c" in words[i][1:] and not words[i].startswith("--"):
+            return i + 1
+    return None
+
+
+def _commands(src: _Source, env: dict[str, str]) -> Iterator[Command]:
+    """The commands of a shell script; assignments update *env* for the ones after them."""
+    words: list[str] = []
+    first = 0
+    pending: list[tuple[list[str], int, str]] = []
+    for token, line, is_op in tokens(src.text):
+        if not is_op:
+            if not words:
+                first = line
+            words.append(token)
+            continue
+        pending.append((words, first, token))
+        words = []
+    pending.append((words, first, ";"))
+    simple = [(_simple(ws, env), line, op) for ws, line, op in pending]
+    for k, (ws, line, op) in enumerate(simple):
+        if not ws:
+            continue
+        piped = tuple(simple[k + 1][0]) if op == "|" and k + 1 < len(simple) else ()
+        yield Command(tuple(ws), src.obj, src.path, src.line(line), piped, src.text)
+
+
+def _simple(words: list[str], env: dict[str, str]) -> list[str]:
+    """A command's words with prefixes and assignments taken off and variables expanded."""
+    out: list[str] = []
+    for raw in words:
+        word = expand_shell(raw, env)
+        assign = _ASSIGN.match(raw)
+        if not out and assign:
+            env[assign.group(1)] = expand_shell(assign.group(2), env)
+        elif not out and (raw in PREFIXES or raw == "export"):
+            continue
+        else:
+            out.append(word)
+    return out
+
+
+def _script_files(w: Workload, c: Container, inv: Inventory,
+                  words: list[str]) -> Iterator[_Source]:
+    """Launch scripts the words name that a ConfigMap volume holds."""
+    for word in words:
+        if not word.startswith("/"):
+            continue
+        for m in as_list(c.data.get("volumeMounts")):
+            found = _configmap_file(w, inv, as_dict(m), word)
+            if found is not None:
+                yield found
+
+
+def _configmap_file(w: Workload, inv: Inventory, mount: dict[str, Any],
+                    path: str) -> _Source | None:
+    volume = as_dict(w.volume(mount.get("name")).get("configMap"))
+    root = str(mount.get("mountPath") or "").rstrip("/")
+    if not volume or not root or not path.startswith(root):
+        return None
+    rel = str(mount.get("subPath") or "") if path == root else path[len(root) + 1:]
+    items = {str(as_dict(i).get("path")): str(as_dict(i).get("key"))
+             for i in as_list(volume.get("items"))}
+    key = items.get(rel, rel)
+    cm = _configmap(inv, volume.get("name"), w.obj)
+    text = _data(cm).get(key) if cm is not None else None
+    if cm is None or not isinstance(text, str) or not _is_shell(key, text):
+        return None
+    return _Source(text, cm, ("data", key))
+
+
+def _is_shell(name: str, text: str) -> bool:
+    if name.endswith(".sh"):
+        return True
+    head = text.lstrip().split("\n", 1)[0]
+    return head.startswith("#!") and any(s in head for s in SHELLS)
+
+
+def container_commands(w: Workload, c: Container, inv: Inventory) -> list[Command]:
+    """Every command the container runs at start, as far as the manifests tell."""
+    env = env_values(w, c, inv)
+    argv = [(expand_k8s(v, env), p) for v, p in _argv(c)]
+    if not argv:
+        return []
+    at = _shell_script(argv)
+    if at is None:
+        line = w.obj.locate(argv[0][1]).line
+        cmds = [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], line,
+                        word_paths=tuple(p for _, p in argv))]
+    else:
+        cmds = list(_commands(_Source(argv[at][0], w.obj, argv[at][1]), env))
+    return cmds + _from_configmaps(w, c, inv, cmds, env)
+
+
+def _from_configmaps(w: Workload, c: Container, inv: Inventory, cmds: list[Command],
+                     env: dict[str, str]) -> list[Command]:
+    out: list[Command] = []
+    seen: set[tuple[str, JsonPath]] = set()
+    todo = cmds
+    for _ in range(MAX_DEPTH):
+        found = [s for cmd in todo for s in _script_files(w, c, inv, list(cmd.words))
+                 if (s.obj.name, s.path) not in seen]
+        seen |= {(s.obj.name, s.path) for s in found}
+        todo = [cmd for s in found for cmd in _commands(s, env)]
+        out += todo
+    return out
