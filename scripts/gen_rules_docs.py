@@ -25,9 +25,9 @@ def sections() -> list[tuple[str, str, dict[str, Rule]]]:
     from servelab.lint.rules import RULES as LINT
 
     return [
-        ("servelab lint", "lint.md", dict(LINT)),
+        ("servelab lint", "lint.md", dict(LINT.rules)),
         ("servelab k8s-check", "k8s-check.md", dict(all_rules())),
-        ("GPU and CUDA checks (smoke, gpu-probe)", "gpu.md", dict(gpu.RULES)),
+        ("GPU and CUDA checks (smoke, gpu-probe)", "gpu.md", dict(gpu.RULES.rules)),
         ("servelab validate", "spec.md", dict(validate.RULES)),
     ]
 

@@ -125,7 +125,9 @@ class CommandError(ServelabError):
             msg = f"command timed out: {shown}"
         else:
             msg = f"command failed with exit code {returncode}: {shown}"
-        tail = _tail(stderr)
+        from servelab.proc import tail as tail_of  # proc imports this module
+
+        tail = tail_of(stderr)
         if tail:
             msg += f"\n{tail}"
         super().__init__(msg, hint=hint)
@@ -135,11 +137,6 @@ class GateFailed(ServelabError):
     """Findings reached the fail-on level, or a gate of the experiment failed."""
 
     exit_code = ExitCode.FINDINGS
-
-
-def _tail(text: str, lines: int = 12) -> str:
-    rows = [r for r in text.strip().splitlines() if r.strip()]
-    return "\n".join("  | " + r for r in rows[-lines:])
 
 
 class Terminated(KeyboardInterrupt):

@@ -4,14 +4,22 @@ Every external program (docker, trivy, hadolint, git, nvidia-smi, ...) goes thro
 it checks the tool exists (with an actionable error if not), logs the quoted command, applies a
 timeout, and raises :class:`~servelab.errors.CommandError` carrying the command, exit code and
 stderr when the program fails.
+
+:func:`run` starts each program in a process group of its own, with standard input from
+``/dev/null`` unless text is given. On a timeout the whole group is killed (a hung program's
+children too, which would otherwise keep the output pipes open and the wait going); on Ctrl-C
+or SIGTERM the group gets SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`, and the interrupt
+goes on up, so the command exits 130/143 within a second, not when the child is done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +32,10 @@ from servelab.errors import CommandError, ToolMissingError
 log = logging.getLogger("servelab.proc")
 
 DEFAULT_TIMEOUT = 300.0
+#: After Ctrl-C/SIGTERM, how long a child's process group has between SIGTERM and SIGKILL.
+KILL_GRACE_S = 0.5
+#: After killing a group, how long to wait for the rest of its output.
+DRAIN_S = 1.0
 
 #: How to get each tool, shown when it is missing.
 INSTALL_HINTS: dict[str, str] = {
@@ -99,6 +111,14 @@ def which(tool: str) -> str | None:
     return found
 
 
+def tail(text: str, lines: int = 12, *, width: int = 300, inline: bool = False) -> str:
+    """The last *lines* non-blank lines of a program's output, each cut to its last *width*
+    characters: one per line as ``  | line``, or with *inline* on one line joined by `` | ``."""
+    rows = [r.strip() if inline else r for r in text.strip().splitlines() if r.strip()]
+    rows = [r[-width:] for r in rows[-lines:]]
+    return " | ".join(rows) if inline else "\n".join("  | " + r for r in rows)
+
+
 def require(tool: str) -> str:
     """The path of *tool*, or :class:`ToolMissingError` with an install hint."""
     path = which(tool)
@@ -138,29 +158,62 @@ def run(
     log.debug("$ %s", shlex.join(argv))
     start = time.monotonic()
     try:
-        proc = subprocess.run(
+        child = subprocess.Popen(
             argv,
-            capture_output=True,
+            stdin=subprocess.DEVNULL if input_text is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            timeout=timeout,
             env=full_env,
             cwd=cwd,
-            input=input_text,
-            check=False,
+            process_group=0,
         )
-    except subprocess.TimeoutExpired as e:
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
-        raise CommandError(
-            argv, returncode=None, stderr=err or "", timed_out=True, hint=hint
-        ) from e
     except OSError as e:
         raise CommandError(argv, returncode=None, stderr=str(e), hint=hint) from e
+    try:
+        stdout, stderr = child.communicate(input_text, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        _, err = kill_group(child, grace=0.0)
+        raise CommandError(argv, returncode=None, stderr=err, timed_out=True, hint=hint) from e
+    except BaseException:  # Ctrl-C, SIGTERM: stop the child's whole group, then go on up
+        kill_group(child, grace=KILL_GRACE_S)
+        raise
     seconds = time.monotonic() - start
-    log.debug("exit %s after %.2fs", proc.returncode, seconds)
-    if check and proc.returncode != 0:
-        raise CommandError(argv, returncode=proc.returncode, stderr=proc.stderr, hint=hint)
-    return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr, seconds)
+    log.debug("exit %s after %.2fs", child.returncode, seconds)
+    if check and child.returncode != 0:
+        raise CommandError(argv, returncode=child.returncode, stderr=stderr, hint=hint)
+    return Completed(tuple(argv), child.returncode, stdout, stderr, seconds)
+
+
+def kill_group(child: subprocess.Popen[str], *, grace: float) -> tuple[str, str]:
+    """Stop *child* and every process of its group (SIGTERM, then SIGKILL after *grace*
+    seconds; SIGKILL at once when *grace* is 0), reap it and return what output is left.
+
+    Never waits more than ``grace + DRAIN_S`` seconds: a grandchild that left the group and
+    holds the pipes open does not keep the caller waiting."""
+    try:
+        if grace > 0:
+            _signal_group(child.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=grace)
+    finally:  # a second Ctrl-C during the grace period still kills the group
+        _signal_group(child.pid, signal.SIGKILL)
+    try:
+        out, err = child.communicate(timeout=DRAIN_S)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        for pipe in (child.stdin, child.stdout, child.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        child.wait()
+        return "", ""
+    return out or "", err or ""
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
 
 
 def start(

@@ -29,7 +29,7 @@ NEUTRAL_CWD = Path(tempfile.mkdtemp(prefix="servelab-lint-cwd-"))
 (NEUTRAL_CWD / ".git").mkdir(exist_ok=True)
 atexit.register(shutil.rmtree, NEUTRAL_CWD, True)
 
-_EXPECT = re.compile(r"^#\s*expect:\s*([a-z0-9-]+)(?:@(\d+))?\s*$")
+_EXPECT = re.compile(r"^#\s*expect:\s*([a-z0-9-]+)(?:@(\d+))?(?:\s+(error|warning|info))?\s*$")
 _NEGATIVE = re.compile(r"^#\s*negative:\s*(.+)$")
 _BUILD_ARG = re.compile(r"^#\s*build-arg:\s*([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
@@ -39,6 +39,8 @@ class Case:
     kind: str
     path: Path
     expected: list[tuple[str, int]] = field(default_factory=list)
+    #: (rule, line) -> the severity the finding must have, where the fixture says so
+    severities: dict[tuple[str, int], str] = field(default_factory=dict)
     negative_for: list[str] = field(default_factory=list)
     build_args: dict[str, str] = field(default_factory=dict)
     health_declared: bool = False
@@ -64,6 +66,8 @@ def load_case(kind: str, path: Path) -> Case:
         if m := _EXPECT.match(s):
             line = int(m.group(2)) if m.group(2) else _next_instruction_line(lines, i)
             case.expected.append((m.group(1), line))
+            if m.group(3):
+                case.severities[(m.group(1), line)] = m.group(3)
         elif m := _NEGATIVE.match(s):
             case.negative_for += [r.strip() for r in m.group(1).split(",")]
         elif m := _BUILD_ARG.match(s):
@@ -71,6 +75,17 @@ def load_case(kind: str, path: Path) -> Case:
         elif s == "# health-declared":
             case.health_declared = True
     return case
+
+
+def materialise(case: Case, tmp: Path) -> Path:
+    """The Dockerfile to lint: the fixture itself, or for a folder that holds ``dot-git``
+    (git cannot store a folder named .git) a copy where it is renamed ``.git``."""
+    if not (case.path.is_dir() and (case.path / "dot-git").exists()):
+        return case.dockerfile
+    dest = tmp / case.path.name
+    shutil.copytree(case.path, dest)
+    (dest / "dot-git").rename(dest / ".git")
+    return dest / "Dockerfile"
 
 
 def collect(kind: str) -> list[Case]:

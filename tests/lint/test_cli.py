@@ -82,7 +82,8 @@ def test_directory_without_dockerfiles_exits_2(tmp_path: Path) -> None:
 def test_exit_codes_follow_fail_on(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     clean = write_dockerfile(f"FROM {PINNED}\n{CLEAN_TAIL}")
     assert lint(str(clean), "--no-hadolint").returncode == 0
-    warn = write_dockerfile(f"FROM {PINNED}\nUSER 10001\nCMD [\"x\"]\n", name="w.Dockerfile")
+    warn = write_dockerfile(f"FROM {PINNED}\nUSER 10001\nEXPOSE 8000\nCMD [\"x\"]\n",
+                           name="w.Dockerfile")
     assert lint(str(warn), "--no-hadolint").returncode == 0  # no-health is a warning
     assert lint(str(warn), "--no-hadolint", "--fail-on", "warning").returncode == 1
     err = write_dockerfile("FROM python:3.11\n" + CLEAN_TAIL, name="e.Dockerfile")
@@ -130,7 +131,8 @@ def test_bad_build_args_file(tmp_path: Path, write_dockerfile) -> None:  # type:
 
 
 def test_health_declared_and_context(write_dockerfile, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = write_dockerfile(f"FROM {PINNED}\nUSER 10001\nCOPY . /app\nCMD [\"x\"]\n")
+    path = write_dockerfile(f"FROM {PINNED}\nUSER 10001\nCOPY . /app\nEXPOSE 8000\nCMD [\"x\"]\n")
+    (tmp_path / ".git").mkdir()  # a checkout: COPY . takes its history along
     proc = lint(str(path), "--no-hadolint", "-f", "json")
     rules = sorted(f["rule"] for f in json.loads(proc.stdout)["findings"])
     assert rules == ["context-leak", "no-health"]

@@ -35,7 +35,7 @@ def test_pyproject_settings_are_found_upwards(tmp_path: Path, write_dockerfile) 
     assert cfg.severity == {"base-unpinned": Severity.WARNING}
     assert cfg.hadolint is False
     assert cfg.source == str(tmp_path / "pyproject.toml")
-    path = write_dockerfile("FROM python:3.11\nUSER 10001\nCMD [\"x\"]\n")
+    path = write_dockerfile("FROM python:3.11\nUSER 10001\nEXPOSE 8000\nCMD [\"x\"]\n")
     assert _rules(path, cfg) == [("base-unpinned", "warning")]
     report = lint_paths([path], config=cfg, hadolint=False)
     assert report.rules["base-unpinned"].severity == Severity.WARNING
@@ -101,7 +101,7 @@ def test_inline_suppression(write_dockerfile) -> None:  # type: ignore[no-untype
         "# the server image's user comes from the base\n"
         "# servelab: ignore=root-user, no-health\n"
         "# servelab: ignore=base-latest\n"
-        'CMD ["x"]\n'
+        'CMD ["uvicorn", "app:app"]\n'
     )
     path = write_dockerfile(text)
     # line 3 is not suppressed; no USER is reported at the final FROM (line 3), not CMD

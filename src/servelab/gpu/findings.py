@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from servelab.findings import Finding, Rule, Severity
+from servelab.findings import Finding, Rule, RuleRegistry, Severity
 
-RULES: dict[str, Rule] = {r.id: r for r in (
+#: The GPU rules. They have no check functions: smoke and gpu-probe report them.
+RULES: RuleRegistry[Callable[..., Any]] = RuleRegistry()
+for _rule in (
     Rule("gpu-unavailable", Severity.WARNING, "no usable NVIDIA GPU on this host",
          "Without nvidia-smi, a driver and a GPU nothing about CUDA can be checked; this is a "
          "distinct result, never a pass.",
@@ -66,7 +69,8 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("gpu-probe-failed", Severity.ERROR, "the Python GPU probe did not run to the end",
          "The probe crashed, hung (CUDA initialisation can hang on a broken driver) or printed "
          "no result.", "run python -m servelab.gpu.torch_probe by hand to see why"),
-)}
+):
+    RULES.add(_rule)
 
 
 def finding(rule_id: str, message: str, *, severity: Severity | None = None,

@@ -1,7 +1,7 @@
 """Static checks of serving Dockerfiles: ``lint_paths`` returns a FindingsReport.
 
-The parser is BuildKit's own (PyPI ``dockerfile``); rules live in
-:mod:`servelab.lint.rules`; hadolint findings are merged when hadolint is installed.
+The parser is BuildKit's own (PyPI ``dockerfile``); rules live in :mod:`servelab.lint.rules`
+(a package, one module per theme); hadolint findings are merged when hadolint is installed.
 Nothing here imports the Docker SDK or jsonschema.
 """
 
@@ -9,21 +9,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.errors import InputError
 from servelab.findings import Finding, FindingsReport, Rule
 from servelab.lint import config as _config
 from servelab.lint import hadolint as _hadolint
-from servelab.lint import parse, rules
+from servelab.lint import ignore, parse, rules
 from servelab.lint.config import LintConfig
 from servelab.lint.image import Analysis
 
-__all__ = ["RULES", "LintConfig", "discover_config", "find_dockerfiles", "lint_paths"]
+if TYPE_CHECKING:
+    from servelab.lint.basecfg import BaseResolver
 
-RULES: dict[str, Rule] = rules.RULES
-_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
+__all__ = [
+    "RULES", "LintConfig", "discover_config", "find_dockerfiles", "is_dockerfile_name",
+    "lint_paths",
+]
+
+#: every lint rule id -> its Rule, in documentation order
+RULES: dict[str, Rule] = rules.RULES.rules
 
 
 def discover_config(start: Path | None = None) -> LintConfig:
@@ -31,10 +37,30 @@ def discover_config(start: Path | None = None) -> LintConfig:
     return _config.discover((start or Path.cwd()).resolve(), set(RULES))
 
 
-def _is_dockerfile_name(name: str) -> bool:
-    if name.endswith(".dockerignore"):
+_BASE_NAMES = ("dockerfile", "containerfile")
+#: names that start like a Dockerfile but are templates, docs or ignore files
+_NOT_DOCKERFILE = (
+    ".dockerignore", ".containerignore", ".j2", ".jinja", ".jinja2", ".tmpl", ".tpl",
+    ".template", ".in", ".erb", ".md", ".txt", ".rst", ".orig", ".bak", ".rej", ".swp", ".sh",
+    ".py", ".yaml", ".yml", ".json", ".toml", ".lock", ".patch", ".diff",
+)
+DOCKERFILE_NAMES = (
+    "Dockerfile, Containerfile, Dockerfile.*, Dockerfile-*, Dockerfile_*, *.Dockerfile, "
+    "*.containerfile (any case; not templates such as Dockerfile.j2)"
+)
+
+
+def is_dockerfile_name(name: str) -> bool:
+    """Whether directory mode lints a file of this name (see :data:`DOCKERFILE_NAMES`)."""
+    low = name.lower()
+    if low.endswith(_NOT_DOCKERFILE):
         return False
-    return name == "Dockerfile" or name.endswith(".Dockerfile") or name.startswith("Dockerfile.")
+    for base in _BASE_NAMES:
+        if low == base or low.endswith("." + base):
+            return True
+        if low.startswith(base) and low[len(base)] in "._-":
+            return True
+    return False
 
 
 def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
@@ -47,14 +73,14 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
             continue
         found: list[tuple[Path, str]] = []
         for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            dirnames[:] = sorted(d for d in dirnames if d not in ignore.SKIP_DIRS)
             for f in sorted(filenames):
-                if _is_dockerfile_name(f):
+                if is_dockerfile_name(f):
                     q = Path(dirpath) / f
                     found.append((q, str(q)))
         if not found:
             raise InputError(
-                "no Dockerfile found (looked for Dockerfile, *.Dockerfile, Dockerfile.*)",
+                f"no Dockerfile found (looked for {DOCKERFILE_NAMES})",
                 file=str(given),
                 hint="pass a Dockerfile path or a directory that contains one",
             )
@@ -62,8 +88,7 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
     return out
 
 
-@dataclass
-class _FileResult:
+class _FileResult(NamedTuple):
     df: parse.Dockerfile
     findings: list[Finding]
 
@@ -76,11 +101,18 @@ def _lint_file(
     health_declared: bool,
     cfg: LintConfig,
     context: Path | None,
+    resolver: BaseResolver | None,
 ) -> _FileResult:
     df = parse.load(path, display, build_args)
     ctx_dir = context if context is not None else (path.parent if str(path.parent) else Path())
-    ctx = rules.Context(df, Analysis(df, ctx_dir, build_args), ctx_dir, health_declared)
-    hits = rules.run_checks(ctx, lambda rid: rid not in cfg.disable)
+    ctx = rules.Context(df, Analysis(df, ctx_dir, build_args), ctx_dir, health_declared,
+                        resolver)
+    try:
+        hits = rules.run_checks(ctx, lambda rid: rid not in cfg.disable)
+    except RecursionError as e:  # stage chains past what the limits allow (docs/limits.md)
+        raise InputError("stages or substitutions chained too deeply to check",
+                         file=display, hint="lower SERVELAB_MAX_STAGES or split the "
+                         "Dockerfile") from e
     findings = []
     for h in hits:
         r = RULES[h.rule]
@@ -89,7 +121,7 @@ def _lint_file(
         findings.append(
             Finding(
                 rule_id=h.rule,
-                severity=cfg.severity.get(h.rule, r.severity),
+                severity=cfg.severity.get(h.rule, h.severity or r.severity),
                 message=h.message,
                 file=display,
                 line=h.line,
@@ -112,23 +144,30 @@ def _suppressed(f: Finding, df: parse.Dockerfile, cfg: LintConfig) -> bool:
     if related & cfg.disable:
         return True
     start = _instruction_start(df, f.line or 1)
-    return bool(related & _config.suppressions(df.lines, start))
+    if related & _config.suppressions(df.lines, start):
+        return True
+    if f.source != "servelab":
+        return False
+    manager = f.context.get("manager")
+    return any(_hadolint.covers(code, f.rule_id, manager)
+               for code in _config.hadolint_ignores(df.lines, start))
 
 
 def _merge_hadolint(
     results: dict[str, _FileResult], cfg: LintConfig, report: FindingsReport
 ) -> None:
+    """Add hadolint's findings, except those servelab's own rules judge (they are dropped
+    whether servelab found something there or not) and exact repeats."""
     shown = {d: (("./" + d) if d.startswith("-") else d) for d in results}
     back = {v: k for k, v in shown.items()}
     had = _hadolint.run(list(shown.values()))
     report.notes.extend(had.notes)
-    ours = {(f.file, f.line, f.rule_id) for f in report.findings}
-    seen: set[tuple[str | None, int | None, str]] = set()
+    seen: set[tuple[str | None, int | None, int | None, str, str]] = set()
     for f in had.findings:
         f.file = back.get(f.file or "", f.file)
         dup_of = _hadolint.DUPLICATES.get(f.rule_id)
-        key = (f.file, f.line, f.rule_id)
-        if key in seen or (dup_of and (f.file, f.line, dup_of) in ours):
+        key = (f.file, f.line, f.column, f.rule_id, f.message)
+        if key in seen or (dup_of and dup_of not in cfg.disable):
             continue
         seen.add(key)
         res = results.get(f.file or "")
@@ -147,20 +186,28 @@ def lint_paths(
     config: LintConfig | None = None,
     context: Path | None = None,
     hadolint: bool | None = None,
+    resolve_base: bool = False,
 ) -> FindingsReport:
     """Lint Dockerfiles (files, or directories searched for them).
 
     *build_args* fill ARGs used in FROM; *health_declared* says the experiment spec declares
     a health endpoint (so ``no-health`` does not apply); *config* defaults to the settings
     found from the current directory; *context* overrides the build context (default: each
-    Dockerfile's directory); *hadolint* overrides the config's hadolint setting.
-    Raises InputError for missing, binary, empty or unparsable files.
+    Dockerfile's directory); *hadolint* overrides the config's hadolint setting;
+    *resolve_base* reads the final base image's config (USER, HEALTHCHECK, EXPOSE) from the
+    local engine or its registry (off: lint reads only files). Raises InputError for
+    missing, binary, empty or unparsable files.
     """
     cfg = config if config is not None else discover_config()
     args = dict(build_args or {})
     if context is not None and not context.is_dir():
         raise InputError("build context is not a directory", file=str(context))
     files = find_dockerfiles(paths)
+    resolver = None
+    if resolve_base:
+        from servelab.lint.basecfg import BaseResolver
+
+        resolver = BaseResolver()
     results: dict[str, _FileResult] = {}
     for path, display in files:
         results[display] = _lint_file(
@@ -170,6 +217,7 @@ def lint_paths(
             health_declared=health_declared,
             cfg=cfg,
             context=context,
+            resolver=resolver,
         )
     enabled = {rid: r for rid, r in RULES.items() if rid not in cfg.disable}
     report = FindingsReport(
@@ -189,6 +237,8 @@ def lint_paths(
             f"{display}:{line}: unknown rule id {rid!r} in a servelab: ignore comment"
             for line, rid in _config.unknown_suppressions(res.df.lines, set(RULES))
         ]
+    if resolver is not None:
+        report.notes += resolver.notes
     use_hadolint = cfg.hadolint if hadolint is None else hadolint
     if use_hadolint and results:
         _merge_hadolint(results, cfg, report)

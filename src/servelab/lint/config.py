@@ -88,16 +88,30 @@ def from_mapping(data: Any, source: str, known: set[str]) -> LintConfig:
 def _from_toml(path: Path, known: set[str]) -> LintConfig | None:
     import tomllib
 
+    from servelab.textio import read_text
+
+    text = read_text(path, what="TOML settings file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", file=str(path)) from e
-    except tomllib.TOMLDecodeError as e:
+        data = tomllib.loads(text)
+    except (ValueError, RecursionError) as e:  # TOMLDecodeError, 5000-digit numbers, nesting
         raise InputError(f"malformed TOML: {e}", file=str(path)) from e
-    table = data.get("tool", {}).get("servelab", {}).get("lint")
+    table = _table(data, ("tool", "servelab", "lint"), path)
     if table is None:
         return None
     return from_mapping(table, str(path), known)
+
+
+def _table(data: dict[str, Any], keys: tuple[str, ...], path: Path) -> Any:
+    """``data[k1][k2]...``, None when a key is absent; InputError when a level is no table."""
+    for n, key in enumerate(keys):
+        if key not in data:
+            return None
+        data = data[key]
+        if n < len(keys) - 1 and not isinstance(data, dict):
+            raise InputError(f"{'.'.join(keys[: n + 1])} must be a table, not "
+                             f"{type(data).__name__} {data!r:.40}", file=str(path),
+                             hint="write [tool.servelab.lint] tables, see docs/lint.md")
+    return data
 
 
 def _from_yaml(path: Path, known: set[str]) -> LintConfig | None:
@@ -114,7 +128,7 @@ def _from_yaml(path: Path, known: set[str]) -> LintConfig | None:
 
 def load_config(path: Path, known: set[str]) -> LintConfig:
     """Settings from an explicit file (YAML, or TOML with ``[tool.servelab.lint]``)."""
-    if not path.is_file():
+    if not path.exists():
         raise InputError("no such config file", file=str(path), hint="check the path")
     loader = _from_toml if path.suffix == ".toml" else _from_yaml
     cfg = loader(path, known)
@@ -152,6 +166,26 @@ def suppressions(lines: list[str], start: int) -> set[str]:
         m = _SUPPRESS.search(lines[i])
         if m:
             out.update(r.strip() for r in m.group(1).split(",") if r.strip())
+        i -= 1
+    return out
+
+
+_HADOLINT_IGNORE = re.compile(r"#\s*hadolint\s+(global\s+)?ignore\s*=\s*([A-Za-z0-9_,\s]+)")
+
+
+def hadolint_ignores(lines: list[str], start: int) -> set[str]:
+    """hadolint codes ignored for the instruction at line *start*: ``# hadolint ignore=``
+    comments directly above it, and ``# hadolint global ignore=`` anywhere in the file."""
+    out: set[str] = set()
+    for raw in lines:
+        m = _HADOLINT_IGNORE.search(raw) if "hadolint" in raw else None
+        if m and m.group(1):
+            out.update(c.strip() for c in m.group(2).split(",") if c.strip())
+    i = start - 2
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        m = _HADOLINT_IGNORE.search(lines[i])
+        if m and not m.group(1):
+            out.update(c.strip() for c in m.group(2).split(",") if c.strip())
         i -= 1
     return out
 

@@ -3,11 +3,15 @@ installs in a start command or start script."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import NamedTuple
 
+from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import SimpleCommand, commands
+from servelab.textio import head_of
 
 WEIGHT_EXT = (
     ".safetensors",
@@ -22,15 +26,15 @@ WEIGHT_EXT = (
     ".keras",
 )
 WEIGHT_DIRS = frozenset({"models", "weights", "checkpoints"})
-_BIN_NAME = re.compile(r"^(pytorch_model|adapter_model|model|consolidated)[\w.-]*\.bin$", re.I)
-_URL = re.compile(r"^(https?|ftp)://([^/:@]+@)?(\[[^\]]+\]|[^/:]+)", re.I)
+_BIN_NAME = LazyPattern(r"^(pytorch_model|adapter_model|model|consolidated)[\w.-]*\.bin$", re.I)
+_URL = LazyPattern(r"^(https?|ftp)://([^/:@]+@)?(\[[^\]]+\]|[^/:]+)", re.I)
 _LOOPBACK = {"localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1"}  # noqa: S104
-_HUB_URL = re.compile(r"huggingface\.co/|hf\.co/|/resolve/[^/]+/", re.I)
-_HUB_CALL = re.compile(
+_HUB_URL = LazyPattern(r"huggingface\.co/|hf\.co/|/resolve/[^/]+/", re.I)
+_HUB_CALL = LazyPattern(
     r"\b(snapshot_download|hf_hub_download|torch\.hub\.load(_state_dict_from_url)?|"
     r"from_pretrained)\s*\(",
 )
-_START_HUB_CALL = re.compile(r"\b(snapshot_download|hf_hub_download|torch\.hub\.load)\s*\(")
+_START_HUB_CALL = LazyPattern(r"\b(snapshot_download|hf_hub_download|torch\.hub\.load)\s*\(")
 _MODEL_OPTS = frozenset(
     {
         "--model",
@@ -42,7 +46,7 @@ _MODEL_OPTS = frozenset(
         "--tokenizer",
     }
 )
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = {"1", "true", "yes", "on"}
 _INSTALLERS = {
     ("pip", "install"),
@@ -83,6 +87,99 @@ def is_weight_path(path: str) -> bool:
     return bool(dirs & WEIGHT_DIRS)
 
 
+#: below this, a file with a weight name but no weight header is a stub or a test fixture
+MIN_WEIGHT_BYTES = 1024 * 1024
+_HEADERS = (b"GGUF", b"ggml", b"ggjt", b"ggmf", b"ggla", b"lmgg")
+_CONTAINER_HEADERS = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05",
+                      b"\x89HDF\r\n\x1a\n")
+
+
+def _safetensors_header(head: bytes, size: int) -> bool:
+    if len(head) < 9:
+        return False
+    n = int.from_bytes(head[:8], "little")
+    return 0 < n < size and head[8:9] == b"{"
+
+
+#: endings of source, text and config files: never opened when looking for weights
+_NOT_WEIGHT_EXT = frozenset((
+    ".py", ".pyi", ".pyc", ".pyx", ".pxd", ".go", ".rs", ".c", ".cc", ".cpp", ".cxx", ".h",
+    ".hpp", ".cu", ".cuh", ".swift", ".java", ".kt", ".js", ".ts", ".jsx", ".tsx", ".mjs",
+    ".rb", ".php", ".pl", ".sh", ".bash", ".zsh", ".ps1", ".bat", ".cmake", ".mk", ".md",
+    ".rst", ".txt", ".json", ".jsonl", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf",
+    ".lock", ".proto", ".html", ".css", ".scss", ".svg", ".xml", ".csv", ".tsv", ".jinja",
+    ".j2", ".tmpl", ".template", ".patch", ".diff", ".in", ".mod", ".sum", ".png", ".jpg",
+    ".jpeg", ".gif", ".ico", ".webp", ".pdf",
+))
+
+
+def weight_file(path: Path) -> int | None:
+    """The size of *path* when it holds model weights, else None.
+
+    Judged by content, not only by name: a safetensors or GGUF/GGML header counts whatever
+    the name; a weight name (``*.safetensors``, ``*.pt``, ``pytorch_model*.bin`` ...) counts
+    with a matching container header (zip, pickle, HDF5, TFLite) or at 1 MiB and more.
+    Source files in a ``models/`` folder (``*.py``, ``*.go``) never count.
+    """
+    if path.suffix.lower() in _NOT_WEIGHT_EXT:
+        return None  # source and text files are never opened
+    got = head_of(path, 16)  # a regular file only: a pipe would block, a device never end
+    if got is None:
+        return None
+    size, head = got
+    if head.startswith(_HEADERS) or _safetensors_header(head, size):
+        return size
+    name = path.name.lower()
+    named = name.endswith(WEIGHT_EXT) or bool(_BIN_NAME.match(name))
+    if not named:
+        return None
+    if head.startswith(_CONTAINER_HEADERS) or head[4:8] == b"TFL3" or size >= MIN_WEIGHT_BYTES:
+        return size
+    return None
+
+
+def find_weight_files(
+    context: Path, start: str, excluded: Callable[[str], bool], skip: frozenset[str],
+    limit: int = 5000,
+) -> list[tuple[str, int]]:
+    """(path relative to *context*, size) of weight files under *start* (a file or a folder
+    relative to the context) that the build context keeps (*excluded* says what
+    .dockerignore drops); at most *limit* files are looked at."""
+    root = context / start if start not in {"", "."} else context
+    if root.is_file():
+        size = None if excluded(start) else weight_file(root)
+        return [(start, size)] if size is not None else []
+    found: list[tuple[str, int]] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, context).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(d for d in dirnames
+                             if d not in skip and not excluded(rel_dir + d))
+        for f in sorted(filenames):
+            seen += 1
+            rel = rel_dir + f
+            if excluded(rel):
+                continue
+            size = weight_file(Path(dirpath) / f)
+            if size is not None:
+                found.append((rel, size))
+        if seen > limit:
+            break
+    return found
+
+
+def human_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
 def urls(argv: list[str]) -> list[str]:
     return [a for a in argv if _URL.match(a)]
 
@@ -112,12 +209,31 @@ def build_weight_downloads(text: str) -> list[str]:
             for u in urls(cmd.argv):
                 if is_weight_path(u) or _HUB_URL.search(u):
                     out.append(f"{cmd.name} {u}")
-    out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text)]
+    out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text) if not _local_load(text, m)]
     return out
 
 
-@dataclass
-class StartProblem:
+_LOCAL_ARG = LazyPattern(
+    r"""\s*(?:pretrained_model_name_or_path\s*=\s*)?[rf]?["'](/|\./|\.\./|~/)"""
+)
+
+
+_NOT_WEIGHTS = LazyPattern(
+    r"(Config|Tokenizer|TokenizerFast|Processor|FeatureExtractor|ImageProcessor)\.\s*$"
+)
+
+
+def _local_load(text: str, m: re.Match[str]) -> bool:
+    """Whether a ``from_pretrained(`` loads no weights: a literal local path, or a config,
+    tokenizer or processor class (``AutoConfig.from_pretrained("org/m")``)."""
+    if m.group(1) != "from_pretrained":
+        return False
+    return bool(_LOCAL_ARG.match(text, m.end())) or bool(
+        _NOT_WEIGHTS.search(text, max(0, m.start() - 60), m.start()))
+
+
+
+class StartProblem(NamedTuple):
     what: str
     #: the word that shows it (to tell ENTRYPOINT from CMD), and its line in the text
     token: str
@@ -135,7 +251,7 @@ def _script_offline(text: str) -> bool:
     )
 
 
-_VAR = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
+_VAR = LazyPattern(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 
 
 def _hub_ids(cmd: SimpleCommand, env: Mapping[str, str]) -> list[str]:
@@ -151,7 +267,16 @@ def _hub_ids(cmd: SimpleCommand, env: Mapping[str, str]) -> list[str]:
     for x in ids:
         m = _VAR.match(x)
         values.append(env.get(m.group(1), "") if m else x)
-    return [x for x in values if _HUB_ID.match(x) and not x.startswith((".", "/"))]
+    return [x for x in values if _hub_id(x)]
+
+
+def _hub_id(value: str) -> bool:
+    """``org/name`` and not a relative path (``models/x.gguf``, ``weights/llama``)."""
+    if not _HUB_ID.match(value) or value.startswith((".", "/")):
+        return False
+    first, name = value.split("/", 1)
+    return first.lower() not in WEIGHT_DIRS | {"model"} and not name.lower().endswith(
+        (*WEIGHT_EXT, ".bin"))
 
 
 def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
@@ -184,17 +309,30 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
         for model in _hub_ids(cmd, {**env, **cmd.env}):
             out.append(
                 StartProblem(
-                    f"passes the hub model id {model!r} to `{cmd.name}`, which downloads it "
-                    "at start unless HF_HUB_OFFLINE=1",
+                    f"passes the hub model id {model!r} to `{cmd.name}` with HF_HUB_OFFLINE "
+                    "unset: the model is downloaded at start",
                     model,
                     cmd.line,
                 )
             )
     if not is_offline:
         for n, line in enumerate(text.splitlines(), start=1):
-            m = _START_HUB_CALL.search(line)
-            if m and not line.lstrip().startswith("#"):
+            if line.lstrip().startswith("#"):
+                continue
+            if m := _START_HUB_CALL.search(line):
                 out.append(
                     StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
                 )
+            elif m := _START_HUB_LOAD.search(line):
+                out.append(StartProblem(
+                    f"loads the hub model {m.group(2)!r} at start ({m.group(1)}) with "
+                    "HF_HUB_OFFLINE unset: it is downloaded at start", m.group(2), n))
     return out
+
+
+#: a Python model load from a literal hub id (``SentenceTransformer("org/name")``)
+_START_HUB_LOAD = LazyPattern(
+    r"\b((?:\w+\.)?from_pretrained|SentenceTransformer|CrossEncoder)\(\s*"
+    r"(?:pretrained_model_name_or_path\s*=\s*|model_name_or_path\s*=\s*)?"
+    r"[\"']([A-Za-z0-9][\w.-]*/[\w.-]+)[\"']"
+)

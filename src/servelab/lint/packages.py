@@ -1,4 +1,10 @@
-"""Which package installs in a command are unpinned (pip, apt-get, apk, npm)."""
+"""Which package installs in a command are unpinned: pip (also ``uv pip``), pipx and
+``uv tool``, apt-get/apt, apk, npm, dnf/yum/microdnf/tdnf, conda/mamba/micromamba.
+
+Each check takes one simple command whose words already carry the ARG/ENV values the
+caller could substitute; a word still holding ``$`` is judged on what is written around it
+(``torch==${V}`` is pinned, ``bitsandbytes>=${V}`` is a range, ``${PKGS}`` is unknown and
+left alone)."""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import fnmatch
 import re
 from collections.abc import Callable
 
+from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import SimpleCommand, options_and_operands
 
 PIP_WITH_VALUE = frozenset(
@@ -50,6 +57,30 @@ PIP_WITH_VALUE = frozenset(
         "--report",
         "--index-strategy",
         "--extra-index",
+        # uv pip
+        "--torch-backend",
+        "--index",
+        "--default-index",
+        "-p",
+        "--prerelease",
+        "--resolution",
+        "--keyring-provider",
+        "--link-mode",
+        "--exclude-newer",
+        "--override",
+        "--overrides",
+        "--build-constraint",
+        "--build-constraints",
+        "-b",
+        "--constraints",
+        "--upgrade-package",
+        "-P",
+        "--reinstall-package",
+        "--no-build-isolation-package",
+        "--extra",
+        "--group",
+        "--python-platform",
+        "--config-file",
     ]
 )
 APT_WITH_VALUE = frozenset(["-o", "-t", "--target-release", "-c", "--config-file"])
@@ -68,21 +99,32 @@ APK_WITH_VALUE = frozenset(
     ]
 )
 NPM_WITH_VALUE = frozenset(["--prefix", "--registry", "--cache", "--tag", "-w", "--workspace"])
-_VCS_PINNED = re.compile(r"@[0-9a-f]{40}(#|$)")
+_VCS_PINNED = LazyPattern(r"@[0-9a-f]{40}(#|$)")
 NPM_LOCKS = ("package-lock.json", "npm-shrinkwrap.json")
 
 #: Reads a requirements file named in a RUN (image path) -> its text, or None if unknown.
 ReadFile = Callable[[str], "str | None"]
 
 
+_RANGE = LazyPattern(r"(>=?|<=?|~=|!=|\^|~(?!/))")
+
+
 def _variable(word: str) -> bool:
     return "$" in word
+
+
+def _variable_pinned(spec: str) -> bool:
+    """A spec with an unsubstituted variable: pinned unless what is written is a range."""
+    head = spec.split("$", 1)[0]
+    return not _RANGE.search(head)
 
 
 def pip_spec_pinned(spec: str) -> bool:
     """Whether one pip requirement names exactly one version or artifact."""
     s = spec.strip()
-    if _variable(s) or s.startswith((".", "/", "~")) or s.endswith((".whl", ".tar.gz", ".zip")):
+    if _variable(s):
+        return _variable_pinned(s)
+    if s.startswith((".", "/", "~")) or s.endswith((".whl", ".tar.gz", ".zip")):
         return True
     if s.startswith(("git+", "hg+", "svn+", "bzr+")) or " @ git+" in s:
         return bool(_VCS_PINNED.search(s))
@@ -116,7 +158,7 @@ def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
     bad = [op for op in operands if not pip_spec_pinned(op)]
     for i, o in enumerate(opts):
         name, _, inline = o.partition("=")
-        if name in {"-c", "--constraint"}:
+        if name in {"-c", "--constraint", "--constraints"}:
             return []
         if name in {"-r", "--requirement"}:
             path = inline or (opts[i + 1] if i + 1 < len(opts) else "")
@@ -124,6 +166,30 @@ def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
             if text is not None and "--require-hashes" not in text:
                 bad += _requirements_unpinned(text)
     return bad
+
+
+PIPX_WITH_VALUE = frozenset(
+    ["--python", "--pip-args", "--index-url", "--suffix", "--spec", "--global", "--with",
+     "-w", "--from", "-p", "--preview-features"]
+)
+
+
+def pipx_unpinned(cmd: SimpleCommand) -> list[str]:
+    """``pipx install|inject`` and ``uv tool install`` of an app without ``==``/``@ver``."""
+    argv = cmd.argv
+    if cmd.name == "pipx" and len(argv) > 1 and argv[1] in {"install", "inject"}:
+        args = argv[2:]
+        if argv[1] == "inject" and args:
+            args = args[1:]  # the venv the packages go into
+    elif cmd.name == "uv" and argv[1:3] == ["tool", "install"]:
+        args = argv[3:]
+    else:
+        return []
+    opts, operands = options_and_operands(args, PIPX_WITH_VALUE)
+    for i, o in enumerate(opts):
+        if o == "--spec" and i + 1 < len(opts):
+            operands = [opts[i + 1]]  # the spec wins over the app name
+    return [op for op in operands if not pip_spec_pinned(re.sub(r"@(?=\d)", "==", op))]
 
 
 def apt_unpinned(cmd: SimpleCommand) -> list[str]:
@@ -142,6 +208,63 @@ def apk_unpinned(cmd: SimpleCommand) -> list[str]:
     if not operands or operands[0] != "add":
         return []
     return [p for p in operands[1:] if not re.search(r"[=~<>]", p) and not _variable(p)]
+
+
+RPM_MANAGERS = frozenset({"dnf", "yum", "microdnf", "tdnf", "dnf5"})
+RPM_WITH_VALUE = frozenset(
+    ["-x", "--exclude", "--releasever", "--installroot", "--repo", "--repoid",
+     "--enablerepo", "--disablerepo", "-c", "--config", "--forcearch", "--setopt",
+     "--downloaddir", "--destdir"]
+)
+#: ``name-1.2.3``, ``name-1.2.3-4.el9``, ``name-0:1.2-3.x86_64``: a hyphen, then a version
+_RPM_VERSION = LazyPattern(r"-(\d+:)?\d[\w+~^]*\.[\w.+~^-]*$")
+
+
+def rpm_unpinned(cmd: SimpleCommand) -> list[str]:
+    """``dnf``/``yum``/``microdnf``/``tdnf install`` of a package without ``-<version>``."""
+    if cmd.name not in RPM_MANAGERS:
+        return []
+    _opts, operands = options_and_operands(cmd.argv[1:], RPM_WITH_VALUE)
+    if not operands or operands[0] not in {"install", "reinstall"}:
+        return []
+    bad = []
+    for p in operands[1:]:
+        if _variable(p) or p.startswith(("@", "/", "./")) or p.endswith(".rpm") or "://" in p:
+            continue
+        if not _RPM_VERSION.search(p) and not re.search(r"[<>=]", p):
+            bad.append(p)
+    return bad
+
+
+CONDA_MANAGERS = frozenset({"conda", "mamba", "micromamba"})
+CONDA_WITH_VALUE = frozenset(
+    ["-n", "--name", "-p", "--prefix", "-c", "--channel", "--file", "-r", "--root-prefix",
+     "--platform", "--solver", "--repodata-fn", "--experimental-solver", "-f"]
+)
+
+
+def _conda_spec_pinned(spec: str) -> bool:
+    s = spec.split("::", 1)[-1]
+    if _variable(s):
+        return _variable_pinned(s)
+    if s.startswith((".", "/")) or s.endswith((".tar.bz2", ".conda")):
+        return True
+    if re.search(r"[*<>,|!~]", s):
+        return False
+    version = re.split(r"==?", s, maxsplit=1)
+    return len(version) == 2 and bool(version[1])
+
+
+def conda_unpinned(cmd: SimpleCommand) -> list[str]:
+    """``conda``/``mamba``/``micromamba install|create`` of a package without ``=version``."""
+    if cmd.name not in CONDA_MANAGERS:
+        return []
+    opts, operands = options_and_operands(cmd.argv[1:], CONDA_WITH_VALUE)
+    if not operands or operands[0] not in {"install", "create"}:
+        return []
+    if any(o.partition("=")[0] in {"--file", "-f"} for o in opts):
+        return []  # the packages come from a file servelab does not read
+    return [p for p in operands[1:] if not _conda_spec_pinned(p)]
 
 
 def _npm_spec_pinned(spec: str) -> bool:
@@ -174,6 +297,6 @@ def copies_npm_lock(sources: list[str], context_has_lock: Callable[[str], bool])
     return False
 
 
-SNAPSHOT = re.compile(
+SNAPSHOT = LazyPattern(
     r"snapshot\.debian\.org|snapshot\.ubuntu\.com|APT::Snapshot|apt(-get)?\b[^\n]*--snapshot"
 )

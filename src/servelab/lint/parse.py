@@ -5,22 +5,37 @@ heredoc bodies, but drops comments and does not substitute ``ARG`` values: this 
 the source lines (for ``# servelab: ignore=`` comments), splits the instructions into build
 stages, and resolves ``FROM`` references from ``ARG`` defaults and build arguments.
 
-Bad input (missing, binary, non-UTF-8, empty, rejected by the parser) is an
-:class:`~servelab.errors.InputError` naming the file and, where known, the line.
+Bad input (missing, not a regular file, over the size cap, binary, UTF-16/32, non-UTF-8,
+empty, rejected by the parser, more than :data:`MAX_STAGES` stages, ``${...}`` nested more than
+:data:`MAX_SUBSTITUTION_DEPTH` deep) is an :class:`~servelab.errors.InputError` naming the
+file and, where known, the line.
+
+The parser is a Go extension that never checks for signals: it runs in a worker thread that
+the main thread waits for in short steps, so Ctrl-C and SIGTERM are handled at once and the
+worker is abandoned. Finding the line of a parse error takes linear time (one parse of each
+block of instructions, then of each instruction of the failing block).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from servelab.errors import InputError
 from servelab.lint.words import PREDEFINED, expand, unquote
-from servelab.textio import decode, read_bytes
+from servelab.textio import TEXT_BYTES, Limit, ascii_int, decode, read_bytes
 
-MAX_BYTES = 1024 * 1024
+_T = TypeVar("_T")
+MAX_BYTES = TEXT_BYTES.default
+#: Build stages of one Dockerfile (stages may build FROM each other, a chain is followed).
+MAX_STAGES = Limit("SERVELAB_MAX_STAGES", 256, "build stages of one Dockerfile")
+#: How deep ``${A:-${B:-...}}`` substitutions may nest.
+MAX_SUBSTITUTION_DEPTH = Limit("SERVELAB_MAX_SUBSTITUTION_DEPTH", 32,
+                               "nesting of ${...} substitutions")
 #: Instructions BuildKit knows; anything else fails the build.
 KNOWN = frozenset(
     [
@@ -55,8 +70,9 @@ _MIN_ARGS = {
     "STOPSIGNAL": 1,
 }
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
-#: The most lines we re-parse prefixes of to find where the parser failed.
-_LOCATE_LIMIT = 5000
+_HEREDOC = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w.-]*)\2")
+#: Instructions parsed together while looking for the one the parser rejects.
+_LOCATE_BLOCK = 200
 
 
 @dataclass(frozen=True)
@@ -141,24 +157,17 @@ class Dockerfile:
         for s in self.stages:
             if s.name == low:
                 return s
-        if ref.isdigit() and int(ref) < len(self.stages):
-            return self.stages[int(ref)]
+        index = ascii_int(ref)
+        if index is not None and index < len(self.stages):
+            return self.stages[index]
         return None
 
 
 def read_source(path: Path, display: str) -> str:
     """The text of a Dockerfile, or InputError for missing, binary or non-UTF-8 files."""
-    raw = read_bytes(path, max_bytes=MAX_BYTES, what="Dockerfile", display=display,
+    raw = read_bytes(path, max_bytes=TEXT_BYTES, what="Dockerfile", display=display,
                      hint="check that this is a Dockerfile")
-    if b"\x00" in raw:
-        line = raw.count(b"\n", 0, raw.index(b"\x00")) + 1
-        raise InputError(
-            "binary file, not a Dockerfile (contains NUL bytes)",
-            file=display,
-            line=line,
-            hint="pass a Dockerfile, or a directory to search for Dockerfiles",
-        )
-    return decode(raw, display, hint="save the Dockerfile as UTF-8")
+    return decode(raw, display, hint="save the Dockerfile as UTF-8", what="Dockerfile")
 
 
 def escape_char(lines: list[str]) -> str:
@@ -182,27 +191,120 @@ def _is_ok_prefix(text: str) -> bool:
     return True
 
 
+def instruction_spans(lines: list[str], escape: str) -> Iterator[tuple[int, int]]:
+    """(first, last) 0-based line of each instruction, continuation lines and heredoc bodies
+    included; comment and blank lines between instructions are skipped. Linear."""
+    i, n = 0, len(lines)
+    while i < n:
+        stripped = lines[i].strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        end = i
+        while end < n - 1 and lines[end].rstrip().endswith(escape):
+            end += 1
+            while end < n - 1 and lines[end].strip().startswith("#"):
+                end += 1
+        last = _heredoc_end(lines, i, end)
+        yield i, last
+        i = last + 1
+
+
+def _heredoc_end(lines: list[str], first: int, end: int) -> int:
+    """The last line of the heredoc bodies of the RUN/COPY/ADD at lines first..end (or end)."""
+    if "<<" not in lines[first] and first == end:
+        return end
+    if lines[first].strip().split(None, 1)[0].upper() not in {"RUN", "COPY", "ADD"}:
+        return end
+    j = end
+    for m in _HEREDOC.finditer(" ".join(lines[first : end + 1])):
+        j += 1
+        while j < len(lines) and (lines[j].lstrip("\t") if m.group(1) else lines[j]).rstrip(
+            "\r") != m.group(3):
+            j += 1
+    return min(j, len(lines) - 1)
+
+
 def _locate_error(lines: list[str], message: str) -> int | None:
     """The line where the parser's complaint starts.
 
-    The binding's errors carry no line. Prefixes that end inside a heredoc fail too, so:
-    find the longest prefix that parses, and the error is at the next instruction line.
+    The binding's errors carry no line, and each instruction parses on its own: parse blocks
+    of instructions, then each instruction of the first block that fails (linear time).
     """
+    escape = escape_char(lines)
     if "escape token" in message:
         for i, raw in enumerate(lines):
             m = _DIRECTIVE.match(raw.strip())
             if m and m.group(1).lower() == "escape":
                 return i + 1
-    if len(lines) > _LOCATE_LIMIT:
-        return None
-    for n in range(len(lines) - 1, -1, -1):
-        if _is_ok_prefix("\n".join(lines[:n]) + "\n"):
-            for i in range(n, len(lines)):
-                s = lines[i].strip()
-                if s and not s.startswith("#"):
-                    return i + 1
-            return None
+    head = "# escape=`\n" if escape == "`" else ""
+    spans = list(instruction_spans(lines, escape))
+    if "unterminated heredoc" in message and spans:  # its body runs to the end of the file
+        return spans[-1][0] + 1
+
+    def ok(first: int, last: int) -> bool:
+        return _is_ok_prefix(head + "\n".join(lines[first : last + 1]) + "\n")
+
+    for b in range(0, len(spans), _LOCATE_BLOCK):
+        block = spans[b : b + _LOCATE_BLOCK]
+        if not ok(block[0][0], block[-1][1]):
+            return next((first + 1 for first, last in block if not ok(first, last)), None)
     return None
+
+
+def _parse_go(text: str, lines: list[str]) -> tuple[list[Any], Exception | None, int | None]:
+    """The parser's instructions, or its error and the line it points at."""
+    import dockerfile
+
+    try:
+        return list(dockerfile.parse_string(text)), None, None
+    except dockerfile.GoParseError as e:
+        return [], e, _locate_error(lines, str(e))
+
+
+def interruptible(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in a daemon worker thread; the calling thread waits in 0.1 s steps, so a
+    signal (KeyboardInterrupt, Terminated) is raised here at once and the worker abandoned."""
+    out: list[_T] = []
+    err: list[BaseException] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            out.append(fn(*args))
+        except BaseException as e:  # handed to the caller
+            err.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="servelab-dockerfile-parse", daemon=True).start()
+    while not done.wait(0.1):
+        pass
+    if err:
+        raise err[0]
+    return out[0]
+
+
+def check_nesting(lines: list[str], display: str) -> None:
+    """InputError when ``${...}`` substitutions nest deeper than MAX_SUBSTITUTION_DEPTH."""
+    cap = MAX_SUBSTITUTION_DEPTH.value()
+    stack: list[bool] = []  # across lines: a substitution may go on after a line continuation
+    depth = 0
+    for n, line in enumerate(lines, start=1):
+        if "{" not in line and "}" not in line:
+            continue
+        for i, c in enumerate(line):
+            if c == "{":
+                subst = i > 0 and line[i - 1] == "$"
+                stack.append(subst)
+                depth += subst
+                if depth > cap:
+                    raise InputError(
+                        f"${{...}} substitutions nested more than {cap} deep", file=display,
+                        line=n, hint="flatten the substitution; "
+                        + MAX_SUBSTITUTION_DEPTH.raise_hint())
+            elif c == "}" and stack:
+                depth -= stack.pop()
 
 
 def _instruction(c: object) -> Instruction:
@@ -223,8 +325,6 @@ def _instruction(c: object) -> Instruction:
 
 def parse_text(text: str, display: str) -> list[Instruction]:
     """Parse *text* with BuildKit's parser; InputError (with the line) when it rejects it."""
-    import dockerfile
-
     lines = text.splitlines()
     if not any(s.strip() and not s.strip().startswith("#") for s in lines):
         raise InputError(
@@ -232,15 +332,15 @@ def parse_text(text: str, display: str) -> list[Instruction]:
             file=display,
             hint="write at least a FROM instruction",
         )
-    try:
-        parsed = dockerfile.parse_string(text)
-    except dockerfile.GoParseError as e:
+    check_nesting(lines, display)
+    parsed, error, line = interruptible(_parse_go, text, lines)
+    if error is not None:
         raise InputError(
-            f"the Dockerfile parser rejected it: {e}",
+            f"the Dockerfile parser rejected it: {error}",
             file=display,
-            line=_locate_error(lines, str(e)),
+            line=line,
             hint="fix the Dockerfile syntax there; `docker build` would fail the same way",
-        ) from e
+        ) from error
     instrs = [_instruction(c) for c in parsed]
     for ins in instrs:
         _check_arity(ins, display)
@@ -359,6 +459,12 @@ def build(
     if not stages:
         raise InputError(
             "no FROM instruction", file=display, hint="a Dockerfile needs at least one FROM"
+        )
+    if len(stages) > MAX_STAGES.value():
+        raise InputError(
+            f"{len(stages)} build stages, more than servelab checks ({MAX_STAGES.value()})",
+            file=display, line=stages[MAX_STAGES.value()].from_instr.line,
+            hint="split the Dockerfile; " + MAX_STAGES.raise_hint(),
         )
     return Dockerfile(path, display, lines, escape, global_args, stages, instrs, scope)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from functools import lru_cache
 
 _OPERATORS = {";", ";;", "&&", "||", "|", "&", "(", ")", "|&", "{", "}", "!"}
 _REDIRECT = re.compile(r"^\d*(>>?|<<?<?|>&|<&|&>>?)$")
@@ -24,13 +24,24 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 MAX_DEPTH = 4
 
 
-@dataclass
 class SimpleCommand:
-    """One simple command: its words, the variables assigned before it, its line."""
+    """One simple command: its words, the variables assigned before it, its line, and
+    whether its output goes on to the next command through a pipe (``curl ... | sh``).
 
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    line: int = 1
+    A plain class, not a dataclass: lint builds its module graph at every start."""
+
+    __slots__ = ("argv", "env", "line", "piped")
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, line: int = 1,
+                 piped: bool = False) -> None:
+        self.argv = argv
+        self.env = env if env is not None else {}
+        self.line = line
+        self.piped = piped
+
+    def __repr__(self) -> str:
+        return (f"SimpleCommand(argv={self.argv!r}, env={self.env!r}, line={self.line}, "
+                f"piped={self.piped})")
 
     @property
     def name(self) -> str:
@@ -66,22 +77,25 @@ def _tokens(line: str) -> list[str]:
         return line.split()
 
 
-def _segments(tokens: list[str]) -> list[list[str]]:
-    segs: list[list[str]] = [[]]
+def _segments(tokens: list[str]) -> list[tuple[list[str], bool]]:
+    """The words of each simple command, and whether a pipe follows it."""
+    segs: list[tuple[list[str], bool]] = [([], False)]
     skip_next = False
     for tok in tokens:
         if skip_next:
             skip_next = False
             continue
         if tok in _OPERATORS:
-            segs.append([])
+            if segs[-1][0]:
+                segs[-1] = (segs[-1][0], tok in {"|", "|&"})
+            segs.append(([], False))
         elif _REDIRECT.match(tok):
             skip_next = True
-            if segs[-1] and segs[-1][-1].isdigit():
-                segs[-1].pop()
+            if segs[-1][0] and segs[-1][0][-1].isdigit():
+                segs[-1][0].pop()
         else:
-            segs[-1].append(tok)
-    return [s for s in segs if s]
+            segs[-1][0].append(tok)
+    return [s for s in segs if s[0]]
 
 
 def _strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
@@ -127,7 +141,8 @@ def _shell_script(argv: list[str]) -> str | None:
 
 
 def normalise(argv: list[str]) -> list[str]:
-    """``python -m pip`` / ``pip3`` / ``uv pip`` -> ``pip``; other argv unchanged."""
+    """``python -m pip`` / ``pip3`` / ``uv pip`` -> ``pip``; other argv unchanged (compare
+    :attr:`SimpleCommand.name`, the program's base name)."""
     if not argv:
         return argv
     name = argv[0].rsplit("/", 1)[-1]
@@ -137,16 +152,29 @@ def normalise(argv: list[str]) -> list[str]:
         return ["pip", *argv[1:]]
     if name == "uv" and len(argv) >= 2 and argv[1] == "pip":
         return ["pip", *argv[2:]]
-    return [name, *argv[1:]]
+    return list(argv)  # the path stays: /opt/scripts/fetch.sh is a file to read
+
+
+Segments = tuple[tuple[int, tuple[tuple[tuple[str, ...], bool], ...]], ...]
+
+
+@lru_cache(maxsize=2048)
+def _split(text: str) -> Segments:
+    """(line, the words of each simple command and whether a pipe follows) of *text*.
+    Cached: the rules look at the same RUN text several times, and tokenising dominates."""
+    return tuple(
+        (line_no, tuple((tuple(seg), piped) for seg, piped in _segments(_tokens(line))))
+        for line_no, line in _logical_lines(text)
+    )
 
 
 def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
     """The simple commands of *text*, in order, with their line numbers in *text*."""
     out: list[SimpleCommand] = []
-    for line_no, line in _logical_lines(text):
-        for seg in _segments(_tokens(line)):
+    for line_no, segs in _split(text):
+        for words, piped in segs:
             env: dict[str, str] = {}
-            argv = _strip_wrappers(seg, env)
+            argv = _strip_wrappers(list(words), env)
             if not argv:
                 continue
             script = _shell_script(argv)
@@ -156,7 +184,23 @@ def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
                     sub.line = line_no
                     out.append(sub)
                 continue
-            out.append(SimpleCommand(normalise(argv), env, line_no))
+            out.append(SimpleCommand(normalise(argv), env, line_no, piped))
+    return out
+
+
+def assignments(text: str) -> dict[str, str]:
+    """Shell variables *text* sets: ``NAME=value`` commands (``export`` included) and the
+    ``NAME=value`` words before a command (``CMAKE_VERSION=3.22 sh deps.sh``, which the
+    command's scripts see); last value wins; values are as written (no expansion)."""
+    out: dict[str, str] = {}
+    for _line_no, segs in _split(text):
+        for seg, _piped in segs:
+            words = seg[1:] if seg[0] in {"export", "local", "readonly", "declare"} else seg
+            for w in words:
+                if not _ASSIGN.match(w):
+                    break
+                name, _, value = w.partition("=")
+                out[name] = value
     return out
 
 

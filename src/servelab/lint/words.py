@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 Lookup = Callable[[str], "str | None"]
 
@@ -58,10 +57,15 @@ def unquote(text: str, escape: str = "\\") -> str:
     return "".join(out)
 
 
-@dataclass
 class Expansion:
-    value: str
-    unresolved: list[str] = field(default_factory=list)
+    """The substituted text and the names that had no value (a plain class: cheap to
+    define at start-up)."""
+
+    __slots__ = ("unresolved", "value")
+
+    def __init__(self, value: str, unresolved: list[str] | None = None) -> None:
+        self.value = value
+        self.unresolved: list[str] = unresolved if unresolved is not None else []
 
 
 def _closing_brace(text: str, start: int) -> int:

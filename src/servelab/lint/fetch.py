@@ -1,0 +1,342 @@
+"""Downloads in build steps that run or install what nobody verified.
+
+Three patterns, each judged on the simple commands of one RUN (heredoc bodies included):
+
+* a download piped into an interpreter (``curl ... | sh``, ``wget -O- ... | python3``,
+  ``sh -c "$(curl ...)"``, ``bash <(curl ...)``);
+* a download of an installer, archive or program (``get-pip.py``, ``*.sh``, ``*.run``,
+  ``*.tar.gz``, ``*.zip``, ``*.deb``, a file saved into a ``bin/`` directory or made
+  executable) in a RUN that checks no checksum or signature (``sha256sum -c``, ``gpg
+  --verify``, ``cosign verify``, ...);
+* a ``git clone`` of a branch (the default one, or ``-b main``) that is then built or
+  installed with no checkout of a tag or commit in between.
+
+URLs and refs are judged after substituting ARG/ENV values and the RUN's own shell
+assignments (``PROTOC_ZIP=protoc.zip && curl -OL .../$PROTOC_ZIP``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from servelab.lint.downloads import is_loopback, is_weight_path, urls
+from servelab.lint.lazyre import LazyPattern
+from servelab.lint.shell import SimpleCommand, assignments, commands, options_and_operands
+from servelab.lint.words import expand
+
+#: substitutes variables in one word (as written where a value is unknown)
+Expand = Callable[[str], str]
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+_INTERPRETER = LazyPattern(r"^(python[\d.]*|perl|ruby|node|php)$")
+VERIFY = LazyPattern(
+    r"\b(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|cksum|gpgv?|cosign|minisign|signify|"
+    r"slsa-verifier)\b|openssl\s+(dgst|sha256)|--checksum|--hash[= ]|hashlib"
+)
+_ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz",
+            ".tar.zst", ".zip", ".7z", ".gz", ".xz", ".bz2", ".zst")
+_INSTALLER = (".sh", ".bash", ".run", ".py", ".pl", ".deb", ".rpm", ".whl", ".jar",
+              ".appimage", ".bin", ".apk")
+_BIN_DIR = LazyPattern(r"(^|/)s?bin/[^/]+$")
+_HUB_URL = LazyPattern(r"huggingface\.co/|hf\.co/|/resolve/[^/]+/", re.I)
+_FED_TO_SHELL = LazyPattern(
+    r"\b(?:ba|da|z|k)?sh\s+(?:-\w+\s+)*(?:-c\s+[\"']?\$\(|<\()\s*(curl|wget)\b([^)]*)\)"
+)
+_CURL_WITH_VALUE = frozenset({
+    "-o", "--output", "-H", "--header", "-u", "--user", "-d", "--data", "-X", "--request",
+    "-A", "--user-agent", "-e", "--referer", "--retry", "--retry-delay", "--retry-max-time",
+    "-m", "--max-time", "--connect-timeout", "-w", "--write-out", "-x", "--proxy",
+    "--proto", "--output-dir", "-T", "--upload-file", "-b", "--cookie", "-c",
+    "--cookie-jar", "-K", "--config", "--cacert", "--cert", "--key", "-F", "--form",
+    "--data-binary", "--data-raw", "--data-urlencode", "-r", "--range", "-z",
+})
+_WGET_WITH_VALUE = frozenset({
+    "-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a",
+    "--append-output", "-t", "--tries", "-T", "--timeout", "--header", "-U",
+    "--user-agent", "--user", "--password", "-e", "--execute", "--ca-certificate",
+})
+
+
+class Unverified(NamedTuple):
+    """One download that is run or installed unchecked: what it is, its line in the text."""
+
+    what: str
+    line: int
+    url: str = ""
+
+
+def expander(lookup: Callable[[str], str | None], text: str, escape: str = "\\") -> Expand:
+    """Substitute ARG/ENV values (*lookup*) and *text*'s own shell assignments in a word."""
+    local = assignments(text)
+
+    def value(name: str, depth: int = 0) -> str | None:
+        if name not in local or depth > 3:
+            return lookup(name)
+        # X=${X} (passing a build ARG on to a script) reads the ARG, not itself
+        inner = expand(local[name], lambda n: lookup(n) if n == name else value(n, depth + 1),
+                       escape)
+        return None if inner.unresolved else inner.value
+
+    def run(word: str) -> str:
+        if "$" not in word:
+            return word
+        out = expand(word, value, escape)
+        return word if out.unresolved else out.value
+
+    return run
+
+
+_VAR = LazyPattern(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def expand_known(text: str, lookup: Callable[[str], str | None]) -> str:
+    """*text* with the ``$NAME``/``${NAME}`` whose value *lookup* knows substituted; the
+    others stay as written."""
+
+    def sub(m: re.Match[str]) -> str:
+        value = lookup(m.group(1))
+        return m.group(0) if value is None else value
+
+    return _VAR.sub(sub, text)
+
+
+# -- downloads ----------------------------------------------------------------------------
+
+
+def _curl_output(argv: list[str], url: str) -> str | None:
+    """Where curl saves *url*: ``-o FILE`` / ``-O`` (remote name), None for stdout."""
+    out: str | None = None
+    for i, a in enumerate(argv[1:], start=1):
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if a in {"-o", "--output"}:
+            out = nxt
+        elif a.startswith("--output="):
+            out = a.partition("=")[2]
+        elif a in {"-O", "--remote-name"} or (a.startswith("-") and not a.startswith("--")
+                                                and "O" in a[1:]):
+            out = posixpath.basename(url.split("?", 1)[0])
+        elif a.startswith("-") and not a.startswith("--") and a.endswith("o") and len(a) > 2:
+            out = nxt
+    return out
+
+
+def _wget_output(argv: list[str], url: str) -> str | None:
+    """Where wget saves *url*: ``-O FILE`` (``-qO-``: stdout, None), else the remote name."""
+    out = posixpath.basename(url.split("?", 1)[0])
+    for i, a in enumerate(argv[1:], start=1):
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if a.startswith("--output-document"):
+            out = a.partition("=")[2] or nxt
+        elif a.startswith("-") and not a.startswith("--") and "O" in a:
+            out = a[a.index("O") + 1:] or nxt
+        elif a in {"-P", "--directory-prefix"}:
+            out = posixpath.join(nxt, out)
+    return None if out in {"-", "/dev/stdout"} else out
+
+
+def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
+    """(url, output file or None for stdout) of a curl/wget command."""
+    argv = [exp(a) for a in cmd.argv]
+    if cmd.name == "curl":
+        _o, operands = options_and_operands(argv[1:], _CURL_WITH_VALUE)
+        return [(u, _curl_output(argv, u)) for u in urls(operands)]
+    if cmd.name == "wget":
+        _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
+        return [(u, _wget_output(argv, u)) for u in urls(operands)]
+    return []
+
+
+def _reads_stdin(cmd: SimpleCommand) -> bool:
+    """Whether *cmd* is an interpreter that runs the script it reads on stdin."""
+    name = re.sub(r"\$\{?\w+\}?$", "", cmd.name)  # python${PYTHON_VERSION}
+    if name not in _SHELLS and not _INTERPRETER.match(name):
+        return False
+    opts, operands = options_and_operands(cmd.argv[1:], frozenset())
+    if any(o in {"-c", "-e", "-m"} or (o.startswith("-") and not o.startswith("--")
+                                       and name in _SHELLS and "c" in o[1:]) for o in opts):
+        return False
+    return not operands or operands[0] in {"-", "--"} or "-s" in opts
+
+
+def _kind(url: str, out: str | None, made_executable: set[str]) -> str | None:
+    """What an unverified download to a file is (installer, archive, program), or None."""
+    if is_loopback(url) or is_weight_path(url) or _HUB_URL.search(url):
+        return None
+    name = posixpath.basename((out or url).split("?", 1)[0]).lower()
+    if name.endswith(_ARCHIVE):
+        return "an archive"
+    if name.endswith(_INSTALLER):
+        return "an installer"
+    if out and (_BIN_DIR.search(out) or posixpath.basename(out) in made_executable):
+        return "a program"
+    return None
+
+
+def _executables(cmds: list[SimpleCommand]) -> set[str]:
+    """Base names of files a ``chmod +x`` (or 7xx) in the commands makes executable."""
+    out: set[str] = set()
+    for c in cmds:
+        if c.name == "chmod" and len(c.argv) >= 3 and re.search(r"x|^[0-7]?7[0-7]{2}$",
+                                                                 c.argv[1]):
+            out.update(posixpath.basename(a) for a in c.argv[2:] if not a.startswith("-"))
+    return out
+
+
+def _piped_into_interpreter(cmds: list[SimpleCommand], i: int) -> SimpleCommand | None:
+    j = i
+    while cmds[j].piped and j + 1 < len(cmds):
+        j += 1
+        if _reads_stdin(cmds[j]):
+            return cmds[j]
+    return None
+
+
+def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = False,
+                         ) -> list[Unverified]:
+    """Downloads in *text* (one RUN or script) that run or install unchecked content.
+    With *known_urls_only* (a script a RUN runs), a URL still holding a variable after
+    substitution is skipped: such a download often sits behind a guard on that variable."""
+    cmds = commands(text)
+    checked = VERIFY.search(text) is not None
+    made_exec = _executables(cmds)
+    out: list[Unverified] = []
+    for m in _FED_TO_SHELL.finditer(text):
+        found = urls([exp(w) for w in m.group(2).split()])
+        if found and not is_loopback(found[0]):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(Unverified(f"runs a downloaded script unchecked ({m.group(1)} "
+                                  f"{found[0]} fed to a shell)", line, found[0]))
+    fed = {u.url for u in out}
+    for i, cmd in enumerate(cmds):
+        for url, dest in _fetched(cmd, exp):
+            if is_loopback(url) or url in fed or (known_urls_only and "$" in url):
+                continue
+            interp = _piped_into_interpreter(cmds, i) if dest is None else None
+            if interp is not None:
+                out.append(Unverified(f"runs a downloaded script unchecked ({cmd.name} {url} "
+                                      f"| {interp.name})", cmd.line, url))
+                continue
+            if checked or (dest is None and not cmd.piped):
+                continue  # verified, or printed / captured rather than saved or unpacked
+            kind = _kind(url, dest, made_exec)
+            if kind:
+                out.append(Unverified(f"downloads {kind} ({url}) and checks no checksum or "
+                                      "signature", cmd.line, url))
+    return out
+
+
+# -- git clone of a branch, then built -------------------------------------------------------
+
+_CLONE_WITH_VALUE = frozenset({
+    "-b", "--branch", "--depth", "-o", "--origin", "-c", "--config", "--reference",
+    "--separate-git-dir", "-j", "--jobs", "--filter", "--shallow-since", "--shallow-exclude",
+    "-u", "--upload-pack", "--template", "--revision",
+})
+_PINNED_REF = LazyPattern(r"^(v?\d+([._-]\d+)+.*|[0-9a-f]{7,40}|.*\d+\.\d+.*|[a-z]*-?v\d.*)$",
+                         re.I)
+_BUILDERS = {
+    ("pip", "install"), ("python", "setup.py"), ("python3", "setup.py"), ("make", ""),
+    ("cmake", ""), ("ninja", ""), ("cargo", "build"), ("cargo", "install"), ("go", "build"),
+    ("go", "install"), ("npm", "install"), ("npm", "ci"), ("maturin", "build"),
+    ("poetry", "install"), ("uv", "sync"), ("./configure", ""), ("configure", ""),
+}
+
+
+class _Clone:
+    """A git clone seen in a stage, and what became of it."""
+
+    __slots__ = ("branch", "dest", "line", "pinned", "reported", "url")
+
+    def __init__(self, url: str, dest: str, line: int, branch: str | None,
+                 pinned: bool) -> None:
+        self.url = url
+        self.dest = dest
+        self.line = line
+        self.branch = branch
+        self.pinned = pinned
+        self.reported = False
+
+
+def _ref_pinned(ref: str) -> bool:
+    return "$" in ref or bool(_PINNED_REF.match(ref))
+
+
+def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
+    argv = [exp(a) for a in cmd.argv]
+    if cmd.name != "git" or "clone" not in argv[1:3]:
+        return None
+    rest = argv[argv.index("clone") + 1:]
+    opts, operands = options_and_operands(rest, _CLONE_WITH_VALUE)
+    found = urls(operands) or [o for o in operands if o.startswith("git@")]
+    if not found or _HUB_URL.search(found[0]):
+        return None
+    branch = None
+    for i, o in enumerate(opts):
+        name, eq, val = o.partition("=")
+        if name in {"-b", "--branch", "--revision"}:
+            branch = val if eq else (opts[i + 1] if i + 1 < len(opts) else "")
+    after = operands[operands.index(found[0]) + 1:]
+    dest = after[0] if after else posixpath.basename(found[0].rstrip("/")).removesuffix(".git")
+    pinned = branch is not None and _ref_pinned(branch)
+    return _Clone(found[0], posixpath.basename(dest.rstrip("/")), cmd.line, branch, pinned)
+
+
+def _enters(path: str, dest: str) -> bool:
+    parts = [p for p in path.split("/") if p not in {"", "."}]
+    return dest in parts
+
+
+def _builds(cmd: SimpleCommand, dest: str, inside: bool) -> bool:
+    argv = cmd.argv
+    sub = argv[1] if len(argv) > 1 else ""
+    if (cmd.name, sub) in _BUILDERS or (cmd.name, "") in _BUILDERS:
+        if inside:
+            return True
+        return cmd.name == "pip" and any(_enters(a, dest) for a in argv[2:])
+    return inside and cmd.name.endswith(("install.sh", "build.sh"))
+
+
+def _pins(cmd: SimpleCommand, exp: Expand) -> bool:
+    argv = [exp(a) for a in cmd.argv]
+    if cmd.name != "git":
+        return False
+    i = 1
+    while i < len(argv) and argv[i] in {"-C", "-c"}:
+        i += 2
+    sub, args = (argv[i], argv[i + 1:]) if i < len(argv) else ("", [])
+    refs = [a for a in args if not a.startswith("-")]
+    return sub in {"checkout", "reset", "switch"} and any(_ref_pinned(r) for r in refs[:1])
+
+
+def branch_builds(runs: Iterable[tuple[int, str, str]],
+                  exp_for: Callable[[str], Expand]) -> list[tuple[int, str]]:
+    """(instruction line, message) for each clone of a branch that a later command of the
+    stage builds or installs. *runs* are the stage's RUNs (line, text, WORKDIR) in order."""
+    clones: list[_Clone] = []
+    out: list[tuple[int, str]] = []
+    for line, text, workdir in runs:
+        exp = exp_for(text)
+        cwd = workdir
+        for cmd in commands(text):
+            if cmd.name == "cd" and len(cmd.argv) > 1:
+                cwd = exp(cmd.argv[1])
+            c = _clone(cmd, exp)
+            if c is not None:
+                c.line = line
+                clones.append(c)
+                continue
+            for c in clones:
+                if c.pinned or c.reported:
+                    continue
+                inside = _enters(cwd, c.dest)
+                if inside and _pins(cmd, exp):
+                    c.pinned = True
+                elif _builds(cmd, c.dest, inside):
+                    c.reported = True
+                    what = f"branch {c.branch}" if c.branch else "its default branch"
+                    out.append((c.line, f"clones {c.url} at {what} and builds or installs "
+                                        f"it (line {line}) with no tag or commit checked out"))
+    return out

@@ -1,0 +1,151 @@
+"""The base images: base-unpinned, base-latest, arg-unresolved, devel-base."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from servelab.findings import Severity
+from servelab.image.ref import ImageRef, pinned_digest
+from servelab.lint.lazyre import LazyPattern
+from servelab.lint.parse import Instruction, Stage, arg_items
+
+from . import RULES, Context, Hit
+from ._common import judged, shown, values
+
+#: tags that move to a new release by design
+_FLOATING = LazyPattern(
+    r"^(latest|rolling|nightly|edge|main|master|stable|dev)$|^(latest|nightly)[-_.]|"
+    r"[-_.](latest|nightly)$"
+)
+
+
+class ImageUse(NamedTuple):
+    """An image a build step reads: a FROM, or a COPY --from / RUN --mount from= that names
+    an image rather than a stage."""
+
+    ref: str
+    shown: str
+    line: int
+    stage: str
+
+
+def image_uses(ctx: Context) -> Iterator[ImageUse]:
+    """Every image the Dockerfile reads, stage by stage (FROM first, then copies)."""
+    for st in ctx.df.stages:
+        if judged(st):
+            yield ImageUse(st.base or "", f"FROM {shown(st)}", st.from_instr.line, st.label)
+        for ins in st.instructions:
+            for ref in _external_refs(ctx, st, ins):
+                kind = "COPY --from" if ins.cmd in {"COPY", "ADD"} else "RUN --mount=...,from"
+                yield ImageUse(ref, f"{kind}={ref}", ins.line, st.label)
+
+
+def _external_refs(ctx: Context, st: Stage, ins: Instruction) -> list[str]:
+    refs: list[str] = []
+    if ins.cmd in {"COPY", "ADD"} and ins.flag("from"):
+        refs.append(ins.flag("from") or "")
+    elif ins.cmd == "RUN":
+        for m in ins.flag_values("mount"):
+            refs += [p[5:] for p in m.split(",") if p.startswith("from=")]
+    out = []
+    for raw in values(ctx, st, refs):
+        if "$" in raw or ctx.df.stage_by_ref(raw) is not None:
+            continue
+        out.append(raw)
+    return out
+
+
+@RULES.rule(
+    "base-unpinned",
+    Severity.ERROR,
+    "FROM image not pinned by digest",
+    rationale="A tag is a moving pointer: the same Dockerfile builds on a different base "
+    "tomorrow, so the image cannot be rebuilt bit for bit and a base update can change the "
+    "serving runtime without a code change. Every stage counts, builders included, and so "
+    "does an image read by COPY --from=image or RUN --mount=from=image.",
+    fix="pin the base: FROM name:tag@sha256:<digest> (docker buildx imagetools inspect "
+    "name:tag shows it); let a bot such as Renovate update the digest",
+)
+def check_base_unpinned(ctx: Context) -> Iterator[Hit]:
+    for use in image_uses(ctx):
+        if not pinned_digest(use.ref):
+            yield Hit(
+                "base-unpinned",
+                use.line,
+                f"{use.shown} is not pinned by @sha256 digest",
+                context={"stage": use.stage},
+            )
+
+
+@RULES.rule(
+    "base-latest",
+    Severity.WARNING,
+    "FROM image with tag latest, a floating tag, or no tag",
+    rationale="`latest` (or no tag, which means latest) and other floating tags (`rolling`, "
+    "`nightly`, `main`, `latest-*`) say nothing about the version: readers and update bots "
+    "cannot tell which release the digest belongs to, and an unpinned build jumps major "
+    "versions. Images read by COPY --from count too.",
+    fix="name the release in the tag (python:3.11.9-slim-bookworm), then pin its digest",
+)
+def check_base_latest(ctx: Context) -> Iterator[Hit]:
+    for use in image_uses(ctx):
+        _name, tag, _digest = ImageRef.split(use.ref)
+        if tag is None or _FLOATING.search(tag):
+            what = f"the floating tag {tag}" if tag and tag != "latest" else (
+                "tag latest" if tag else "no tag")
+            yield Hit(
+                "base-latest",
+                use.line,
+                f"{use.shown} has {what}",
+                context={"stage": use.stage},
+            )
+
+
+@RULES.rule(
+    "arg-unresolved",
+    Severity.ERROR,
+    "FROM uses an ARG that has no value",
+    rationale="servelab substitutes ARG defaults and build arguments into FROM as BuildKit "
+    "does. An ARG with no default and no --build-arg makes the base unknown (BuildKit "
+    "substitutes an empty string), so the base rules cannot judge it; servelab does not guess.",
+    fix="give the ARG a pinned default (ARG BASE=name:tag@sha256:...), or pass the value with "
+    "--build-arg NAME=VALUE or --build-args-file FILE",
+)
+def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
+    declared = {n for i in ctx.df.global_args for n, _d, _r in arg_items(i, ctx.df.escape)}
+    for st in ctx.df.stages:
+        for name in st.unresolved:
+            why = (
+                "has no default and no build argument"
+                if name in declared
+                else "is not declared by an ARG before the first FROM"
+            )
+            yield Hit(
+                "arg-unresolved",
+                st.from_instr.line,
+                f"FROM {st.base_raw}: ARG {name} {why}",
+                context={"stage": st.label},
+            )
+
+
+@RULES.rule(
+    "devel-base",
+    Severity.WARNING,
+    "final image built on a -devel (SDK) base",
+    rationale="CUDA/PyTorch -devel images carry compilers and headers, gigabytes that every "
+    "node pulls before the server can start; serving needs only the -runtime variant.",
+    fix="compile in a -devel builder stage and COPY --from it into a -runtime (or -base) image",
+)
+def check_devel_base(ctx: Context) -> Iterator[Hit]:
+    root = ctx.analysis.chain()[0]
+    if judged(root):
+        _name, tag, _d = ImageRef.split(root.base or "")
+        if tag and re.search(r"(^|[-_.])devel([-_.]|$)", tag):
+            yield Hit(
+                "devel-base",
+                root.from_instr.line,
+                f"the final image is built on {root.base}, a -devel image",
+                context={"stage": root.label},
+            )

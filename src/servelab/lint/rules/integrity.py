@@ -1,0 +1,98 @@
+"""What a build fetches from the network: remote-add, download-unverified."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from servelab.findings import Severity
+from servelab.lint import fetch
+from servelab.lint.image import StageState, is_url
+from servelab.lint.parse import Instruction, Stage
+
+from . import RULES, Context, Hit
+from ._common import values
+from ._start import script_name, scripts
+
+
+@RULES.rule(
+    "remote-add",
+    Severity.ERROR,
+    "ADD of a URL without --checksum",
+    rationale="ADD <url> fetches whatever the server returns at build time: the build is not "
+    "reproducible and a compromised server changes the image silently.",
+    fix="add --checksum=sha256:<hex> to the ADD (BuildKit verifies it), or download in a RUN "
+    "that checks a known hash",
+)
+def check_remote_add(ctx: Context) -> Iterator[Hit]:
+    for st in ctx.df.stages:
+        for ins in st.instructions:
+            if ins.cmd != "ADD" or ins.flag("checksum"):
+                continue
+            for src in values(ctx, st, ins.args[:-1]):
+                if is_url(src):
+                    yield Hit(
+                        "remote-add",
+                        ins.line,
+                        f"ADD {src} without --checksum",
+                        context={"stage": st.label},
+                    )
+
+
+def _run_problems(ctx: Context, st: Stage, state: StageState,
+                  ins: Instruction) -> Iterator[Hit]:
+    text = ins.text()
+    found = [u.what for u in fetch.unverified_downloads(
+        text, fetch.expander(state.lookup, text, ctx.df.escape))]
+    run_state = ctx.analysis.with_binds(state, ins)
+    outer = fetch.expander(state.lookup, text, ctx.df.escape)
+
+    def lookup(name: str) -> str | None:
+        value = outer("${" + name + "}")
+        return None if "$" in value else value
+
+    for src, content in scripts(ctx, text, run_state, state.workdirs.get(ins.line)):
+        exp = fetch.expander(lookup, content, ctx.df.escape)
+        found += [f"{u.what} in {script_name(src)}:{u.line}"
+                  for u in fetch.unverified_downloads(content, exp, known_urls_only=True)]
+    if found:
+        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}",
+                  context={"stage": st.label})
+
+
+@RULES.rule(
+    "download-unverified",
+    Severity.WARNING,
+    "a RUN runs or installs a download that nothing verifies",
+    rationale="`curl ... | sh`, an installer or archive fetched with no checksum or signature "
+    "check (get-pip.py, install.sh, *.tar.gz, a release binary), or a git clone of a branch "
+    "that is then built: the build runs whatever the server (or the branch) holds that day, "
+    "so it is neither reproducible nor protected from a compromised download. Scripts the RUN "
+    "runs from the build context are read too.",
+    fix="pin a version and verify it: download to a file, check it with echo '<sha256>  file' "
+    "| sha256sum -c - (or gpg --verify, cosign verify) before running it, or use ADD "
+    "--checksum=sha256:<hex>; for git, check out a tag or commit before building",
+)
+def check_download_unverified(ctx: Context) -> Iterator[Hit]:
+    for st in ctx.df.stages:
+        state = ctx.analysis.state(st)
+        runs: list[tuple[int, str, str]] = []
+        for ins in st.instructions:
+            if ins.cmd == "RUN":
+                yield from _run_problems(ctx, st, state, ins)
+                runs.append((ins.line, ins.text(), state.workdirs.get(ins.line, "/")))
+        for line, what in fetch.branch_builds(runs, _expanders(ctx, state)):
+            yield Hit("download-unverified", line, f"RUN {what}", fix=_CLONE_FIX,
+                      context={"stage": st.label})
+
+
+_CLONE_FIX = (
+    "build from a tag or a commit: git clone --branch v1.2.3 --depth 1 URL, or git checkout "
+    "<commit sha> before building; or install a released, pinned package instead"
+)
+
+
+def _expanders(ctx: Context, state: StageState) -> Callable[[str], fetch.Expand]:
+    def make(text: str) -> fetch.Expand:
+        return fetch.expander(state.lookup, text, ctx.df.escape)
+
+    return make

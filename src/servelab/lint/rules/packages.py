@@ -1,0 +1,137 @@
+"""Package installs in build steps: unpinned-packages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from servelab.findings import Severity
+from servelab.lint import packages as pkg
+from servelab.lint.fetch import expander
+from servelab.lint.image import Analysis, StageState
+from servelab.lint.parse import Instruction, Stage
+from servelab.lint.shell import SimpleCommand, commands
+
+from . import RULES, Context, Hit
+from ._common import listing
+
+
+def _snapshot_configured(ctx: Context) -> bool:
+    for ins in ctx.df.instructions:
+        if pkg.SNAPSHOT.search(ins.text() if ins.cmd == "RUN" else ins.original):
+            return True
+    for st in ctx.df.stages:
+        state = ctx.analysis.state(st)
+        for path, src in state.files.items():
+            if path.startswith("/etc/apt/"):
+                text = Analysis.read(src)
+                if text and pkg.SNAPSHOT.search(text):
+                    return True
+    return False
+
+
+def _npm_lock_copied(ctx: Context, stage: Stage) -> bool:
+    def context_has_lock(src: str) -> bool:
+        d = ctx.context_dir / src.strip("/*")
+        return any((d / lock).is_file() for lock in pkg.NPM_LOCKS)
+
+    for st in ctx.analysis.chain(stage):
+        for ins in st.instructions:
+            if (
+                ins.cmd in {"COPY", "ADD"}
+                and len(ins.args) >= 2
+                and pkg.copies_npm_lock(list(ins.args[:-1]), context_has_lock)
+            ):
+                return True
+    return False
+
+
+def _expanded(ctx: Context, state: StageState, text: str) -> list[SimpleCommand]:
+    """The RUN's simple commands with ARG/ENV values (and its own assignments) substituted;
+    a substituted list of packages (``$PKGS`` = ``a b``) becomes several words."""
+    exp = expander(state.lookup, text, ctx.df.escape)
+    out = []
+    for cmd in commands(text):
+        argv: list[str] = []
+        for word in cmd.argv:
+            value = exp(word)
+            argv += value.split() if value != word and " " in value else [value]
+        out.append(SimpleCommand(argv, cmd.env, cmd.line, cmd.piped))
+    return out
+
+
+def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
+              snapshot: Callable[[], bool]) -> tuple[str, str, list[str]] | None:
+    """(manager, what it ran, unpinned packages) of one command, or None."""
+    name = cmd.name
+    sub = cmd.argv[1] if len(cmd.argv) > 1 else ""
+    found: tuple[str, str, list[str]] | None = None
+    if name == "pip":
+        found = ("pip", "pip install", pkg.pip_unpinned(cmd, read))
+    elif name in {"pipx", "uv"}:
+        found = ("pipx", " ".join(cmd.argv[: 3 if name == "uv" else 2]), pkg.pipx_unpinned(cmd))
+    elif name in {"apt-get", "apt"}:
+        bad = pkg.apt_unpinned(cmd)
+        found = ("apt", f"{name} install", bad if bad and not snapshot() else [])
+    elif name == "apk":
+        found = ("apk", "apk add", pkg.apk_unpinned(cmd))
+    elif name == "npm":
+        found = ("npm", "npm install", pkg.npm_unpinned(cmd, _npm_lock_copied(ctx, st)))
+    elif name in pkg.RPM_MANAGERS:
+        found = ("dnf", f"{name} install", pkg.rpm_unpinned(cmd))
+    elif name in pkg.CONDA_MANAGERS:
+        found = ("conda", f"{name} {sub}", pkg.conda_unpinned(cmd))
+    return found if found and found[2] else None
+
+
+@RULES.rule(
+    "unpinned-packages",
+    Severity.WARNING,
+    "packages installed without pinned versions",
+    rationale="An unpinned install resolves to whatever is newest on the day of the build, so "
+    "two builds of the same commit differ, and a bad release reaches the image unnoticed. "
+    "One finding per RUN and package manager, naming every unpinned package.",
+    fix="pin versions (pip, pipx, uv: name==1.2.3 or a hashed lock with --require-hashes; apt: "
+    "name=version with a snapshot.debian.org mirror; apk: name=version; dnf/yum/microdnf: "
+    "name-1.2.3; conda/mamba: name=1.2.3; npm: copy package-lock.json and run npm ci)",
+)
+def check_unpinned_packages(ctx: Context) -> Iterator[Hit]:
+    snapshot: list[bool] = []
+
+    def snapshot_configured() -> bool:
+        if not snapshot:
+            snapshot.append(_snapshot_configured(ctx))
+        return snapshot[0]
+
+    for st in ctx.df.stages:
+        state = ctx.analysis.state(st)
+        for ins in st.instructions:
+            if ins.cmd == "RUN":
+                yield from _run_hits(ctx, st, state, ins, snapshot_configured)
+
+
+def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
+              snapshot: Callable[[], bool]) -> Iterator[Hit]:
+    workdir = state.workdirs.get(ins.line, "/")
+
+    def read(path: str) -> str | None:
+        img = ctx.analysis.resolve_in_image(path, state) or path
+        if not img.startswith("/"):
+            img = f"{workdir.rstrip('/')}/{img}"
+        src = ctx.analysis.source_of(img, state)
+        return Analysis.read(src) if src else None
+
+    by_manager: dict[str, tuple[list[str], list[str]]] = {}
+    for cmd in _expanded(ctx, state, ins.text()):
+        found = _unpinned(ctx, st, cmd, read, snapshot)
+        if found:
+            manager, what, bad = found
+            whats, pkgs = by_manager.setdefault(manager, ([], []))
+            whats.append(what)
+            pkgs.extend(bad)
+    for manager, (whats, bad) in by_manager.items():
+        yield Hit(
+            "unpinned-packages",
+            ins.line,
+            f"{listing(whats)} without pinned versions: {listing(bad)}",
+            context={"stage": st.label, "manager": manager},
+        )

@@ -1,0 +1,119 @@
+"""Model weights in the image: weights-baked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+from servelab.findings import Severity
+from servelab.lint import downloads, ignore
+from servelab.lint.fetch import expand_known
+from servelab.lint.image import StageState, is_url
+from servelab.lint.parse import Instruction, Stage
+
+from . import RULES, Context, Hit
+from ._common import values
+from ._start import script_name, scripts
+
+_WHOLE_CONTEXT = {".", "./", "*", "./*", "/", ""}
+_SHOWN = 5
+
+
+def _excluder(ctx: Context) -> Callable[[str], bool]:
+    """What the build's .dockerignore drops (nothing when there is none)."""
+    path = ignore.find(ctx.df.path, ctx.context_dir)
+    try:
+        pats = ignore.parse(path.read_text(encoding="utf-8", errors="replace")) if path else []
+    except OSError:
+        pats = []
+    return lambda rel: bool(pats) and ignore.excluded(rel, pats)
+
+
+def _named(src: str) -> bool:
+    """Whether a path's own name (not a folder name) says weights (``model.safetensors``)."""
+    return downloads.is_weight_path(src.rsplit("/", 1)[-1]) and not src.endswith("/")
+
+
+def _files(found: list[tuple[str, int]]) -> str:
+    shown = [f"{p} ({downloads.human_size(n)})" for p, n in found[:_SHOWN]]
+    more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
+    total = downloads.human_size(sum(n for _p, n in found))
+    return f"{', '.join(shown)}{more}; {total} in all"
+
+
+def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
+                    excluded: Callable[[str], bool]) -> Hit | None:
+    where = {"stage": st.label}
+    matches = [m for m in ctx.analysis.context_matches(src) if m.exists()]
+    if not matches:
+        if not downloads.is_weight_path(src):
+            return None
+        if _named(src):
+            return Hit("weights-baked", ins.line,
+                       f"{ins.cmd} puts model weights ({src}) into the image", context=where)
+        return Hit("weights-baked", ins.line,
+                   f"{ins.cmd} {src} copies a folder named like model weights that is not in "
+                   f"the build context {ctx.context_dir}, so only its name was judged (pass "
+                   "--context to have its files read)", context=where, severity=Severity.WARNING)
+    found: list[tuple[str, int]] = []
+    for m in matches:
+        rel = os.path.relpath(m, ctx.context_dir).replace(os.sep, "/")
+        found += downloads.find_weight_files(ctx.context_dir, rel, excluded, ignore.SKIP_DIRS)
+    if not found:
+        return None
+    return Hit("weights-baked", ins.line,
+               f"{ins.cmd} {src} puts model weights into the image: {_files(found)}",
+               context=where)
+
+
+def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
+               excluded: Callable[[str], bool]) -> Iterator[Hit]:
+    srcs = values(ctx, st, [a for a in ins.args[:-1] if not a.startswith("<<")])
+    stage_or_image = ins.flag("from")
+    for src in srcs:
+        if stage_or_image is not None or is_url(src):
+            if _named(src) or (is_url(src) and downloads.is_weight_path(src)):
+                what = f"{ins.cmd} --from={stage_or_image}" if stage_or_image else ins.cmd
+                yield Hit("weights-baked", ins.line,
+                          f"{what} puts model weights ({src}) into the image",
+                          context={"stage": st.label})
+        elif src not in _WHOLE_CONTEXT:  # COPY . is context-leak's
+            hit = _context_source(ctx, st, ins, src, excluded)
+            if hit is not None:
+                yield hit
+
+
+def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> Iterator[Hit]:
+    text = expand_known(ins.text(), state.lookup)
+    whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
+    run_state = ctx.analysis.with_binds(state, ins)
+    for src, content in scripts(ctx, ins.text(), run_state, state.workdirs.get(ins.line)):
+        for what in dict.fromkeys(downloads.build_weight_downloads(content)):
+            whats.append(f"{what} in {script_name(src)}")
+    if whats:
+        yield Hit("weights-baked", ins.line,
+                  f"RUN downloads model weights at build time ({', '.join(whats)})",
+                  context={"stage": st.label})
+
+
+@RULES.rule(
+    "weights-baked",
+    Severity.ERROR,
+    "model weights copied or downloaded into the image",
+    rationale="Weights in a layer make the image gigabytes larger: every node pulls them "
+    "before the server starts, a new model means a new image, and the pull cache is useless "
+    "across models. Stages the final image copies from count, and so do scripts a RUN runs "
+    "(download_model.py, fetch.sh). Files are judged by content (safetensors/GGUF headers, "
+    "weight names with a weight container or of 1 MiB and more), honouring .dockerignore.",
+    fix="keep weights out of the image: mount them at run time (-v model:/models:ro, a PVC, "
+    "or an init container), and point the server at the mount with HF_HUB_OFFLINE=1",
+)
+def check_weights_baked(ctx: Context) -> Iterator[Hit]:
+    excluded = _excluder(ctx)
+    for st in ctx.analysis.reachable():
+        state = ctx.analysis.state(st)
+        for ins in st.instructions:
+            if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2:
+                yield from _copy_hits(ctx, st, ins, excluded)
+            elif ins.cmd == "RUN":
+                yield from _run_hits(ctx, st, state, ins)

@@ -1,0 +1,2 @@
+def create_app():
+    pass

@@ -1,0 +1,10 @@
+from fastapi import FastAPI
+from sentence_transformers import SentenceTransformer
+
+app = FastAPI()
+model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+
+
+@app.get("/health")
+def health() -> dict[str, str]:
+    return {"status": "ok"}

@@ -1,0 +1,2 @@
+import litserve as ls
+# loads the model from /models at start

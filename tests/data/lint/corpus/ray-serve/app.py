@@ -1,0 +1,7 @@
+from ray import serve
+
+@serve.deployment
+class LLM:
+    pass
+
+deployment = LLM.bind()

@@ -1,0 +1,2 @@
+import runpod
+runpod.serverless.start({"handler": lambda job: job})

@@ -1,0 +1,11 @@
+# negative: secret-in-build
+# A global ARG that no stage declares again is out of scope of every RUN; a stage ARG with
+# no RUN after it is never written to a history.
+ARG HF_TOKEN
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+RUN pip install --no-cache-dir fastapi==0.111.0
+ARG GITHUB_TOKEN
+COPY app /app
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

@@ -1,0 +1,9 @@
+# CLI tools installed unpinned with pipx and uv tool.
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+# expect: unpinned-packages
+RUN pipx install poetry && pipx install ruff==0.6.9
+# expect: unpinned-packages
+RUN uv tool install huggingface_hub && uv tool install black@24.8.0
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "server"]

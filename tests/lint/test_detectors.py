@@ -1,0 +1,210 @@
+"""The detectors behind issue 15's rules, on small inputs: unchecked downloads, branch
+clones, package managers, secret names, weight files, Dockerfile names, pipes."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from servelab.lint import downloads, fetch, find_dockerfiles, is_dockerfile_name, packages, shell
+from servelab.lint.rules.secrets import looks_secret
+
+VALUES = {
+    "GET_PIP_URL": "https://bootstrap.pypa.io/get-pip.py",
+    "SCCACHE_URL": "https://github.com/mozilla/sccache/releases/download/v0.8.1/s.tar.gz",
+    "GITHUB": "github.com",
+    "VERSION": "0.5.5",
+    "BRANCH": "gb200_blog_part_2",
+}
+
+
+def _unverified(text: str) -> list[str]:
+    return [u.what for u in fetch.unverified_downloads(text, fetch.expander(VALUES.get, text))]
+
+
+@pytest.mark.parametrize(
+    ("text", "expect"),
+    [
+        ("curl https://sh.rustup.rs -sSf | bash -s -- -y", "curl https://sh.rustup.rs | bash"),
+        ("curl -sS ${GET_PIP_URL} | python${PYTHON_VERSION}", "get-pip.py | python${PYTHON"),
+        ("wget -qO- https://x.example/install.sh | sudo bash", "wget https://x.example/ins"),
+        ('sh -c "$(curl -fsSL https://x.example/tools/install.sh)" "" --unattended',
+         "fed to a shell"),
+        ("bash <(curl -s https://x.example/install.sh)", "fed to a shell"),
+        ("curl -L -o s.tar.gz ${SCCACHE_URL} && tar xzf s.tar.gz", "an archive"),
+        ("Z=protoc.zip && curl -OL https://${GITHUB}/p/releases/download/v1/$Z && unzip $Z",
+         "https://github.com/p/releases/download/v1/protoc.zip"),
+        ("curl -fsSL https://x.example/a.tar.gz | tar -xz", "an archive"),
+        ("wget https://bootstrap.pypa.io/get-pip.py && python3 get-pip.py", "an installer"),
+        ("curl -Lo /usr/local/bin/tool https://x.example/releases/download/v1/tool", "a program"),
+        ("curl -L -o tool https://x.example/tool && chmod +x tool", "a program"),
+    ],
+)
+def test_unverified_downloads_found(text: str, expect: str) -> None:
+    found = _unverified(text)
+    assert len(found) == 1, found
+    assert expect in found[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "curl -fsS http://127.0.0.1:8000/health",
+        "curl -L https://x.example/key.gpg | gpg --dearmor > /etc/apt/keyrings/x.gpg",
+        "curl -s https://api.github.com/repos/o/r/releases | python3 -c 'import json,sys'",
+        "curl -o a.tgz https://x.example/a.tgz && echo 'abc  a.tgz' | sha256sum -c - "
+        "&& tar xzf a.tgz",
+        "curl -o a.sh https://x.example/a.sh && cosign verify-blob --key k a.sh && sh a.sh",
+        "curl -s https://x.example/install.sh",
+        "curl -fsSL -o /m/model.safetensors https://huggingface.co/o/m/resolve/main/model.safetensors",
+        "curl -o /etc/apt/sources.list.d/x.list https://x.example/x.list",
+    ],
+)
+def test_unverified_downloads_left_alone(text: str) -> None:
+    assert _unverified(text) == []
+
+
+def _clones(*runs: str, workdir: str = "/src") -> list[int]:
+    rows = [(n, text, workdir) for n, text in enumerate(runs, start=1)]
+    return [line for line, _m in fetch.branch_builds(
+        rows, lambda t: fetch.expander(VALUES.get, t))]
+
+
+def test_branch_clone_then_build_is_found_once_where_it_was_cloned() -> None:
+    assert _clones("git clone --depth=1 https://github.com/o/r.git",
+                   "cd r && pip install -e .", "cd r && make") == [1]
+    assert _clones("git clone https://github.com/o/d.git && cd d && git checkout ${BRANCH} "
+                   "&& pip install .") == [1]
+    assert _clones("git clone -b main https://github.com/o/r && cd r && cmake -B b") == [1]
+    assert _clones("git clone https://github.com/o/r /opt/r", "pip install /opt/r") == [1]
+
+
+def test_pinned_or_unbuilt_clones_are_fine() -> None:
+    assert _clones("git clone --branch v${VERSION} https://github.com/o/r && cd r && make") == []
+    assert _clones("git clone https://github.com/o/r && cd r && git checkout "
+                   "0123456789abcdef0123456789abcdef01234567 && pip install .") == []
+    assert _clones("git clone https://github.com/o/plugin ~/.zsh/plugin && pip install x") == []
+    assert _clones("git clone https://huggingface.co/o/m && cd m && make") == []
+
+
+def test_pipes_are_recorded_between_simple_commands() -> None:
+    cmds = shell.commands("curl -s u | sed s/a/b/ | bash -s && echo ok |& tee log")
+    assert [(c.name, c.piped) for c in cmds] == [
+        ("curl", True), ("sed", True), ("bash", False), ("echo", True), ("tee", False)]
+    assert shell.commands("/opt/x/run.sh --flag")[0].argv[0] == "/opt/x/run.sh"
+    assert shell.assignments("A=1 && export B=two C=3; D=4 cmd x=5") == {
+        "A": "1", "B": "two", "C": "3", "D": "4"}
+
+
+def _cmd(text: str) -> shell.SimpleCommand:
+    return shell.commands(text)[0]
+
+
+def test_more_package_managers() -> None:
+    assert packages.pipx_unpinned(_cmd("pipx install poetry")) == ["poetry"]
+    assert packages.pipx_unpinned(_cmd("pipx install --spec 'poetry==1.8.3' poetry")) == []
+    assert packages.pipx_unpinned(_cmd("uv tool install ruff@0.6.9")) == []
+    assert packages.rpm_unpinned(_cmd(
+        "dnf -y install --setopt=tsflags=nodocs gcc python3.11-3.11.7 cuda-toolkit-12-4 "
+        "libcudnn8-8.9.7.29-1.cuda12.2 @development ./x.rpm")) == ["gcc", "cuda-toolkit-12-4"]
+    assert packages.rpm_unpinned(_cmd("yum install -y git")) == ["git"]
+    assert packages.rpm_unpinned(_cmd("microdnf clean all")) == []
+    assert packages.conda_unpinned(_cmd(
+        "conda install -y -c nvidia python=3.10 pytorch==2.1.1 pytorch-cuda 'scipy>=1' "
+        "conda-forge::x=1.0 'y=1.*'")) == ["pytorch-cuda", "scipy>=1", "y=1.*"]
+    assert packages.conda_unpinned(_cmd("mamba install -y --file req.txt")) == []
+    assert packages.conda_unpinned(_cmd("micromamba create -n e python=3.11 pip")) == ["pip"]
+
+
+def test_pip_specs_around_variables_and_uv_options() -> None:
+    assert packages.pip_spec_pinned("torch==${TORCH_VERSION}")
+    assert not packages.pip_spec_pinned("bitsandbytes>=${BNB_VERSION}")
+    assert packages.pip_spec_pinned("${PKGS}")
+    none = lambda _p: None  # noqa: E731
+    cmd = _cmd("uv pip install --system --torch-backend auto -p 3.11 --index-strategy "
+               "unsafe-best-match vllm==0.9.0 accelerate")
+    assert packages.pip_unpinned(cmd, none) == ["accelerate"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "secret"),
+    [
+        ("SCCACHE_S3_NO_CREDENTIALS", "0", False),
+        ("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1", False),
+        ("USE_AUTH_TOKEN", None, False),
+        ("MAX_TOTAL_TOKENS", "4096", False),
+        ("PASSWORD_MIN_LENGTH", "12", False),
+        ("GITHUB_TOKEN", "false", False),
+        ("HF_TOKEN", None, True),
+        ("HF_TOKEN", "hf_abc123", True),
+        ("AWS_SECRET_ACCESS_KEY", "wJalr", True),
+        ("ACTIONS_RUNTIME_TOKEN", None, True),
+    ],
+)
+def test_secret_names_and_values(name: str, value: str | None, secret: bool) -> None:
+    assert looks_secret(name, value) is secret
+
+
+def _safetensors(path: Path, payload: int = 16) -> None:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2, 2],
+                               "data_offsets": [0, payload]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(payload))
+
+
+def test_weight_files_are_judged_by_content(tmp_path: Path) -> None:
+    _safetensors(tmp_path / "model.safetensors")
+    _safetensors(tmp_path / "weights.data")  # a safetensors header counts whatever the name
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF" + bytes(12))
+    (tmp_path / "pytorch_model.bin").write_bytes(b"PK\x03\x04" + bytes(60))
+    (tmp_path / "stub.safetensors").write_bytes(b"")  # a placeholder, not weights
+    (tmp_path / "llama.py").write_text("class Llama: ...\n")
+    (tmp_path / "big.pt").write_bytes(bytes(downloads.MIN_WEIGHT_BYTES))
+    judged = {p.name: downloads.weight_file(p) is not None for p in tmp_path.iterdir()}
+    assert judged == {"model.safetensors": True, "weights.data": True, "tiny.gguf": True,
+                      "pytorch_model.bin": True, "stub.safetensors": False,
+                      "llama.py": False, "big.pt": True}
+
+
+def test_weight_walk_honours_the_ignore_rules(tmp_path: Path) -> None:
+    (tmp_path / "models" / "a").mkdir(parents=True)
+    _safetensors(tmp_path / "models" / "a" / "model.safetensors")
+    (tmp_path / "models" / "loader.py").write_text("x = 1\n")
+    (tmp_path / "node_modules").mkdir()
+    _safetensors(tmp_path / "node_modules" / "m.safetensors")
+    skip = frozenset({"node_modules"})
+    assert downloads.find_weight_files(tmp_path, "models", lambda _r: False, skip) == [
+        ("models/a/model.safetensors", (tmp_path / "models/a/model.safetensors").stat().st_size)]
+    assert downloads.find_weight_files(tmp_path, ".", lambda r: r.endswith(".safetensors"),
+                                       skip) == []
+
+
+def test_from_pretrained_of_a_local_path_is_no_download() -> None:
+    assert downloads.build_weight_downloads('AutoModel.from_pretrained("/models/m")') == []
+    assert downloads.build_weight_downloads("AutoModel.from_pretrained('org/m')") == [
+        "from_pretrained()"]
+
+
+NAMES = {
+    "Dockerfile": True, "dockerfile": True, "Containerfile": True, "Dockerfile.cpu": True,
+    "Dockerfile-cuda": True, "Dockerfile_amd": True, "cuda.Dockerfile": True,
+    "server.dockerfile": True, "ubi.containerfile": True, "Containerfile.rocm": True,
+    "Dockerfile.dockerignore": False, "Dockerfile.j2": False, "Dockerfile.template": False,
+    "Dockerfile.in": False, "Dockerfile.md": False, "Dockerfiles": False, "README.md": False,
+    "build_dockerfile.py": False, "dockerfile-gen.sh": False,
+}
+
+
+@pytest.mark.parametrize(("name", "found"), NAMES.items())
+def test_dockerfile_names(name: str, found: bool) -> None:
+    assert is_dockerfile_name(name) is found
+
+
+def test_directory_mode_finds_every_name_teams_use(tmp_path: Path) -> None:
+    for name in NAMES:
+        (tmp_path / "svc").mkdir(exist_ok=True)
+        (tmp_path / "svc" / name).write_text("FROM scratch\n")
+    found = sorted(Path(p).name for p, _d in find_dockerfiles([tmp_path]))
+    assert found == sorted(n for n, ok in NAMES.items() if ok)
