@@ -26,6 +26,7 @@ from servelab import yamlsafe
 from servelab.build.buildargs import parse_build_args_file
 from servelab.errors import InputError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
+from servelab.textio import BLOB_BYTES, ascii_int, read_bytes
 
 MARKER = "servelab.dev/experiment"
 
@@ -420,7 +421,7 @@ def _configmap_spec(doc: yamlsafe.Document, file: str) -> tuple[dict[str, Any], 
     if "change" in data:
         spec["change"] = data["change"]
     if "repeats" in data:
-        spec["repeats"] = int(str(data["repeats"]).strip())
+        spec["repeats"] = ascii_int(str(data["repeats"]))
     for key, table in (("fixed", FACTORS), ("metrics", METRICS)):
         if key in data:
             spec[key] = list(dict.fromkeys(
@@ -468,7 +469,8 @@ def _inner_position(f: Finding, doc: yamlsafe.Document, spec: dict[str, Any]) ->
     parts: list[Any] = []
     for token in path.lstrip("$").replace("[", ".").replace("]", "").split("."):
         if token:
-            parts.append(int(token) if token.isdigit() else token)
+            index = ascii_int(token)
+            parts.append(token if index is None else index)
     pos = inner_doc.position(tuple(parts))
     # A block scalar ("spec.yaml: |") holds its text from the line after the indicator; a
     # one-line quoted string sits on the key's line.
@@ -527,7 +529,8 @@ def _request(d: dict[str, Any], base: Path) -> Request:
     headers = dict(d.get("headers", {}))
     body: bytes | None = None
     if "bodyFile" in d:
-        body = (base / d["bodyFile"]).read_bytes()
+        body = read_bytes(base / d["bodyFile"], max_bytes=BLOB_BYTES, what="request body file",
+                          display=str(d["bodyFile"]))
     elif "body" in d:
         raw = d["body"]
         if isinstance(raw, str):

@@ -3,12 +3,20 @@
 * every mapping key and value gets its 1-based line and column, keyed by JSON path;
 * duplicate keys are errors (PyYAML silently keeps the last one);
 * alias expansion is capped, so a "billion laughs" document fails fast;
-* non-UTF-8 bytes, oversized files, empty and comment-only files are reported with a fix;
+* nesting is capped (:data:`MAX_DEPTH`), so a deeply nested document fails fast too;
+* a value its tag cannot take (``!!int abc``, ``!!bool maybe``, a 5000-digit integer) and
+  NaN/infinity (``.nan``, ``.inf``: JSON Schema and Kubernetes know no such numbers) are
+  errors with the line and column;
+* files are read by :mod:`servelab.textio` (regular files or ``-`` only, a size cap, UTF-8);
+  non-UTF-8 bytes, oversized files, empty and comment-only files are reported with a fix;
+* an unrendered Helm template (``{{ ... }}``) that fails to parse gets a hint to render it;
 * timestamps stay strings (JSON Schema knows no dates).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,11 +25,21 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servelab.errors import InputError
-from servelab.textio import decode, read_bytes
+from servelab.textio import TEXT_BYTES, Limit, decode
+from servelab.textio import read_text as _read_text
 
-MAX_BYTES = 1024 * 1024
+__all__ = ["MAX_DEPTH", "MAX_VALUES", "Document", "JsonPath", "Position", "decode",
+           "load_documents", "load_file", "read_text"]
+
+MAX_BYTES = TEXT_BYTES.default
 #: Values built from one document, aliases expanded. A billion-laughs bomb blows past it.
 MAX_VALUES = 200_000
+#: Nesting of mappings and sequences (Kubernetes objects nest about 20 deep).
+MAX_DEPTH = 100
+HELM_HINT = (
+    "this looks like an unrendered Helm template ({{ ... }}): render it first, e.g. "
+    "helm template RELEASE CHART | servelab k8s-check -"
+)
 
 JsonPath = tuple[str | int, ...]
 
@@ -56,9 +74,11 @@ class Document:
         return self.key_positions.get(tuple(path)) or self.position(path)
 
 
-def read_text(path: Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
-    """Read *path* as UTF-8 text with clear errors for missing, huge or non-UTF-8 files."""
-    return decode(read_bytes(path, max_bytes=max_bytes, what=what), str(path))
+def read_text(path: Path, *, max_bytes: int | Limit = TEXT_BYTES, what: str = "file",
+              stdin_ok: bool = False) -> str:
+    """Read *path* (or ``-`` when *stdin_ok*) as UTF-8 text with :mod:`servelab.textio`'s
+    checks: a regular file, under the size cap, UTF-8."""
+    return _read_text(path, max_bytes=max_bytes, what=what, stdin_ok=stdin_ok)
 
 
 class _Builder:
@@ -81,11 +101,23 @@ class _Builder:
 
     def build(self, node: Node, path: JsonPath, record: bool = True) -> Any:
         self._tick(node)
+        if len(path) > MAX_DEPTH:
+            raise InputError(
+                f"YAML nested more than {MAX_DEPTH} levels deep", file=self.name,
+                line=node.start_mark.line + 1, column=node.start_mark.column + 1,
+                hint="flatten the document; servelab caps nesting",
+            )
         if record and path not in self.doc.positions:
             mark = node.start_mark
             self.doc.positions[path] = Position(mark.line + 1, mark.column + 1)
         if isinstance(node, ScalarNode):
             return self._scalar(node)
+        if node.tag not in _COLLECTION_TAGS:
+            raise InputError(
+                f"unknown YAML tag {node.tag!r}", file=self.name,
+                line=node.start_mark.line + 1, column=node.start_mark.column + 1,
+                hint="drop the tag: servelab reads plain YAML (the safe schema)",
+            )
         if isinstance(node, SequenceNode):
             return [self.build(n, (*path, i), record) for i, n in enumerate(node.value)]
         if isinstance(node, MappingNode):
@@ -93,19 +125,33 @@ class _Builder:
         raise InputError("unsupported YAML node", file=self.name)  # pragma: no cover
 
     def _scalar(self, node: ScalarNode) -> Any:
-        if node.tag == "tag:yaml.org,2002:timestamp":
-            return node.value
-        if node.tag == "tag:yaml.org,2002:binary":
+        if node.tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
             return node.value
         try:
-            return self.scalars.construct_object(node)
+            value = self.scalars.construct_object(node)
         except yaml.constructor.ConstructorError as e:
-            raise InputError(
-                f"cannot read value {node.value!r}: {e.problem}",
-                file=self.name,
-                line=node.start_mark.line + 1,
-                column=node.start_mark.column + 1,
-            ) from e
+            raise self._bad_value(node, str(e.problem)) from e
+        except (ValueError, KeyError, IndexError, TypeError, OverflowError,
+                AttributeError) as e:
+            # a tag on a value it cannot take (!!int abc, !!bool maybe, !!float x), or an
+            # integer longer than Python converts (4300 digits)
+            raise self._bad_value(node, _why(node, e)) from e
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self._bad_value(node, "NaN and infinity are not numbers servelab accepts",
+                                  hint="write a finite number, or quote the value if you "
+                                  "mean the text")
+        return value
+
+    def _bad_value(self, node: ScalarNode, why: str, hint: str | None = None) -> InputError:
+        shown = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+        return InputError(
+            f"cannot read value {shown!r}: {why}",
+            file=self.name,
+            line=node.start_mark.line + 1,
+            column=node.start_mark.column + 1,
+            hint=hint or "write a value of the type its tag names, or drop the tag "
+            "(quote it to keep it text)",
+        )
 
     def _mapping(self, node: MappingNode, path: JsonPath, record: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -158,7 +204,45 @@ class _Builder:
         return result
 
 
-def _mark_error(name: str, e: yaml.MarkedYAMLError) -> InputError:
+def _expanded(node: Node, memo: dict[int, int]) -> int:
+    """How many values *node* becomes once aliases are expanded (each distinct node is
+    counted once, so a billion-laughs document is measured without being expanded)."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 0  # a node that contains itself (a recursive alias) counts once
+        if isinstance(node, SequenceNode):
+            total = 1 + sum(_expanded(n, memo) for n in node.value)
+        elif isinstance(node, MappingNode):
+            total = 1 + sum(_expanded(k, memo) + _expanded(v, memo) for k, v in node.value)
+        else:
+            total = 1
+        memo[key] = min(total, MAX_VALUES + 1)
+    return memo[key]
+
+
+def _check_expansion(node: Node, name: str) -> None:
+    if _expanded(node, {}) > MAX_VALUES:
+        raise InputError(
+            f"document expands to more than {MAX_VALUES} values "
+            "(aliases nested like a 'billion laughs' bomb?)",
+            file=name,
+            line=node.start_mark.line + 1,
+            hint="remove the nested anchors/aliases; servelab caps alias expansion",
+        )
+
+
+def _why(node: ScalarNode, e: Exception) -> str:
+    kind = node.tag.rsplit(":", 1)[-1]
+    if isinstance(e, ValueError) and "digits" in str(e):
+        return f"an integer of {len(node.value)} digits (at most 4300 are read)"
+    return f"not a valid {kind}"
+
+
+def _looks_like_helm(text: str) -> bool:
+    return "{{" in text and "}}" in text
+
+
+def _mark_error(name: str, e: yaml.MarkedYAMLError, text: str) -> InputError:
     mark = e.problem_mark or e.context_mark
     problem = e.problem or "invalid YAML"
     if e.context:
@@ -168,24 +252,65 @@ def _mark_error(name: str, e: yaml.MarkedYAMLError) -> InputError:
         file=name,
         line=mark.line + 1 if mark else None,
         column=mark.column + 1 if mark else None,
-        hint="fix the YAML syntax at that position (indentation, quotes, a missing ':')",
+        hint=HELM_HINT if _looks_like_helm(text) else
+        "fix the YAML syntax at that position (indentation, quotes, a missing ':')",
     )
+
+
+_COLLECTION_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "set", "omap", "pairs")
+)
+#: libyaml's parser when PyYAML has it (several times faster than the pure-Python one, with
+#: its own nesting cap); the same nodes, marks and errors either way.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FLOW = re.compile(r"[\[\]{}\"'#\n]")
+
+
+def _check_flow_depth(text: str, name: str) -> None:
+    """InputError when ``[``/``{`` nest deeper than MAX_DEPTH (quoted text and comments
+    skipped). PyYAML's scanner takes quadratic time on deep flow nesting: 3000 levels cost
+    it seconds before any check of ours could run, so this linear look comes first."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth, quote, comment, line = 0, "", False, 1
+    for m in _FLOW.finditer(text):
+        c = m.group()
+        if c == "\n":
+            quote, comment, line = "", False, line + 1
+        elif comment:
+            continue
+        elif quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            comment = True
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(f"YAML nested more than {MAX_DEPTH} levels deep", file=name,
+                                 line=line, hint="flatten the document; servelab caps nesting")
+        else:
+            depth = max(depth - 1, 0)
 
 
 def load_documents(text: str, name: str) -> list[Document]:
     """All documents of *text* with positions. Empty documents (``---`` alone) are dropped."""
     docs: list[Document] = []
+    _check_flow_depth(text, name)
     try:
-        for i, node in enumerate(yaml.compose_all(text, Loader=yaml.SafeLoader)):
+        for i, node in enumerate(yaml.compose_all(text, Loader=_LOADER)):
             doc = Document(data=None, index=i, line=node.start_mark.line + 1)
+            _check_expansion(node, name)
             doc.data = _Builder(name, doc).build(node, ())
             if doc.data is None:
                 continue
             docs.append(doc)
     except yaml.MarkedYAMLError as e:
-        raise _mark_error(name, e) from e
+        raise _mark_error(name, e, text) from e
     except yaml.YAMLError as e:
-        raise InputError(f"malformed YAML: {e}", file=name) from e
+        raise InputError(f"malformed YAML: {e}", file=name,
+                         hint=HELM_HINT if _looks_like_helm(text) else None) from e
     except RecursionError as e:
         raise InputError(
             "YAML nested too deeply", file=name, hint="flatten the document"
@@ -193,7 +318,7 @@ def load_documents(text: str, name: str) -> list[Document]:
     return docs
 
 
-def load_file(path: Path, *, max_bytes: int = MAX_BYTES) -> list[Document]:
+def load_file(path: Path, *, max_bytes: int | Limit = TEXT_BYTES) -> list[Document]:
     """Read and parse *path*; an empty or comment-only file is an error."""
     text = read_text(path, max_bytes=max_bytes)
     docs = load_documents(text, str(path))

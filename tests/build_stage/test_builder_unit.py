@@ -50,7 +50,7 @@ def test_commands() -> None:
     assert builder.remove_command(name) == ["docker", "buildx", "rm", name]
     probe = builder.probe_command(name, Path("/ctx"), Path("/o.tar"))
     assert probe[:5] == ["docker", "buildx", "build", "--builder", name]
-    assert "type=oci,dest=/o.tar,rewrite-timestamp=true" in probe
+    assert "type=oci,dest=/o.tar,compression=zstd,rewrite-timestamp=true" in probe
     assert "--no-cache" in probe and "--provenance=false" in probe
 
 

@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 from servelab.errors import InputError
-from servelab.textio import decode, read_bytes
+from servelab.textio import TEXT_BYTES, read_text
 
 _BUILD_ARG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-MAX_BYTES = 1024 * 1024
+MAX_BYTES = TEXT_BYTES.default
 
 
 def parse_build_arg(text: str, where: str = "--build-arg") -> tuple[str, str]:
@@ -33,7 +33,7 @@ def parse_build_arg(text: str, where: str = "--build-arg") -> tuple[str, str]:
 
 def parse_build_args_file(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` lines; blank lines and ``#`` comments are skipped."""
-    text = decode(read_bytes(path, max_bytes=MAX_BYTES, what="build-args file"), str(path))
+    text = read_text(path, max_bytes=TEXT_BYTES, what="build-args file")
     out: dict[str, str] = {}
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()

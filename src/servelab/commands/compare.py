@@ -5,6 +5,10 @@ Shows, per arm, the digests, sizes, start-up, latency and findings of A and B, w
 and whether the inputs were the same (spec hash, Dockerfile, context, build args, commit,
 SOURCE_DATE_EPOCH, base digest, Trivy DB).
 
+A and B are read with servelab's safe reader (regular files only, 32 MiB, strict JSON); a
+summary.json is checked against schemas/summary.schema.json and every result against
+schemas/result.schema.json, so a summary with no results is bad input, never "same digest".
+
 Exit codes: 0 the treatment's digest is the same in A and B (or --allow-drift), 1 it differs
 (drift), 2 bad input.
 """

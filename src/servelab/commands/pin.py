@@ -8,7 +8,9 @@ stay as they were, and the file is replaced atomically. Local and private regist
 SERVELAB_REGISTRY_USER/SERVELAB_REGISTRY_PASSWORD).
 
 FROM lines that name their image through an ARG are reported, not rewritten: pin the ARG's
-default instead. scratch and earlier stages need nothing.
+default instead. They are substituted as servelab lint substitutes them (global ARG defaults,
+${BASE:-default}), so pin --check and lint call the same line the same thing. scratch and
+earlier stages need nothing.
 
 With --check nothing is written and no registry is asked: the unpinned FROM lines are listed
 (rule base-unpinned) and the exit code says whether there are any.
@@ -36,13 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     from servelab.commands._common import emit
     from servelab.image.pin import pin_file
-    from servelab.report import get_reporter
+    from servelab.image.render import render_pin
 
-    reporter = get_reporter(args.format)
     report = pin_file(Path(args.dockerfile), check=args.check)
-    for p in report.pinned:
-        report.findings.notes.append(f"pinned line {p['line']}: {p['from']} -> {p['to']}")
-    if not report.pinned and not report.findings.findings:
-        report.findings.notes.append("every base is pinned by digest")
-    emit(reporter.render(report.findings), args.output)
+    emit(render_pin(report, args.format), args.output)
     return report.exit_code

@@ -6,6 +6,11 @@ inputs (same spec hash, same Dockerfile, context and build args, same SOURCE_DAT
 the same image digest on every runner: the cross-machine reproducibility one machine cannot
 show.
 
+Every summary.json is checked against schemas/summary.schema.json and each of its results
+against schemas/result.schema.json: a summary with no results, or results that are not
+objects, is bad input (exit 2), never "same digest". --out must be a directory (made if
+missing); an existing file there is refused, not overwritten.
+
 Exit codes: 0 every group of equal inputs gave one digest, 1 a group gave several digests,
 2 bad input.
 """
@@ -13,6 +18,7 @@ Exit codes: 0 every group of equal inputs gave one digest, 1 a group gave severa
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,18 +33,40 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
     import sys
-    from pathlib import Path
 
     from servelab.run.merge import merge_runs
+    from servelab.textio import write_text_atomic
 
+    out = _out_dir(args.out) if args.out else None
     merged = merge_runs([Path(p) for p in args.paths])
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.md").write_text(merged.markdown, encoding="utf-8")
-        (out / "summary.json").write_text(json.dumps(merged.data, indent=2, default=str) + "\n")
+    if out is not None:
+        _make_dir(out)
+        write_text_atomic(out / "summary.md", merged.markdown)
+        write_text_atomic(out / "summary.json",
+                          json.dumps(merged.data, indent=2, default=str) + "\n")
     if args.format == "json":
         sys.stdout.write(json.dumps(merged.data, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(merged.markdown)
     return merged.exit_code
+
+
+def _out_dir(text: str) -> Path:
+    """--out as a directory: an existing file (or anything but a directory) is refused."""
+    from servelab.errors import InputError
+
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out names an existing file, not a directory; nothing was written",
+                         file=text, hint="give a directory for summary.md and summary.json")
+    return out
+
+
+def _make_dir(out: Path) -> None:
+    from servelab.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot make the --out directory: {e.strerror or e}", file=str(out),
+                         hint="give a directory path that can be created") from e

@@ -1,8 +1,10 @@
 """Validate experiment files against servelab's JSON Schema.
 
 Every problem of every file is reported with file, line, column, JSON path and a fix: schema
-errors, malformed YAML, duplicate keys, non-UTF-8 bytes, oversized files, alias bombs, empty
-files and multi-document files where the experiment cannot be told apart.
+errors, malformed YAML, duplicate keys, tags on wrong values (!!int abc), NaN and infinity,
+non-UTF-8 bytes (UTF-16 named as such), oversized files, pipes and devices (only regular files
+are read), alias bombs, deep nesting, empty files and multi-document files where the
+experiment cannot be told apart. Limits: docs/limits.md.
 
 Both forms are accepted: the native one (apiVersion: servelab/v1, kind: Experiment) and a
 Kubernetes ConfigMap whose data holds change, fixed, metrics and repeats as strings.

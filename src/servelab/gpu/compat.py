@@ -66,7 +66,7 @@ def cuda_floor(expr: str) -> str | None:
     """The version of the first ``cuda>=X.Y`` condition of an expression."""
     for alt in split_expression(expr):
         for c in alt:
-            m = re.fullmatch(r"cuda>=(\d+(?:\.\d+)*)", c, flags=re.IGNORECASE)
+            m = re.fullmatch(r"cuda>=(\d+(?:\.\d+)*)", c, flags=re.IGNORECASE | re.ASCII)
             if m:
                 return m.group(1)
     return None

@@ -17,7 +17,7 @@ from servelab.findings import Finding, Severity
 from servelab.gpu.compat import ImageGpuAssessment, assess_image
 from servelab.gpu.findings import finding
 from servelab.gpu.require import parse_expression
-from servelab.gpu.smi import SMI_TIMEOUT, HostGpuInfo, host_gpus
+from servelab.gpu.smi import HostGpuInfo, host_gpus
 
 
 def probe_script_text() -> str:
@@ -146,7 +146,7 @@ def _extra_requirements(exprs: Sequence[str]) -> tuple[tuple[str, str], ...]:
 def probe_host(
     *, python: str | None, env: Mapping[str, str] | None = None, requires: Sequence[str] = (),
     cdi: bool = False, gpu_required: bool = False, matmul: bool = True,
-    probe_timeout: float = 180.0, smi_timeout: float = SMI_TIMEOUT,
+    probe_timeout: float = 180.0, smi_timeout: float | None = None,
 ) -> GpuProbeReport:
     """``servelab gpu-probe``: nvidia-smi, the Python probe with *python* (None: skip it), and
     an image's requirements (*env* and/or *requires*) against this host."""

@@ -8,19 +8,19 @@ the exact semantics). Pure functions and small dataclasses.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from servelab.errors import InputError
+from servelab.textio import loads_json
 
 REQUIRE_KEYS = ("cuda", "driver", "arch", "brand")
 #: libnvidia-container's operator table; the whole run of operator characters must match one.
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 _OP_CHARS = "<>=!"
-_VERSION = re.compile(r"\d+(?:\.+\d+)*\.*")
+_VERSION = re.compile(r"\d{1,9}(?:\.+\d{1,9})*\.*", re.ASCII)  # ASCII digits, int-sized
 
 #: The brands older libnvidia-container releases know; they report every other one as "unknown".
 LEGACY_BRANDS = frozenset({"quadro", "tesla", "nvs", "grid", "geforce", "titan"})
@@ -312,7 +312,7 @@ def _legacy_major_minor(version: str) -> str | None:
     m = re.fullmatch(
         r"v?(0|[1-9]\d*)(?:\.(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?)?"
         r"(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?",
-        version,
+        version, flags=re.ASCII,
     )
     if m is None:
         return None
@@ -437,10 +437,7 @@ def parse_env_text(text: str, *, source: str = "env file") -> dict[str, str]:
 
 
 def _env_from_inspect(text: str, source: str) -> dict[str, str]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", file=source, line=e.lineno) from e
+    doc = loads_json(text, source, hint="give the output of docker image inspect IMAGE")
     if isinstance(doc, list):
         doc = doc[0] if doc else {}
     items: Any = None

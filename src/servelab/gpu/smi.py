@@ -2,12 +2,19 @@
 
 The only side effect is :func:`host_gpus`, which runs ``nvidia-smi`` through
 :func:`servelab.proc.run`. Nothing here prints or exits.
+
+All the nvidia-smi calls of one :func:`host_gpus` share one time budget (:data:`SMI_TIMEOUT`
+seconds, ``SERVELAB_SMI_TIMEOUT`` to change it): a hung nvidia-smi (a wedged driver) costs
+that budget once, its whole process group is killed, and nothing else is asked of it.
+Numbers in its output are read as ASCII digits only.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,8 +22,10 @@ from typing import Any
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, ToolMissingError
 from servelab.gpu.require import DeviceFacts, HostFacts
+from servelab.textio import ascii_int
 
 QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "memory.total", "compute_cap")
+#: Seconds all nvidia-smi calls of one probe may take together (SERVELAB_SMI_TIMEOUT).
 SMI_TIMEOUT = 30.0
 
 
@@ -112,7 +121,7 @@ def _na(value: str) -> str | None:
 
 def parse_capability(text: str | None) -> tuple[int, int] | None:
     """``"9.0"`` -> ``(9, 0)``; None when absent or malformed."""
-    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
+    m = re.fullmatch(r"\s*([0-9]{1,4})\.([0-9]{1,4})\s*", text or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -127,16 +136,17 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> list[Gpu
                 f"{len(fields)} ({', '.join(fields)}): {','.join(row)[:200]!r}"
             )
         rec = dict(zip(fields, (c.strip() for c in row), strict=True))
-        if not rec["index"].isdigit():
+        index = ascii_int(rec["index"])
+        if index is None:
             raise SmiParseError(f"row {n} of nvidia-smi --query-gpu: index {rec['index']!r}")
         mem = _na(rec.get("memory.total", ""))
         gpus.append(
             GpuInfo(
-                index=int(rec["index"]),
+                index=index,
                 name=rec["name"],
                 uuid=rec["uuid"],
                 driver_version=_na(rec.get("driver_version", "")),
-                memory_total_mib=int(mem) if mem and mem.isdigit() else None,
+                memory_total_mib=ascii_int(mem) if mem else None,
                 compute_cap=_na(rec.get("compute_cap", "")),
             )
         )
@@ -180,7 +190,7 @@ DRIVER_KEYS = ("KMD Version", "Driver Version")
 CUDA_KEYS = ("CUDA UMD Version", "CUDA Version")
 
 #: A version, optionally followed by nvidia-smi's bracketed remark ("13.3 [Deprecated; ...]")
-_HEADER_VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:\s+\[[^\]]*\])?")
+_HEADER_VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:\s+\[[^\]]*\])?", re.ASCII)
 
 
 def _header_version(header: dict[str, str], keys: Sequence[str]) -> str | None:
@@ -322,8 +332,30 @@ def merge_smi(gpus: Sequence[GpuInfo], log: SmiLog | None) -> list[GpuInfo]:
     return out
 
 
-def _run_smi(args: list[str], timeout: float) -> proc.Completed:
-    return proc.run(["nvidia-smi", *args], check=False, timeout=timeout)
+class _Budget:
+    """The time left to all nvidia-smi calls of one probe."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
+def smi_timeout(default: float = SMI_TIMEOUT) -> float:
+    """SERVELAB_SMI_TIMEOUT (seconds, a positive number) or *default*."""
+    raw = os.environ.get("SERVELAB_SMI_TIMEOUT", "").strip()
+    if re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,3})?", raw) and float(raw) > 0:
+        return float(raw)
+    return default
+
+
+def _run_smi(args: list[str], budget: _Budget) -> proc.Completed:
+    left = budget.left()
+    if left <= 0:
+        raise CommandError(["nvidia-smi", *args], returncode=None, stderr="", timed_out=True)
+    return proc.run(["nvidia-smi", *args], check=False, timeout=left)
 
 
 #: Fields a driver may not know (``compute_cap`` on older drivers such as 470;
@@ -334,11 +366,11 @@ OPTIONAL_FIELDS = ("compute_cap", "driver_version", "memory.total")
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 
 
-def _query(timeout: float) -> tuple[list[GpuInfo], dict[str, str]]:
+def _query(budget: _Budget) -> tuple[list[GpuInfo], dict[str, str]]:
     """Run and parse --query-gpu, dropping each optional field the driver says is not valid."""
     fields: list[str] = list(QUERY_FIELDS)
     while True:
-        res = _run_smi(query_command(fields)[1:], timeout)
+        res = _run_smi(query_command(fields)[1:], budget)
         raw = {"query_gpu": res.stdout + res.stderr}
         bad = _INVALID_FIELD.search(res.stdout + res.stderr)
         if res.returncode == 0 or bad is None or bad.group(1) not in OPTIONAL_FIELDS:
@@ -358,13 +390,14 @@ class _SmiFailed(Exception):
         self.raw = raw
 
 
-def host_gpus(*, require: bool = False, timeout: float = SMI_TIMEOUT) -> HostGpuInfo:
-    """Ask nvidia-smi about the host's GPUs.
+def host_gpus(*, require: bool = False, timeout: float | None = None) -> HostGpuInfo:
+    """Ask nvidia-smi about the host's GPUs; *timeout* is the budget of all its calls
+    together (default :func:`smi_timeout`).
 
     No nvidia-smi, no driver, no GPU, a hang or unparsable output give an *unavailable*
     result with the reason; with ``require=True`` they raise :class:`CapabilityError` (exit 3).
     """
-    info = _host_gpus(timeout)
+    info = _host_gpus(_Budget(smi_timeout() if timeout is None else timeout))
     if require and not info.available:
         raise CapabilityError(
             f"a GPU is required but unavailable: {info.reason}",
@@ -374,14 +407,17 @@ def host_gpus(*, require: bool = False, timeout: float = SMI_TIMEOUT) -> HostGpu
     return info
 
 
-def _host_gpus(timeout: float) -> HostGpuInfo:
+def _host_gpus(budget: _Budget) -> HostGpuInfo:
     try:
-        gpus, raw = _query(timeout)
+        gpus, raw = _query(budget)
     except ToolMissingError:
         return unavailable("nvidia-smi not found on PATH (no NVIDIA driver installed)")
     except CommandError as e:
-        what = "timed out" if e.timed_out else "could not be run"
-        return unavailable(f"nvidia-smi {what}: {e.stderr.strip()[:200] or e.message}")
+        if e.timed_out:
+            return unavailable(
+                f"nvidia-smi timed out after {budget.seconds:g}s (a hung driver?); it was "
+                "stopped and not asked again (SERVELAB_SMI_TIMEOUT sets the budget)")
+        return unavailable(f"nvidia-smi could not be run: {e.stderr.strip()[:200] or e.message}")
     except _SmiFailed as e:
         return unavailable(e.reason, **e.raw)
     except SmiParseError as e:
@@ -389,7 +425,7 @@ def _host_gpus(timeout: float) -> HostGpuInfo:
     if not gpus:
         return unavailable("nvidia-smi listed no GPU", **raw)
     notes: list[str] = []
-    log = _smi_q(timeout, raw, notes)
+    log = _smi_q(budget, raw, notes)
     drivers = {g.driver_version for g in gpus if g.driver_version}
     return HostGpuInfo(
         available=True,
@@ -401,9 +437,9 @@ def _host_gpus(timeout: float) -> HostGpuInfo:
     )
 
 
-def _smi_q(timeout: float, raw: dict[str, str], notes: list[str]) -> SmiLog | None:
+def _smi_q(budget: _Budget, raw: dict[str, str], notes: list[str]) -> SmiLog | None:
     try:
-        res = _run_smi(["-q"], timeout)
+        res = _run_smi(["-q"], budget)
     except CommandError as e:
         notes.append(f"nvidia-smi -q failed ({e.message.splitlines()[0]}): brand and CUDA unknown")
         return None

@@ -13,7 +13,13 @@ reports for the tag (``Docker-Content-Digest`` of a manifest HEAD with OCI and D
 manifest Accept types), i.e. the multi-arch index digest when the tag points to an index.
 
 Not rewritten, but reported: ``FROM $ARG`` forms (fix the ARG's default instead), ``scratch``
-and references to earlier stages need nothing.
+and references to earlier stages need nothing. ``$ARG`` forms are substituted as ``servelab
+lint`` substitutes them (:func:`servelab.lint.words.expand`: global ARG defaults and
+``${NAME:-default}``), so ``pin --check`` and lint judge the same line the same way.
+
+The Dockerfile is read with :mod:`servelab.textio` (a regular file, at most 1 MiB by
+default, UTF-8). A registry that cannot be reached is a :class:`CapabilityError` (exit 3),
+not a finding; a tag the registry does not know is a finding (exit 1).
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servelab.errors import InputError, ServelabError
+from servelab.errors import ExitCode, InputError, ServelabError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
 from servelab.image.ref import pinned_digest
+from servelab.lint.parse import check_nesting
+from servelab.lint.words import PREDEFINED, expand, unquote
+from servelab.textio import TEXT_BYTES, decode, read_bytes
 
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
 _HEREDOC = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][\w.-]*)\1")
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))")
-MAX_BYTES = 1024 * 1024
+MAX_BYTES = TEXT_BYTES.default
 
 FALLBACK_RULE = Rule(
     "base-unpinned",
@@ -59,7 +67,7 @@ def base_unpinned_rule() -> Rule:
         from servelab.lint.rules import RULES
     except ImportError:
         return FALLBACK_RULE
-    return RULES.get("base-unpinned", FALLBACK_RULE)
+    return RULES.rules.get("base-unpinned", FALLBACK_RULE)
 
 
 @dataclass
@@ -93,37 +101,33 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
     return [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", text)]
 
 
-def _substitute(word: str, args: dict[str, str]) -> str | None:
-    missing = False
-
-    def repl(m: re.Match[str]) -> str:
-        nonlocal missing
-        name = m.group(1) or m.group(2)
-        if name not in args:
-            missing = True
-            return ""
-        return args[name]
-
-    out = _VAR.sub(repl, word)
-    return None if missing else out
+def _substitute(word: str, args: dict[str, str], escape: str = "\\") -> str | None:
+    """*word* with ARG values and ``${NAME:-default}`` forms substituted as lint does; None
+    when a name has no value."""
+    exp = expand(word, args.get, escape)
+    return None if exp.unresolved else exp.value
 
 
-def _classify(image: str, stages: set[str], args: dict[str, str]) -> tuple[str, str | None]:
+def _classify(image: str, stages: set[str], args: dict[str, str],
+              escape: str = "\\") -> tuple[str, str | None]:
     low = image.lower()
     if low == "scratch":
         return "scratch", None
     if "$" in image:
-        return "arg", _substitute(image, args)
+        return "arg", _substitute(image, args, escape)
     if low in stages:
         return "stage", None
     return ("pinned" if pinned_digest(image) else "unpinned"), None
 
 
-def _global_arg(text: str, args: dict[str, str]) -> None:
+def _global_arg(text: str, args: dict[str, str], escape: str = "\\") -> None:
+    """An ARG before the first FROM, valued as lint's parse.global_scope values it."""
     for _s, _e, tok in _tokens(text)[1:]:
         name, eq, value = tok.partition("=")
         if eq:
-            args[name] = value.strip("\"'")
+            args[name] = unquote(expand(value, args.get, escape).value, escape)
+        else:
+            args.pop(name, None)  # declared without a value: no value (no build args here)
 
 
 def _logical(lines: list[str], i: int, escape: str) -> int:
@@ -136,13 +140,15 @@ def _logical(lines: list[str], i: int, escape: str) -> int:
     return min(j, len(lines) - 1)
 
 
-def scan_froms(text: str) -> list[FromLine]:
-    """Every FROM instruction of a Dockerfile, with the position of its image word."""
+def scan_froms(text: str, name: str = "Dockerfile") -> list[FromLine]:
+    """Every FROM instruction of a Dockerfile, with the position of its image word;
+    InputError when ``${...}`` nests deeper than lint allows (*name* names the file)."""
     lines = text.splitlines()
+    check_nesting(lines, name)
     i, escape = _directives_end(lines)
     out: list[FromLine] = []
     stages: set[str] = set()
-    args: dict[str, str] = {}
+    args: dict[str, str] = dict(PREDEFINED)
     while i < len(lines):
         stripped = lines[i].strip()
         if not stripped or stripped.startswith("#"):
@@ -157,7 +163,7 @@ def scan_froms(text: str) -> list[FromLine]:
                 if fl.stage:
                     stages.add(fl.stage)
         elif keyword == "ARG" and not out:
-            _global_arg(stripped, args)
+            _global_arg(stripped, args, escape)
         i = _skip_heredocs(lines, i, end)
     return out
 
@@ -191,7 +197,7 @@ def _from_line(lines: list[str], i: int, end: int, *, escape: str, stages: set[s
         return None
     n, s, e, image = words[0]
     stage = words[2][3].lower() if len(words) >= 3 and words[1][3].lower() == "as" else None
-    status, resolved = _classify(image, stages, args)
+    status, resolved = _classify(image, stages, args, escape)
     return FromLine(n + 1, s, e, image, stage, status, resolved)
 
 
@@ -215,20 +221,12 @@ class PinReport:
 
 
 def read_dockerfile(path: Path) -> tuple[bytes, str]:
-    """(BOM bytes or b"", text) of a Dockerfile; InputError for unreadable or binary input."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as e:
-        raise InputError("no such file", file=str(path), hint="check the path") from e
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", file=str(path)) from e
-    if len(raw) > MAX_BYTES or b"\x00" in raw:
-        raise InputError("not a Dockerfile (binary or over 1 MiB)", file=str(path))
+    """(BOM bytes or b"", text) of a Dockerfile; InputError for a missing file, one that is not
+    a regular file, over the size cap, binary, UTF-16/32 or otherwise not UTF-8."""
+    raw = read_bytes(path, max_bytes=TEXT_BYTES, what="Dockerfile",
+                     hint="check that this is a Dockerfile")
     bom = b"\xef\xbb\xbf" if raw.startswith(b"\xef\xbb\xbf") else b""
-    try:
-        return bom, raw[len(bom):].decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError("not UTF-8 text", file=str(path), hint="save it as UTF-8") from e
+    return bom, decode(raw, str(path), hint="save the Dockerfile as UTF-8", what="Dockerfile")
 
 
 def resolve_digest(image: str) -> str:
@@ -285,7 +283,7 @@ def pin_file(path: Path, *, check: bool = False,
     report = PinReport(shown, FindingsReport("servelab pin", [], {rule.id: rule,
                                                                    ARG_RULE.id: ARG_RULE},
                                              files=[shown]))
-    froms = scan_froms(text)
+    froms = scan_froms(text, shown)
     if not froms:
         raise InputError("no FROM instruction", file=shown, hint="is this a Dockerfile?")
     replacements: dict[int, tuple[int, int, str]] = {}
@@ -309,6 +307,8 @@ def _judge(fl: FromLine, report: PinReport, *, rule: Rule, check: bool,
         try:
             digest = resolver(fl.image)
         except ServelabError as e:
+            if e.exit_code >= ExitCode.MISSING_TOOL:  # the registry is unreachable: exit 3
+                raise
             f.append(_finding(rule, fl, shown, f"FROM {fl.image}: could not resolve the tag: "
                               f"{e.message}"))
             return

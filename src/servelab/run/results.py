@@ -1,41 +1,24 @@
-"""result.json of one repeat of one arm: build it, validate it, read it back."""
+"""result.json of one repeat of one arm: assemble it from the typed outcomes, validate it,
+write it, read it back."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab import __version__
 from servelab.errors import InputError
 from servelab.textio import write_text_atomic
 
+if TYPE_CHECKING:
+    from servelab.build.stage import BuildRecord
+    from servelab.run.outcomes import Inputs, RepeatResult, ScanOutcome, SmokeOutcome
+
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"
-
-
-@dataclass
-class StageOutcome:
-    """What one stage of one repeat produced."""
-
-    status: str  # ok, failed, skipped, error
-    reason: str = ""
-    seconds: float | None = None
-    record: dict[str, Any] | None = None
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "reason": self.reason,
-                               "seconds": self.seconds, "record": self.record}
-        return out
-
-
-def verdict(check: str, stage: str, passed: bool | None, reason: str) -> dict[str, Any]:
-    return {"check": check, "stage": stage, "passed": passed, "reason": reason}
 
 
 def host_facts() -> dict[str, Any]:
@@ -43,26 +26,80 @@ def host_facts() -> dict[str, Any]:
             "cpus": os.cpu_count(), "node": platform.node()}
 
 
-def base_result(*, run: dict[str, Any], experiment: dict[str, Any], arm: str,
-                repeat: int) -> dict[str, Any]:
+def assemble(rr: RepeatResult, *, run: dict[str, Any], experiment: dict[str, Any],
+             inputs: Inputs, serve: dict[str, Any]) -> dict[str, Any]:
+    """result.json of one repeat of one arm, put together from its typed stage outcomes: the
+    one place that knows the file's layout (validate it with :func:`validate_result`)."""
+    rec = rr.build.build
+    stages = rr.stages()
     return {
         "schemaVersion": 1,
         "servelab": {"version": __version__},
         "run": run,
         "experiment": experiment,
-        "arm": arm,
-        "repeat": repeat,
-        "inputs": {"commit": None, "dockerfile_sha256": None, "context_sha256": None,
-                   "model_sha256": None, "request_sha256": None, "source_date_epoch": None},
-        "image": {"ref": None, "digest": None},
-        "environment": {"host": host_facts()},
-        "host": {"gpus": [], "cuda_driver_version": None},
-        "spec": {},
-        "stages": {},
-        "metrics": {"digest": None},
-        "verdicts": [],
-        "files": {},
+        "arm": rr.arm.name,
+        "repeat": rr.repeat,
+        "inputs": _inputs(inputs, rec, rr.smoke),
+        "image": _image(rr.image_ref, rec),
+        "environment": _environment(rec, rr.scan),
+        "host": (rr.smoke.host.to_dict() if rr.smoke.host is not None
+                 else {"gpus": [], "cuda_driver_version": None}),
+        "spec": {"serve": serve},
+        "stages": {name: o.to_dict() for name, o in stages},
+        "metrics": _metrics(rec, rr.scan, rr.smoke),
+        "verdicts": [v.to_dict() for _, o in stages for v in o.verdicts],
+        "files": {k: v for _, o in stages for k, v in o.files.items()},
     }
+
+
+def _inputs(i: Inputs, rec: BuildRecord | None, smoke: SmokeOutcome) -> dict[str, Any]:
+    return {"commit": i.commit, "dockerfile_sha256": i.dockerfile_sha256,
+            "context_sha256": i.context_sha256,
+            # the sha256 of the model the server really read, when the smoke stage measured it
+            "model_sha256": smoke.model_sha256 if smoke.model_sha256 is not None
+            else i.model_sha256,
+            "request_sha256": i.request_sha256,
+            "source_date_epoch": rec.source_date_epoch if rec is not None else None,
+            "build_args": dict(i.build_args), "git_ref": i.git_ref}
+
+
+def _image(ref: str | None, rec: BuildRecord | None) -> dict[str, Any]:
+    if rec is None:
+        return {"ref": ref, "digest": None}
+    return {"ref": ref, "digest": rec.manifest_digest, "config_digest": rec.primary.config_digest,
+            "base": [b.to_dict() for b in rec.base_images]}
+
+
+def _environment(rec: BuildRecord | None, scan: ScanOutcome) -> dict[str, Any]:
+    env: dict[str, Any] = {"host": host_facts()}
+    if rec is not None:
+        env["builder"] = rec.builder.to_dict()
+        env["engine"] = {"version": rec.builder.engine_version}
+    if scan.trivy is not None:
+        env["trivy"] = scan.trivy.to_dict()
+    return env
+
+
+def _metrics(rec: BuildRecord | None, scan: ScanOutcome,
+             smoke: SmokeOutcome) -> dict[str, Any]:
+    m: dict[str, Any] = {"digest": rec.manifest_digest if rec is not None else None}
+    if rec is not None:
+        m["size"] = {"compressed_bytes": rec.primary.compressed_size,
+                     "uncompressed_bytes": rec.primary.uncompressed_size}
+        m["build_seconds"] = round(rec.wall_s, 3)
+    if scan.findings is not None:
+        m["findings"] = dict(scan.findings)
+    if smoke.startup is not None:
+        m["startup"] = smoke.startup.to_dict()
+    if smoke.latency is not None:
+        m["latency"] = smoke.latency.to_dict()
+    if smoke.node is not None:
+        m["coldstart"] = smoke.node.to_dict()
+    if smoke.model_load is not None:
+        m["model_load"] = smoke.model_load.to_dict()
+    if smoke.gpu_phases is not None:
+        m["gpu"] = smoke.gpu_phases.to_dict()
+    return m
 
 
 def validate_result(data: dict[str, Any]) -> list[str]:
@@ -78,36 +115,75 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputError("no such file", file=str(path)) from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"not valid JSON: {e}", file=str(path),
-                         hint="give a result.json or summary.json written by servelab") from e
+    from servelab.textio import read_json
+
+    return read_json(path, what="result or summary file",
+                     hint="give a result.json or summary.json written by servelab")
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The result dicts in a result.json, a summary.json, or a directory of artifacts."""
     if path.is_dir():
-        found = sorted(path.rglob(RESULT_FILE))
+        found = _result_files(path)
         if not found:
             raise InputError("no result.json under this directory", file=str(path),
                              hint="point at the --out directory of servelab run")
         return [_checked(p, _load_json(p)) for p in found]
     data = _load_json(path)
-    if isinstance(data, dict) and isinstance(data.get("results"), list):
-        return [r for r in data["results"] if isinstance(r, dict)]
+    if isinstance(data, dict) and "results" in data:
+        return [_checked(path, r, f"results[{i}]")
+                for i, r in enumerate(_summary_results(path, data))]
     if isinstance(data, dict) and data.get("schemaVersion") == 1 and "arm" in data:
         return [_checked(path, data)]
     raise InputError("neither a result.json nor a summary.json of servelab", file=str(path))
 
 
-def _checked(path: Path, data: Any) -> dict[str, Any]:
+#: result.json files read from one directory (a run has arms x repeats of them).
+MAX_RESULT_FILES = 10_000
+
+
+def _result_files(path: Path) -> list[Path]:
+    found: list[Path] = []
+    for p in path.rglob(RESULT_FILE):  # symbolic links to directories are not followed
+        found.append(p)
+        if len(found) > MAX_RESULT_FILES:
+            raise InputError(f"more than {MAX_RESULT_FILES} result.json files under this "
+                             "directory", file=str(path),
+                             hint="point at the --out directory of one run")
+    return sorted(found)
+
+
+def _summary_results(path: Path, data: dict[str, Any]) -> list[Any]:
+    """The results of a summary.json checked against schemas/summary.schema.json: a
+    non-empty list of objects (a summary without results proves nothing about digests)."""
+    from servelab.schema import validator
+
+    problems = sorted(validator("summary").iter_errors(data), key=lambda e: list(e.path))
+    if problems:
+        where = "/".join(map(str, problems[0].absolute_path)) or "$"
+        raise InputError(f"invalid summary.json: {where}: {_short(problems[0])}",
+                         file=str(path),
+                         hint="give a summary.json written by servelab run or servelab "
+                         "report --out, with at least one result")
+    results: list[Any] = data["results"]
+    return results
+
+
+def _short(err: Any) -> str:
+    """A jsonschema error's message without a long repr of the value it is about."""
+    text: str = err.message
+    shown = repr(err.instance)
+    if len(shown) > 60 and text.startswith(shown):
+        text = "the value" + text[len(shown):]
+    return text[:300]
+
+
+def _checked(path: Path, data: Any, where: str = "") -> dict[str, Any]:
+    at = f"{where}: " if where else ""
     if not isinstance(data, dict):
-        raise InputError("not a servelab result", file=str(path))
+        raise InputError(f"{at}not a servelab result (a JSON object)", file=str(path))
     problems = validate_result(data)
     if problems:
-        raise InputError(f"invalid result.json: {problems[0]}", file=str(path),
+        raise InputError(f"{at}invalid result.json: {problems[0]}", file=str(path),
                          hint="was it written by another servelab version?")
     return data

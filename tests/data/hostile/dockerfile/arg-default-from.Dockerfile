@@ -1,0 +1,2 @@
+FROM ${BASE:-python:3.11}
+USER 10001

@@ -1,0 +1,1 @@
+FROM alpineUSER 1000RUN <<EOF

@@ -1,0 +1,3 @@
+FROM alpine:٣.١٨
+USER ²
+COPY --from=² a b

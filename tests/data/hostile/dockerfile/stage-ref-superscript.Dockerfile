@@ -1,0 +1,3 @@
+FROM alpine AS a
+FROM a
+COPY --from=¹ /x /y
