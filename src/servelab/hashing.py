@@ -67,10 +67,13 @@ def _excluded(rel: str, patterns: list[str] | None) -> bool:
 
 
 def dockerignore(context: Path) -> list[str]:
+    from servelab import textio
+
     f = context / ".dockerignore"
     if not f.is_file():
         return [".git"]
-    pats = [ln.strip() for ln in f.read_text(errors="replace").splitlines()]
+    text = textio.read_text(f, what=".dockerignore", hint="fix or remove the .dockerignore")
+    pats = [ln.strip() for ln in text.splitlines()]
     return [p for p in pats if p and not p.startswith("#")] + [".git"]
 
 

@@ -21,6 +21,38 @@ def add_format(parser: argparse.ArgumentParser, default: str = "text") -> None:
     )
 
 
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
+
+
+def ascii_int(text: str) -> int:
+    """argparse type for counts, ports and codes: ASCII digits only (``int()`` would take
+    ``"٣"`` as 3), at most 9 of them, so ``"²"``, ``"1e3"`` and 5000-digit numbers are a usage
+    error (exit 2), not an internal one."""
+    s = text.strip()
+    digits = s[1:] if s[:1] in "+-" else s
+    if not digits or len(digits) > 9 or not all("0" <= c <= "9" for c in digits):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number (ASCII digits)")
+    return int(s)
+
+
+def finite_float(text: str) -> float:
+    """argparse type for seconds and hours: a finite, non-negative number in ASCII (``nan``,
+    ``inf`` and ``"٣"`` are a usage error)."""
+    import math
+
+    s = text.strip()
+    if not s or not all(c in "0123456789.+-eE" for c in s):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number (ASCII digits)")
+    try:
+        value = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number >= 0")
+    return value
+
+
 def fail_on_value(text: str) -> str:
     """argparse type of ``--fail-on``: the one grammar (servelab.findings.parse_fail_on);
     the value, canonical, or a usage error (exit 2)."""

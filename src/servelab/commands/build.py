@@ -33,11 +33,12 @@ import argparse
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from servelab.build.render import FORMATS
+    from servelab.commands._common import ascii_int
 
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="the metadata.name of the experiment in a multi-document file")
-    parser.add_argument("--repeats", type=int, metavar="N",
+    parser.add_argument("--repeats", type=ascii_int, metavar="N",
                         help="builds per arm (default: the experiment's repeats)")
     parser.add_argument("--out", metavar="DIR", default="servelab-out",
                         help="output directory (default: servelab-out)")

@@ -33,6 +33,7 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import ascii_int
     parser.add_argument("a", metavar="A", help="first image: archive, layout dir or reference")
     parser.add_argument("b", metavar="B", help="second image: archive, layout dir or reference")
     parser.add_argument(
@@ -41,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--platform", metavar="OS/ARCH",
                         help="compare this platform of multi-platform images (e.g. linux/amd64)")
-    parser.add_argument("--max-entries", type=int, default=1000, metavar="N",
+    parser.add_argument("--max-entries", type=ascii_int, default=1000, metavar="N",
                         help="list at most N file differences per layer (default 1000)")
     parser.add_argument("--max-layer-bytes", metavar="SIZE",
                         help="stop reading a layer past SIZE uncompressed (e.g. 512G; default "

@@ -18,10 +18,11 @@ The control arm's own failed checks are reported, not gated: it shows the common
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_fail_on
+    from servelab.commands._common import add_fail_on, ascii_int
     from servelab.run.render import FORMATS
 
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
@@ -29,7 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="metadata.name of the experiment in a multi-document file")
     parser.add_argument("--out", default="servelab-out", metavar="DIR",
                         help="artifact directory (default: servelab-out); must not hold a run")
-    parser.add_argument("--repeats", type=int, metavar="N", help="override the spec's repeats")
+    parser.add_argument("--repeats", type=ascii_int, metavar="N",
+                        help="override the spec's repeats")
     parser.add_argument("--stages", default="lint,build,scan,smoke",
                         help="comma-separated stages to run (default: all of "
                         "lint,build,scan,smoke); the report says what was skipped")
@@ -48,6 +50,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a name for this run (job, matrix key) recorded in the results")
     parser.add_argument("--keep", action="store_true",
                         help="keep the built images (prints their ref@sha256)")
+    parser.add_argument("--cold-start-registry", metavar="HOST[:PORT][/PATH]",
+                        default=os.environ.get("SERVELAB_COLDSTART_REGISTRY") or None,
+                        help="push each tested image there once and, before every start, time "
+                        "its pull cold and with the base held (default: "
+                        "$SERVELAB_COLDSTART_REGISTRY; unset: not measured)")
+    parser.add_argument("--node-has", action="append", default=[], metavar="IMAGE",
+                        help="an image a node already holds (repeatable): what it would pull, "
+                        "and held in the warm-base pull")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
@@ -75,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         trivy_cache_dir=Path(args.trivy_cache_dir) if args.trivy_cache_dir else None,
         db_repositories=list(args.db_repository), offline=args.offline,
         run_name=args.run_name, keep=args.keep,
+        cold_start_registry=args.cold_start_registry, node_has=list(args.node_has),
     )
 
     def progress(msg: str) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_fail_on
+    from servelab.commands._common import add_fail_on, finite_float
 
     parser.add_argument("targets", nargs="+", metavar="TARGET",
                         help="image name, OCI layout directory, OCI or docker archive")
@@ -62,9 +62,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                     help="DB mirror (repeatable, tried in order)")
     db.add_argument("--offline", action="store_true", default=None,
                     help="never download the DB; no network requests")
-    db.add_argument("--max-db-age", type=float, metavar="HOURS",
+    db.add_argument("--max-db-age", type=finite_float, metavar="HOURS",
                     help="fail (exit 3) when the DB is older (default: 168)")
-    db.add_argument("--timeout", type=float, metavar="SECONDS",
+    db.add_argument("--timeout", type=finite_float, metavar="SECONDS",
                     help="timeout of each Trivy call (default: 1800)")
     out = parser.add_argument_group("outputs")
     out.add_argument("--sarif", metavar="FILE", help="write SARIF 2.1.0 here")

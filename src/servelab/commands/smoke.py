@@ -30,15 +30,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from servelab.commands._common import ascii_int, finite_float
+
 if TYPE_CHECKING:
     from servelab.smoke.stage import SmokeSettings
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("serving (override the experiment's serve section)")
-    g.add_argument("--port", type=int, help="port the server listens on (default 8000)")
+    g.add_argument("--port", type=ascii_int, help="port the server listens on (default 8000)")
     g.add_argument("--health-path", help="readiness path answering 2xx (default /health)")
-    g.add_argument("--timeout", type=float, metavar="SECONDS",
+    g.add_argument("--timeout", type=finite_float, metavar="SECONDS",
                    help="readiness timeout from container start (default 120)")
     g.add_argument("--writable", action="append", metavar="PATH",
                    help="a path that gets a tmpfs (repeatable); the rest is read-only")
@@ -72,9 +74,9 @@ def _add_request(p: argparse.ArgumentParser) -> None:
     body = g.add_mutually_exclusive_group()
     body.add_argument("--request-body", metavar="TEXT", help="request body")
     body.add_argument("--request-body-file", metavar="FILE", help="read the body from FILE")
-    g.add_argument("--request-count", type=int, metavar="N",
+    g.add_argument("--request-count", type=ascii_int, metavar="N",
                    help="times to send it after ready (default 5)")
-    g.add_argument("--expect-status", type=int, metavar="CODE", help="default 200")
+    g.add_argument("--expect-status", type=ascii_int, metavar="CODE", help="default 200")
     g.add_argument("--expect-json", metavar="JSON", help="a JSON subset the body must contain")
     g.add_argument("--expect-regex", metavar="REGEX", help="a regex the body must match")
 
@@ -91,7 +93,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("run")
     g.add_argument("--gpu", action="store_true",
                    help="require GPUs: check the image's CUDA needs, start with all GPUs")
-    g.add_argument("--starts", type=int, default=1, metavar="N",
+    g.add_argument("--starts", type=ascii_int, default=1, metavar="N",
                    help="start it N times; the first is reported apart (default 1)")
     g.add_argument("--probe", choices=["auto", "netns", "helper"], default="auto",
                    help="netns: host prober in the container's namespace (root); helper: a "

@@ -107,3 +107,16 @@ def find(dockerfile: Path, context: Path) -> Path | None:
         return specific
     general = context / ".dockerignore"
     return general if general.is_file() else None
+
+
+def load(dockerfile: Path, context: Path) -> list[Pattern] | None:
+    """The patterns of the ignore file :func:`find` picks, read through the safe reader (size
+    cap, regular file, UTF-8: a bad one is :class:`~servelab.errors.InputError`, exit 2);
+    None when there is no ignore file."""
+    from servelab import textio
+
+    path = find(dockerfile, context)
+    if path is None:
+        return None
+    return parse(textio.read_text(path, what=".dockerignore",
+                                  hint="fix or remove the .dockerignore"))

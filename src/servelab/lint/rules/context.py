@@ -88,10 +88,7 @@ def _final_leaks(ctx: Context, pats: list[ignore.Pattern] | None) -> list[str]:
 def check_context_leak(ctx: Context) -> Iterator[Hit]:
     whole, git = _copies(ctx)
     path = ignore.find(ctx.df.path, ctx.context_dir)
-    try:
-        pats = ignore.parse(path.read_text(encoding="utf-8", errors="replace")) if path else None
-    except OSError:
-        return
+    pats = ignore.load(ctx.df.path, ctx.context_dir)
     for c in git:
         if c.final and not (pats and ignore.excluded(".git", pats)):
             yield Hit("context-leak", c.ins.line, f"{c.ins.cmd} puts .git, the repository's "

@@ -21,11 +21,7 @@ _SHOWN = 5
 
 def _excluder(ctx: Context) -> Callable[[str], bool]:
     """What the build's .dockerignore drops (nothing when there is none)."""
-    path = ignore.find(ctx.df.path, ctx.context_dir)
-    try:
-        pats = ignore.parse(path.read_text(encoding="utf-8", errors="replace")) if path else []
-    except OSError:
-        pats = []
+    pats = ignore.load(ctx.df.path, ctx.context_dir) or []
     return lambda rel: bool(pats) and ignore.excluded(rel, pats)
 
 
