@@ -47,3 +47,16 @@ def test_commands_refuse_with_exit_2(argv: list[str]) -> None:
     option = next(a for a in argv if a.startswith("--"))
     assert f"argument {option}" in proc.stderr and len(proc.stderr) < 2000
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--ignore-file", "--vex"])
+def test_scan_policy_file_that_is_a_pipe_is_named(tmp_path: object, flag: str) -> None:
+    import os
+    from pathlib import Path
+
+    fifo = Path(str(tmp_path)) / "policy"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "servelab", "scan", "img", flag, str(fifo),
+                           "--offline"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a regular file" in proc.stderr and "Traceback" not in proc.stderr

@@ -366,8 +366,8 @@ class Scanner:
             ),
         )
         for what, p in (("ignore file", policy.ignore_file), ("VEX document", policy.vex)):
-            if p is not None and not Path(p).is_file():
-                raise InputError(f"the {what} {p} does not exist", file=str(p))
+            if p is not None:
+                _check_policy_file(Path(p), what)
         self.trivy = Trivy(TrivyConfig(
             cache_dir=cache,
             offline=self.policy.offline,
@@ -443,3 +443,18 @@ def write_outputs(result: ScanResult, policy: ScanPolicy, out_dir: Path, *,
         json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (out_dir / FILES["markdown"]).write_text(render_markdown(result), encoding="utf-8")
+
+
+def _check_policy_file(path: Path, what: str) -> None:
+    """An ignore file or VEX document Trivy will read: it must exist and be a regular file (a
+    pipe or device would hang or feed Trivy without end)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise InputError(f"the {what} {path} does not exist", file=str(path),
+                         hint=f"give the path of an existing {what}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"the {what} {path} is not a regular file", file=str(path),
+                         hint=f"give a regular file as the {what}, not a pipe, device or folder")
