@@ -141,6 +141,7 @@ def test_other_compression_is_not_opened(tmp_path: Path) -> None:
     r = diff_images(str(pa), str(pb))
     assert r.verdict == "encoding-only"
     assert r.layers[0].status == "encoding" and not r.layers[0].opened
+    assert r.layers[0].verified  # both read through: digests, sizes and the diff_id hold
 
 
 def test_zstd_and_plain_layers_are_streamed(tmp_path: Path) -> None:
@@ -209,7 +210,8 @@ def test_corrupt_gzip_layer_is_an_input_error(tmp_path: Path) -> None:
     blob = pb / "blobs" / "sha256" / m["layers"][1]["digest"].split(":")[1]
     data = blob.read_bytes()
     blob.write_bytes(data[: len(data) // 2])
-    with pytest.raises(InputError, match="gzip"):
+    with pytest.raises(InputError, match=rf"blob {m['layers'][1]['digest']} is truncated: "
+                       rf"{len(data) // 2} of its declared {len(data)} bytes"):
         diff_images(str(pa), str(pb))
 
 

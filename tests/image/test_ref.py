@@ -31,7 +31,7 @@ def test_pinned_digest(ref: str, digest: str | None) -> None:
 
 
 def test_check_digest_names_where() -> None:
-    with pytest.raises(InputError, match="index.json: malformed digest"):
+    with pytest.raises(InputError, match=r"index\.json: malformed digest"):
         check_digest("sha256:zz", "index.json")
 
 

@@ -14,7 +14,7 @@ import scanfixtures
 from scanfixtures import Image
 
 import trivydb
-from servelab.scan import trivy
+from servelab.image import layout as image_layout
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +46,7 @@ def images(
         layout = work / f"{spec.name}-oci"
         with tarfile.open(archive) as tf:
             tf.extractall(layout, filter="data")
-        out[spec.name] = Image(spec, archive, layout, trivy.target_digest(archive))
+        out[spec.name] = Image(spec, archive, layout, image_layout.target_digest(archive))
     return out
 
 

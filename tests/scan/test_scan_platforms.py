@@ -18,9 +18,9 @@ from scanfixtures import MULTI, run_cli
 
 from ocitest import archive_platforms
 from servelab.errors import InputError
+from servelab.image import layout as image_layout
 from servelab.image import platforms
 from servelab.scan import stage as scan
-from servelab.scan import trivy
 from servelab.spec import ScanPolicy
 
 pytestmark = [pytest.mark.docker, pytest.mark.trivy]
@@ -99,6 +99,6 @@ def test_cli_names_the_platform_and_refuses_a_missing_one(multi: tuple[Path, Pat
 
 def test_single_platform_image_refuses_another(images: dict[str, Any], tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no platform linux/s390x"):
-        trivy.target_digest(images["control"].archive, "linux/s390x")
+        image_layout.target_digest(images["control"].archive, "linux/s390x")
     host = platforms.host_platform()  # the fixtures are built for this machine
-    assert trivy.target_digest(images["control"].archive, host) == images["control"].digest
+    assert image_layout.target_digest(images["control"].archive, host) == images["control"].digest

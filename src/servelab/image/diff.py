@@ -10,13 +10,19 @@ API::
 
 How: manifests are paired by platform; equal manifest digests end the comparison. Otherwise the
 configs are compared field by field, and layers pairwise: equal digests are skipped, equal
-``diff_ids`` (same uncompressed tar, other compression) are reported without being read, and
-only the remaining pairs are streamed (gzip/zstd decompressed on the fly, both sides in
-parallel) and compared entry by entry by path: type, content sha256, size, mode, uid/gid,
-owner names, mtime/atime/ctime, link target, device numbers, xattrs and other PAX headers.
-Nothing is extracted: entries are hashed as they stream by, and entry names never become files.
-Memory grows with the number of entries in one layer pair (a few hundred bytes each), not with
-their size.
+``diff_ids`` (same uncompressed tar, other compression) are read through once to verify both
+blobs and both diff_ids (the verdict "encoding-only" rests on them), and the remaining pairs
+are streamed (gzip/zstd decompressed on the fly, both sides in parallel) and compared entry by
+entry by path: type, content sha256, size, mode, uid/gid, owner names, mtime/atime/ctime, link
+target, device numbers, xattrs and other PAX headers. Nothing is extracted: entries are hashed
+as they stream by, and entry names never become files. Memory grows with the number of entries
+in one layer pair (a few hundred bytes each), not with their size.
+
+Trust: every blob read is verified while it streams (digest and declared size; the diff_id too
+where a verdict rests on it: the "other compression" pairs), and decompression is capped
+(:class:`servelab.image.blob.Limits`): a mismatch, a truncation, corrupt tar or compressed
+data, or a cap is an InputError naming the blob (exit 2), never a difference. Workers check a
+stop event between chunks: Ctrl-C or SIGTERM in the main thread ends them within a second.
 
 Each change has a kind: ``timestamp`` (mtime/atime/ctime, config ``created`` and history dates,
 ``...created`` annotations), ``content`` (anything else a container would see), ``encoding``
@@ -31,13 +37,19 @@ import hashlib
 import json
 import sys
 import tarfile
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from servelab.image.oci import CHUNK, ImageSource, PlatformManifest, layer_stream, open_image
+from servelab.errors import InputError
+from servelab.image.blob import Cancelled, Limits
+from servelab.image.oci import CHUNK, Descriptor, ImageSource, PlatformManifest, open_image
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 KINDS = ("derived", "encoding", "timestamp", "content")
 VERDICTS = {
@@ -61,6 +73,36 @@ _TYPE_NAMES = {tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file", tarfile.CONTTY
                tarfile.FIFOTYPE: "fifo"}
 
 
+#: characters that would move the cursor, recolour or reorder a terminal, and lone surrogates
+#: (tar names that were not UTF-8 hold U+DC80..U+DCFF for their bytes): shown escaped
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+            if c not in (0x09, 0x0A)}
+_CONTROL.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                                             *range(0xD800, 0xE000))})
+_CONTROL.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
+
+
+_ONE_LINE = {**_CONTROL, 0x09: "\\t", 0x0A: "\\n"}
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """*text* safe to print: bytes that were not UTF-8 (tar names) as ``\\xNN``, control and
+    bidi characters and other lone surrogates escaped; tabs and newlines kept unless
+    *one_line*. Names and values from an image pass through it before they are shown."""
+    return text.translate(_ONE_LINE if one_line else _CONTROL)
+
+
+def _clean(v: Any) -> Any:
+    """JSON-ready data with every string made printable."""
+    if isinstance(v, str):
+        return printable(v)
+    if isinstance(v, dict):
+        return {printable(str(k)): _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
 @dataclass
 class Change:
     """One difference. ``fields`` says what differs (for files, names from ENTRY_FIELDS)."""
@@ -76,6 +118,10 @@ class Change:
     note: str = ""
 
     def describe(self) -> str:
+        """One printable line: the subject and what differs."""
+        return printable(self._describe(), one_line=True)
+
+    def _describe(self) -> str:
         where = ""
         if self.category == "file" and self.layer is not None:
             where = f" (layer {self.layer}"
@@ -90,6 +136,12 @@ class Change:
         verb = "differs" if len(self.fields) <= 1 else "differ"
         return f"{self.subject}{where}: {what} {verb}: {_show(self.a)} -> {_show(self.b)}"
 
+    def __post_init__(self) -> None:
+        self.subject = printable(self.subject, one_line=True)
+        self.note = printable(self.note, one_line=True)
+        if self.instruction is not None:
+            self.instruction = printable(self.instruction, one_line=True)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"category": self.category, "subject": self.subject,
                                "kind": self.kind, "fields": list(self.fields),
@@ -100,7 +152,7 @@ class Change:
             out["instruction"] = self.instruction
         if self.note:
             out["note"] = self.note
-        return out
+        return _clean(out)  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -111,7 +163,11 @@ class LayerStat:
     b_digest: str | None
     instruction: str | None
     status: str  # same | differs | encoding | added | removed
+    #: its entries were read and compared
     opened: bool = False
+    #: both blobs were read through and their digests and sizes checked (and the diff_id of
+    #: an "encoding" pair)
+    verified: bool = False
     entries_a: int = 0
     entries_b: int = 0
     changed_entries: int = 0
@@ -120,7 +176,7 @@ class LayerStat:
     b_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return _clean(dict(self.__dict__))  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -135,6 +191,11 @@ class DiffResult:
     ignore_timestamps: bool = False
     #: changes not listed because of max_entries
     omitted: int = 0
+
+    def __post_init__(self) -> None:
+        self.a, self.b = printable(self.a, one_line=True), printable(self.b, one_line=True)
+        if self.platform is not None:
+            self.platform = printable(self.platform, one_line=True)
 
     @property
     def worst(self) -> str | None:
@@ -269,19 +330,39 @@ class _Scan:
     count: int
 
 
-def scan_layer(source: ImageSource, digest: str) -> _Scan:
-    """Every entry of a layer by path (the last one wins, as when a layer is applied)."""
+#: what a corrupt tar stream raises inside tarfile
+_TAR_ERRORS = (tarfile.TarError, EOFError, ValueError, OverflowError, UnicodeError)
+
+
+def scan_layer(source: ImageSource, layer: Descriptor, *, limits: Limits | None = None,
+               stop: threading.Event | None = None, diff_id: str | None = None) -> _Scan:
+    """Every entry of a layer by path (the last one wins, as when a layer is applied).
+
+    One pass: the blob is verified (digest, declared size, *diff_id* when given) and capped
+    (*limits*) as its entries are hashed."""
     entries: dict[str, Entry] = {}
     order = hashlib.sha256()
     count = 0
-    with source.open_blob(digest) as raw, layer_stream(raw) as data, \
-            tarfile.open(fileobj=data, mode="r|", bufsize=CHUNK) as tf:
-        for m in tf:
-            path = _norm(m.name)
-            entries[path] = _entry(tf, m)
-            order.update(path.encode("utf-8", "surrogateescape") + b"\0")
-            count += 1
+    with source.open_layer(layer, limits=limits, stop=stop, diff_id=diff_id) as data:
+        try:
+            with tarfile.open(fileobj=data, mode="r|", bufsize=CHUNK) as tf:
+                for m in tf:
+                    path = _norm(m.name)
+                    entries[path] = _entry(tf, m)
+                    order.update(path.encode("utf-8", "surrogateescape") + b"\0")
+                    count += 1
+        except _TAR_ERRORS as e:
+            raise InputError(f"{source.name}: layer {layer.digest} is not a readable tar "
+                             f"archive: {str(e)[:200]}",
+                             hint="the layer is corrupt; rebuild or re-export the image") from e
     return _Scan(entries, order.digest(), count)
+
+
+def verify_layer(source: ImageSource, layer: Descriptor, *, diff_id: str | None,
+                 limits: Limits | None = None, stop: threading.Event | None = None) -> None:
+    """Read *layer* through: InputError unless its digest, size and *diff_id* hold."""
+    with source.open_layer(layer, limits=limits, stop=stop, diff_id=diff_id):
+        pass  # the end of the block reads the rest and checks it
 
 
 def _entry_changes(path: str, ea: Entry | None, eb: Entry | None, layer: int,
@@ -404,8 +485,6 @@ def layer_instructions(config: dict[str, Any], n_layers: int) -> list[str | None
 
 def _pair(ma: list[PlatformManifest], mb: list[PlatformManifest], platform: str | None
           ) -> tuple[PlatformManifest, PlatformManifest, list[Change]]:
-    from servelab.errors import InputError
-
     notes: list[Change] = []
     pa = {m.platform: m for m in ma}
     pb = {m.platform: m for m in mb}
@@ -454,17 +533,21 @@ def align_layers(a_keys: list[str], b_keys: list[str]) -> list[tuple[int | None,
     return pairs
 
 
+def _diff_ids(m: PlatformManifest, config: dict[str, Any]) -> list[str] | None:
+    """The config's diff_ids when there is one per layer."""
+    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+    return [str(d) for d in diff_ids] if len(diff_ids) == len(m.layers) else None
+
+
 def _layer_keys(m: PlatformManifest, config: dict[str, Any]) -> list[str]:
     """Each layer's uncompressed digest (diff_id) when the config has them, else its digest."""
-    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
-    if len(diff_ids) == len(m.layers):
-        return [str(d) for d in diff_ids]
-    return [x.digest for x in m.layers]
+    return _diff_ids(m, config) or [x.digest for x in m.layers]
 
 
 def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
                  cb: dict[str, Any]) -> tuple[list[LayerStat], list[Change], list[int]]:
-    """Layer stats, layer-level changes, and the rows (indexes into the stats) to open."""
+    """Layer stats, layer-level changes, and the rows (indexes into the stats) to read:
+    status ``differs`` to open, ``encoding`` to verify."""
     ia = layer_instructions(ca, len(a.layers))
     ib = layer_instructions(cb, len(b.layers))
     ka, kb = _layer_keys(a, ca), _layer_keys(b, cb)
@@ -496,14 +579,36 @@ def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
             changes.append(Change("layer", f"layer {i}", "encoding", ["compression"],
                                   la.media_type, lb.media_type, i, instr,
                                   note="same uncompressed tar (diff_id), other compression"))
+            to_open.append(len(stats) - 1)
             continue
         st.status = "differs"
         to_open.append(len(stats) - 1)
     return stats, changes, to_open
 
 
+@dataclass
+class _Side:
+    """One image of the comparison: its reader, manifest and the config's diff_ids."""
+
+    source: ImageSource
+    manifest: PlatformManifest
+    diff_ids: list[str] | None
+
+    def layer(self, i: int) -> tuple[Descriptor, str | None]:
+        return self.manifest.layers[i], self.diff_ids[i] if self.diff_ids else None
+
+
+@dataclass
+class _Run:
+    """What every layer read of one comparison shares: caps and the stop event."""
+
+    limits: Limits
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
 def compare(a: ImageSource, b: ImageSource, *, platform: str | None = None,
-            ignore_timestamps: bool = False, max_entries: int = 1000) -> DiffResult:
+            ignore_timestamps: bool = False, max_entries: int = 1000,
+            limits: Limits | None = None) -> DiffResult:
     """What differs between images *a* and *b* (see the module docstring)."""
     ma, mb, notes = _pair(a.platform_manifests(), b.platform_manifests(), platform)
     result = DiffResult(a.name, b.name, ma.digest, mb.digest, ma.platform, list(notes), [],
@@ -511,15 +616,20 @@ def compare(a: ImageSource, b: ImageSource, *, platform: str | None = None,
     if ma.digest == mb.digest:
         return result
     result.changes += _manifest_changes(ma, mb)
-    ca = a.read_json(ma.config.digest)
-    cb = b.read_json(mb.config.digest)
+    ca = a.read_config(ma.config)
+    cb = b.read_config(mb.config)
     if ma.config.digest != mb.config.digest:
         result.changes += _config_changes(ca, cb)
-    stats, changes, to_open = _layer_pairs(ma, mb, ca, cb)
+    stats, changes, to_read = _layer_pairs(ma, mb, ca, cb)
     result.layers = stats
     result.changes += changes
-    for i in to_open:
-        file_changes = _compare_layer(a, b, ma, mb, stats[i])
+    run = _Run(limits or Limits.from_env())
+    sa, sb = _Side(a, ma, _diff_ids(ma, ca)), _Side(b, mb, _diff_ids(mb, cb))
+    for i in to_read:
+        if stats[i].status == "encoding":
+            _verify_pair(sa, sb, stats[i], run)
+            continue
+        file_changes = _compare_layer(sa, sb, stats[i], run)
         result.omitted += max(0, len(file_changes) - max_entries)
         result.changes += file_changes[:max_entries]
     return result
@@ -527,22 +637,80 @@ def compare(a: ImageSource, b: ImageSource, *, platform: str | None = None,
 
 #: layer pairs smaller than this (compressed, together) are read one after the other
 PARALLEL_MIN_BYTES = 8 << 20
+#: how long the main thread waits for the workers to see the stop event before it moves on
+STOP_WAIT_S = 0.5
 
 
-def _compare_layer(a: ImageSource, b: ImageSource, ma: PlatformManifest,
-                   mb: PlatformManifest, st: LayerStat) -> list[Change]:
-    la = ma.layers[st.a_index if st.a_index is not None else st.index]
-    lb = mb.layers[st.b_index if st.b_index is not None else st.index]
-    if la.size + lb.size < PARALLEL_MIN_BYTES:
-        sa, sb = scan_layer(a, la.digest), scan_layer(b, lb.digest)
-    else:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="servelab-diff") as pool:
-            fa = pool.submit(scan_layer, a, la.digest)
-            fb = pool.submit(scan_layer, b, lb.digest)
-            sa, sb = fa.result(), fb.result()
-    st.opened = True
-    st.entries_a, st.entries_b = sa.count, sb.count
-    changes = compare_entries(sa, sb, st.index, st.instruction)
+def _both(fa: Callable[[], T], fb: Callable[[], U], stop: threading.Event,
+          parallel: bool) -> tuple[T, U]:
+    """``(fa(), fb())``, in two worker threads when *parallel*.
+
+    The main thread waits in short slices, so Ctrl-C and SIGTERM reach it at once; then it sets
+    *stop* (the workers raise :class:`Cancelled` at their next chunk) and re-raises. A worker's
+    error stops the other one too. Workers are daemon threads: one stuck in a read (a stalled
+    registry) cannot hold the process after STOP_WAIT_S."""
+    if not parallel:
+        return fa(), fb()
+    out: list[Any] = [None, None]
+    errors: list[BaseException | None] = [None, None]
+
+    def work(i: int, fn: Callable[[], Any]) -> None:
+        try:
+            out[i] = fn()
+        except BaseException as e:
+            errors[i] = e
+            stop.set()
+
+    threads = [threading.Thread(target=work, args=(i, fn), name=f"servelab-diff-{i}",
+                                daemon=True) for i, fn in enumerate((fa, fb))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.05)
+    except BaseException:
+        stop.set()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        raise
+    real = [e for e in errors if e is not None and not isinstance(e, Cancelled)]
+    if real:
+        raise real[0]
+    if any(errors):
+        raise Cancelled
+    return out[0], out[1]
+
+
+def _layers_of(sa: _Side, sb: _Side, st: LayerStat
+               ) -> tuple[tuple[Descriptor, str | None], tuple[Descriptor, str | None]]:
+    return (sa.layer(st.a_index if st.a_index is not None else st.index),
+            sb.layer(st.b_index if st.b_index is not None else st.index))
+
+
+def _verify_pair(sa: _Side, sb: _Side, st: LayerStat, run: _Run) -> None:
+    """Both blobs of a layer reported as "same tar, other compression", read through: their
+    digests, sizes and the shared diff_id must hold, else InputError (never encoding-only)."""
+    (la, ia), (lb, ib) = _layers_of(sa, sb, st)
+    _both(lambda: verify_layer(sa.source, la, diff_id=ia, limits=run.limits, stop=run.stop),
+          lambda: verify_layer(sb.source, lb, diff_id=ib, limits=run.limits, stop=run.stop),
+          run.stop, la.size + lb.size >= PARALLEL_MIN_BYTES)
+    st.verified = True
+
+
+def _compare_layer(sa: _Side, sb: _Side, st: LayerStat, run: _Run) -> list[Change]:
+    """Both layers scanned (their digests and sizes verified in the same pass; their diff_ids
+    are not: the verdict "differs" does not rest on them, and hashing the uncompressed bytes
+    too would cost about a tenth more time)."""
+    (la, _), (lb, _) = _layers_of(sa, sb, st)
+    scan_a, scan_b = _both(
+        lambda: scan_layer(sa.source, la, limits=run.limits, stop=run.stop),
+        lambda: scan_layer(sb.source, lb, limits=run.limits, stop=run.stop),
+        run.stop, la.size + lb.size >= PARALLEL_MIN_BYTES)
+    st.opened = st.verified = True
+    st.entries_a, st.entries_b = scan_a.count, scan_b.count
+    changes = compare_entries(scan_a, scan_b, st.index, st.instruction)
     st.changed_entries = sum(1 for c in changes if c.category == "file")
     return changes
 

@@ -4,10 +4,12 @@ API::
 
     trivy = Trivy(TrivyConfig(cache_dir=Path(...), offline=True, timeout_s=1800))
     db = trivy.ensure_db(max_age_hours=168)        # DbInfo; CapabilityError when unusable
-    with prepared_input(target, run_id) as inp:    # OCI dir / OCI tar / docker tar / image ref
-        report = trivy.scan(inp, json_out=path)    # TrivyReport (parsed, fail-closed)
+    with prepared_input(target, run_id) as inp:    # servelab.image.layout: OCI dir / docker
+        report = trivy.scan(inp, json_out=path)    # tar / image ref; TrivyReport (fail-closed)
     trivy.cyclonedx(path, sbom_out)                # CycloneDX SBOM from the same JSON
-    target_digest(target)                          # the digest repeats are shared by
+
+Preparing the image (unpacking an OCI archive, narrowing a multi-platform layout to one
+platform, the digest repeats are shared by) is OCI work: :mod:`servelab.image.layout`.
 
 Every call passes ``--disable-telemetry --skip-version-check --skip-check-update`` (where the
 subcommand has them; ``trivy convert`` has none and makes no connection), and in offline mode
@@ -19,28 +21,18 @@ a failed, timed-out or unparsable scan raises :class:`~servelab.errors.Capabilit
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import logging
 import os
 import re
-import shutil
 import struct
-import tarfile
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from servelab import proc
-from servelab.errors import CapabilityError, CommandError, InputError, ToolMissingError
-from servelab.image import platforms
-from servelab.image.oci import INDEX_TYPES, OciArchive, OciLayout
-
-log = logging.getLogger("servelab.scan.trivy")
+from servelab.errors import CapabilityError, CommandError
+from servelab.image.layout import ImageInput
 
 SEVERITIES = ("UNKNOWN", "LOW", "MEDIUM", "HIGH", "CRITICAL")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -193,210 +185,6 @@ def needs_download(cache_dir: Path, now: datetime) -> bool:
 
 
 # ---------------------------------------------------------------------------- inputs
-
-
-@dataclass(frozen=True)
-class ScanInput:
-    """What Trivy is pointed at: ``--input PATH`` (OCI dir, docker tar) or an image ref."""
-
-    target: str
-    kind: str  # "oci-dir", "oci-archive", "docker-archive" or "image"
-    path: Path | None = None
-    image: str | None = None
-    #: the platform scanned, and all the image has (OCI inputs; set by prepared_input)
-    platform: str | None = None
-    platforms: tuple[str, ...] = ()
-
-
-def _tar_names(path: Path) -> set[str]:
-    try:
-        with tarfile.open(path) as tf:
-            return {m.name.removeprefix("./") for m in tf.getmembers()}
-    except (tarfile.TarError, OSError) as e:
-        raise InputError(f"{path} is not a readable tar archive: {e}", file=str(path)) from e
-
-
-def _archive_kind(path: Path) -> str:
-    names = _tar_names(path)
-    if "index.json" in names and "oci-layout" in names:
-        return "oci-archive"
-    if "manifest.json" in names:
-        return "docker-archive"
-    raise InputError(
-        f"{path} is neither an OCI archive (index.json, oci-layout) nor a docker archive "
-        "(manifest.json)",
-        file=str(path),
-        hint="build with --output type=oci,dest=FILE.tar or save with 'docker save -o'",
-    )
-
-
-def classify(target: str) -> ScanInput:
-    """Decide how Trivy reads *target*: a directory, a tar archive, or an image reference."""
-    p = Path(target)
-    if p.is_dir():
-        if not (p / "index.json").is_file():
-            raise InputError(
-                f"{target} is a directory but not an OCI image layout (no index.json)",
-                file=target,
-                hint="pass an OCI layout directory, an OCI/docker tar archive or an image name",
-            )
-        return ScanInput(target, "oci-dir", path=p)
-    if p.is_file():
-        return ScanInput(target, _archive_kind(p), path=p)
-    if target.startswith(("/", "./", "../")) or target.endswith((".tar", ".tar.gz")):
-        raise InputError(f"{target} does not exist", file=target)
-    return ScanInput(target, "image", image=target)
-
-
-def unpack_oci_archive(archive: Path, dest: Path) -> None:
-    """Extract an OCI archive into *dest* (member paths checked: nothing outside dest)."""
-    try:
-        with tarfile.open(archive) as tf:
-            if hasattr(tarfile, "data_filter"):
-                tf.extractall(dest, filter="data")
-            else:  # Python < 3.11.4: refuse what the data filter would refuse
-                for m in tf.getmembers():
-                    if (m.name.startswith("/") or ".." in Path(m.name).parts
-                            or not (m.isfile() or m.isdir())):
-                        raise tarfile.TarError(f"unsafe member {m.name!r}")
-                tf.extractall(dest)  # noqa: S202 (members checked above)
-    except (tarfile.TarError, OSError) as e:
-        raise InputError(f"cannot unpack OCI archive {archive}: {e}", file=str(archive)) from e
-
-
-@contextlib.contextmanager
-def prepared_input(target: str | Path, run_id: str = "scan",
-                   platform: str | None = None) -> Iterator[ScanInput]:
-    """The input ready for Trivy: an OCI archive unpacked to a temporary directory, and a
-    multi-platform OCI image narrowed to one platform (see :mod:`servelab.image.platforms`);
-    temporary directories are removed on exit. *platform* picks it (default: the host's)."""
-    inp = classify(str(target))
-    if inp.kind == "image":
-        yield replace(inp, platform=platform)
-        return
-    if inp.kind not in ("oci-archive", "oci-dir") or inp.path is None:
-        yield inp
-        return
-    tmp = Path(tempfile.mkdtemp(prefix=f"servelab-{run_id}-oci-"))
-    try:
-        layout = inp.path
-        if inp.kind == "oci-archive":
-            unpack_oci_archive(inp.path, tmp)
-            layout = tmp
-        if platform or _layout_nested(layout):
-            yield _narrowed(inp, layout, tmp, platform)
-        else:
-            yield ScanInput(inp.target, "oci-dir", path=layout)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _narrowed(inp: ScanInput, layout: Path, tmp: Path, platform: str | None) -> ScanInput:
-    """*layout* as Trivy's input, narrowed to one platform when it has several."""
-    with OciLayout(layout) as source:
-        manifests = source.platform_manifests()
-    names = tuple(m.platform for m in manifests)
-    chosen = platforms.choose(manifests, platform)
-    if len(manifests) == 1:
-        return ScanInput(inp.target, "oci-dir", path=layout, platform=chosen.platform,
-                         platforms=names)
-    dest = tmp if layout == tmp else tmp / "layout"
-    platforms.single_platform_layout(layout, dest, chosen)
-    return ScanInput(inp.target, "oci-dir", path=dest, platform=chosen.platform,
-                     platforms=names)
-
-
-def _index_digest(index: dict[str, Any], raw: bytes) -> str:
-    """The image's digest from an OCI index.json: its one image manifest, else the index."""
-    manifests = _image_entries(index)
-    if len(manifests) == 1 and isinstance(manifests[0].get("digest"), str):
-        return str(manifests[0]["digest"])
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-def _image_entries(index: Any) -> list[dict[str, Any]]:
-    """The entries of an index.json that are not attestation manifests."""
-    if not isinstance(index, dict):
-        return []
-    return [
-        m for m in index.get("manifests") or []
-        if isinstance(m, dict)
-        and (m.get("annotations") or {}).get("vnd.docker.reference.type") != "attestation-manifest"
-    ]
-
-
-def _read_index(inp: ScanInput) -> bytes | None:
-    if inp.path is None:
-        return None
-    if inp.kind == "oci-dir":
-        return (inp.path / "index.json").read_bytes()
-    with tarfile.open(inp.path) as tf:
-        for member in tf:
-            if member.name.removeprefix("./") in ("index.json", "manifest.json"):
-                fh = tf.extractfile(member)
-                return fh.read() if fh else None
-    return None
-
-
-def target_digest(target: str | Path, platform: str | None = None) -> str:
-    """The content digest of *target*: repeats with the same digest are scanned once.
-
-    OCI layouts and archives: the manifest digest in index.json; for a multi-platform image,
-    the manifest digest of the platform that is scanned (*platform*, default the host's).
-    Docker archives: sha256 of manifest.json. Image references: the engine's image ID (the
-    manifest digest with the containerd image store), or the digest pinned in the reference.
-    """
-    inp = classify(str(target))
-    if inp.kind == "image":
-        return _image_digest(str(target))
-    try:
-        raw = _read_index(inp)
-    except (OSError, tarfile.TarError) as e:
-        raise InputError(f"cannot read {target}: {e}", file=str(target)) from e
-    if raw is None:
-        raise InputError(f"{target} has no index.json or manifest.json", file=str(target))
-    if inp.kind == "docker-archive":
-        return "sha256:" + hashlib.sha256(raw).hexdigest()
-    try:
-        index = json.loads(raw)
-    except ValueError as e:
-        raise InputError(f"{target}: index.json is not JSON: {e}", file=str(target)) from e
-    if (platform or _is_nested(index)) and inp.path is not None:
-        source = OciArchive(inp.path) if inp.kind == "oci-archive" else OciLayout(inp.path)
-        with source:
-            return platforms.choose(source.platform_manifests(), platform).digest
-    return _index_digest(index if isinstance(index, dict) else {}, raw)
-
-
-def _is_nested(index: Any) -> bool:
-    """Whether an index.json points at an index (a multi-platform image) or at several
-    images, rather than at one image manifest (then read from index.json alone)."""
-    entries = _image_entries(index)
-    return len(entries) > 1 or any(m.get("mediaType") in INDEX_TYPES for m in entries)
-
-
-def _layout_nested(layout: Path) -> bool:
-    try:
-        return _is_nested(json.loads((layout / "index.json").read_bytes()))
-    except (OSError, ValueError):
-        return False  # Trivy reports the unreadable layout
-
-
-def _image_digest(ref: str) -> str:
-    try:
-        out = proc.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], timeout=60)
-        ident = out.stdout.strip()
-        if ident.startswith("sha256:"):
-            return ident
-    except (CommandError, ToolMissingError) as e:
-        log.debug("no local image %s: %s", ref, e)
-    if "@sha256:" in ref:
-        return ref.split("@", 1)[1]
-    raise InputError(
-        f"cannot tell the digest of image {ref!r}: it is not in the local engine and the "
-        "reference is not pinned by digest",
-        hint="pull or build it first, pin it as NAME@sha256:..., or scan an OCI archive",
-    )
 
 
 def _loopback_registry(ref: str) -> bool:
@@ -641,7 +429,7 @@ class Trivy:
             why = (f"timed out (--timeout {self.config.timeout_s:g}s)" if timed_out
                    else f"failed (exit code {e.returncode})")
             raise CapabilityError(
-                f"Trivy {what} {why}; the scan cannot be trusted\n{_tail(e.stderr)}",
+                f"Trivy {what} {why}; the scan cannot be trusted\n{proc.tail(e.stderr, 8)}",
                 hint="raise --timeout / scan.timeoutSeconds for large images"
                 if timed_out else "see Trivy's message above; rerun with -vv for the command",
             ) from e
@@ -676,7 +464,7 @@ class Trivy:
             "a cached DB and use --offline",
         )
 
-    def scan_args(self, inp: ScanInput, *, ignore_file: Path | None = None,
+    def scan_args(self, inp: ImageInput, *, ignore_file: Path | None = None,
                   vex: Path | None = None) -> list[str]:
         """The arguments of ``trivy image`` writing the JSON report (all packages listed)."""
         c = self.config
@@ -699,7 +487,7 @@ class Trivy:
             args += ["--input", str(inp.path)]
         return args
 
-    def scan(self, inp: ScanInput, *, json_out: Path, ignore_file: Path | None = None,
+    def scan(self, inp: ImageInput, *, json_out: Path, ignore_file: Path | None = None,
              vex: Path | None = None) -> TrivyReport:
         """Scan *inp*, write Trivy's JSON to *json_out*, and return it parsed."""
         args = self.scan_args(inp, ignore_file=ignore_file, vex=vex)
@@ -750,8 +538,3 @@ def _warnings(stderr: str) -> list[str]:
 def _last_line(text: str) -> str:
     rows = [r for r in text.strip().splitlines() if r.strip()]
     return rows[-1][-300:] if rows else "(no output)"
-
-
-def _tail(text: str, lines: int = 8) -> str:
-    rows = [r for r in text.strip().splitlines() if r.strip()]
-    return "\n".join("  | " + r[-300:] for r in rows[-lines:])

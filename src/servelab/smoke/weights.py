@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from servelab.errors import ServelabError
+from servelab.image.blob import member_layer
 from servelab.textio import cache_dir, write_text_atomic
 
 STRONG_EXT = frozenset({
@@ -208,7 +210,8 @@ def _walk(stream: IO[bytes], model_files: set[tuple[str, int]], *,
             if m.name.endswith(".json") or head in (b"{", b"["):
                 _read_json(f, archive)
                 continue
-            layer = _read_layer(f, model_files)
+            with member_layer(f, m.name, m.size) as data:  # verified, decompression capped
+                layer = _read_layer(data, model_files)
             if layer is None:
                 continue
             archive.layers[m.name] = layer
@@ -286,7 +289,7 @@ def scan_archive(
     try:
         with archive_path.open("rb") as f:
             archive = _walk(f, known, seekable=True)
-    except (OSError, tarfile.TarError) as e:
+    except (OSError, tarfile.TarError, ServelabError) as e:
         return WeightsReport(False, error=f"cannot read {archive_path}: {e}",
                              seconds=time.monotonic() - start)
     _save_disk_cache()

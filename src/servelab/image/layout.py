@@ -1,0 +1,265 @@
+"""An image given as a path or a reference, made ready for a tool that reads OCI layouts.
+
+API::
+
+    inp = classify(target)            # ImageInput: oci-dir, oci-archive, docker-archive or image
+    with prepared_input(target, run_id, platform) as inp:
+        ...                           # inp.path: an OCI layout dir (an archive unpacked to a
+                                      # temporary dir, a multi-platform layout narrowed to one
+                                      # platform), a docker archive, or inp.image: a reference
+    target_digest(target, platform)   # the digest that names what is scanned
+
+Trivy's ``--input`` takes an OCI layout directory or a docker archive, not a buildx OCI tarball,
+and reads a layout's first image manifest whatever ``--platform`` says: so an OCI archive is
+unpacked (member paths checked, nothing written outside the temporary directory) and a
+multi-platform image is narrowed to one platform (see :mod:`servelab.image.platforms`).
+Temporary directories are removed when the block ends, however it ends. Files are opened only
+when they are regular files (a FIFO is refused, never waited on).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from servelab import proc
+from servelab.errors import CommandError, InputError, ToolMissingError
+from servelab.image import platforms
+from servelab.image.blob import open_regular, path_kind, read_all
+from servelab.image.oci import (
+    INDEX_TYPES,
+    MAX_JSON_BYTES,
+    OciArchive,
+    OciLayout,
+    looks_like_path,
+)
+from servelab.image.ref import check_digest
+
+log = logging.getLogger("servelab.image.layout")
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """What a tool is pointed at: ``--input PATH`` (OCI dir, docker tar) or an image ref."""
+
+    target: str
+    kind: str  # "oci-dir", "oci-archive", "docker-archive" or "image"
+    path: Path | None = None
+    image: str | None = None
+    #: the platform chosen, and all the image has (OCI inputs; set by prepared_input)
+    platform: str | None = None
+    platforms: tuple[str, ...] = ()
+
+
+def _tar_names(path: Path) -> set[str]:
+    try:
+        with open_regular(path, "the archive", str(path)) as f, \
+                tarfile.open(fileobj=f, mode="r:") as tf:
+            return {m.name.removeprefix("./") for m in tf.getmembers()}
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise InputError(f"{path} is not a readable tar archive: {e}", file=str(path)) from e
+
+
+def _archive_kind(path: Path) -> str:
+    names = _tar_names(path)
+    if "index.json" in names and "oci-layout" in names:
+        return "oci-archive"
+    if "manifest.json" in names:
+        return "docker-archive"
+    raise InputError(
+        f"{path} is neither an OCI archive (index.json, oci-layout) nor a docker archive "
+        "(manifest.json)",
+        file=str(path),
+        hint="build with --output type=oci,dest=FILE.tar or save with 'docker save -o'",
+    )
+
+
+def classify(target: str) -> ImageInput:
+    """Decide how *target* is read: a directory, a tar archive, or an image reference."""
+    p = Path(target)
+    kind = path_kind(target)
+    if kind == "dir":
+        if path_kind(str(p / "index.json")) is None:
+            raise InputError(
+                f"{target} is a directory but not an OCI image layout (no index.json)",
+                file=target,
+                hint="pass an OCI layout directory, an OCI/docker tar archive or an image name",
+            )
+        return ImageInput(target, "oci-dir", path=p)
+    if kind == "file":
+        return ImageInput(target, _archive_kind(p), path=p)
+    if kind is not None:
+        raise InputError(f"{target} is {kind}, not a regular file", file=target,
+                         hint="save the image to a file first")
+    if looks_like_path(target):
+        raise InputError(f"{target} does not exist", file=target)
+    return ImageInput(target, "image", image=target)
+
+
+def unpack_oci_archive(archive: Path, dest: Path) -> None:
+    """Extract an OCI archive into *dest* (member paths checked: nothing outside dest)."""
+    try:
+        with open_regular(archive, "the archive", str(archive)) as f, \
+                tarfile.open(fileobj=f, mode="r:") as tf:
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(dest, filter="data")
+            else:  # Python < 3.11.4: refuse what the data filter would refuse
+                for m in tf.getmembers():
+                    if (m.name.startswith("/") or ".." in Path(m.name).parts
+                            or not (m.isfile() or m.isdir())):
+                        raise tarfile.TarError(f"unsafe member {m.name!r}")
+                tf.extractall(dest)  # noqa: S202 (members checked above)
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise InputError(f"cannot unpack OCI archive {archive}: {e}", file=str(archive)) from e
+
+
+@contextlib.contextmanager
+def prepared_input(target: str | Path, run_id: str = "scan",
+                   platform: str | None = None) -> Iterator[ImageInput]:
+    """The input ready for the tool: an OCI archive unpacked to a temporary directory, and a
+    multi-platform OCI image narrowed to one platform (see :mod:`servelab.image.platforms`);
+    temporary directories are removed on exit. *platform* picks it (default: the host's)."""
+    inp = classify(str(target))
+    if inp.kind == "image":
+        yield replace(inp, platform=platform)
+        return
+    if inp.kind not in ("oci-archive", "oci-dir") or inp.path is None:
+        yield inp
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=f"servelab-{run_id}-oci-"))
+    try:
+        layout = inp.path
+        if inp.kind == "oci-archive":
+            unpack_oci_archive(inp.path, tmp)
+            layout = tmp
+        if platform or _layout_nested(layout):
+            yield _narrowed(inp, layout, tmp, platform)
+        else:
+            yield ImageInput(inp.target, "oci-dir", path=layout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _narrowed(inp: ImageInput, layout: Path, tmp: Path, platform: str | None) -> ImageInput:
+    """*layout* as the tool's input, narrowed to one platform when it has several."""
+    with OciLayout(layout) as source:
+        manifests = source.platform_manifests()
+    names = tuple(m.platform for m in manifests)
+    chosen = platforms.choose(manifests, platform)
+    if len(manifests) == 1:
+        return ImageInput(inp.target, "oci-dir", path=layout, platform=chosen.platform,
+                          platforms=names)
+    dest = tmp if layout == tmp else tmp / "layout"
+    platforms.single_platform_layout(layout, dest, chosen)
+    return ImageInput(inp.target, "oci-dir", path=dest, platform=chosen.platform,
+                      platforms=names)
+
+
+# ---------------------------------------------------------------------------- digests
+
+
+def _index_digest(index: dict[str, Any], raw: bytes) -> str:
+    """The image's digest from an OCI index.json: its one image manifest, else the index."""
+    manifests = _image_entries(index)
+    if len(manifests) == 1 and isinstance(manifests[0].get("digest"), str):
+        return check_digest(manifests[0]["digest"], "index.json: manifests[0]")
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _image_entries(index: Any) -> list[dict[str, Any]]:
+    """The entries of an index.json that are not attestation manifests."""
+    if not isinstance(index, dict) or not isinstance(index.get("manifests"), list):
+        return []
+    return [m for m in index["manifests"] if isinstance(m, dict) and not _attestation(m)]
+
+
+def _attestation(entry: dict[str, Any]) -> bool:
+    ann = entry.get("annotations")
+    return isinstance(ann, dict) and ann.get("vnd.docker.reference.type") == "attestation-manifest"
+
+
+def _read_index(inp: ImageInput) -> bytes | None:
+    if inp.path is None:
+        return None
+    if inp.kind == "oci-dir":
+        with open_regular(inp.path / "index.json", "index.json", str(inp.path)) as f:
+            return read_all(f, MAX_JSON_BYTES, f"{inp.path}: index.json")
+    with open_regular(inp.path, "the archive", str(inp.path)) as f, \
+            tarfile.open(fileobj=f, mode="r:") as tf:
+        for member in tf:
+            if member.name.removeprefix("./") in ("index.json", "manifest.json"):
+                fh = tf.extractfile(member)
+                return read_all(fh, MAX_JSON_BYTES, f"{inp.path}: {member.name}") if fh else None
+    return None
+
+
+def target_digest(target: str | Path, platform: str | None = None) -> str:
+    """The content digest of *target*: repeats with the same digest are scanned once.
+
+    OCI layouts and archives: the manifest digest in index.json; for a multi-platform image,
+    the manifest digest of the platform that is chosen (*platform*, default the host's).
+    Docker archives: sha256 of manifest.json. Image references: the engine's image ID (the
+    manifest digest with the containerd image store), or the digest pinned in the reference.
+    """
+    inp = classify(str(target))
+    if inp.kind == "image":
+        return _image_digest(str(target))
+    try:
+        raw = _read_index(inp)
+    except (OSError, tarfile.TarError, EOFError) as e:
+        raise InputError(f"cannot read {target}: {e}", file=str(target)) from e
+    if raw is None:
+        raise InputError(f"{target} has no index.json or manifest.json", file=str(target))
+    if inp.kind == "docker-archive":
+        return "sha256:" + hashlib.sha256(raw).hexdigest()
+    try:
+        index = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise InputError(f"{target}: index.json is not JSON: {e}", file=str(target)) from e
+    if (platform or _is_nested(index)) and inp.path is not None:
+        source = OciArchive(inp.path) if inp.kind == "oci-archive" else OciLayout(inp.path)
+        with source:
+            return platforms.choose(source.platform_manifests(), platform).digest
+    return _index_digest(index if isinstance(index, dict) else {}, raw)
+
+
+def _is_nested(index: Any) -> bool:
+    """Whether an index.json points at an index (a multi-platform image) or at several
+    images, rather than at one image manifest (then read from index.json alone)."""
+    entries = _image_entries(index)
+    return len(entries) > 1 or any(isinstance(m.get("mediaType"), str)
+                                   and m["mediaType"] in INDEX_TYPES for m in entries)
+
+
+def _layout_nested(layout: Path) -> bool:
+    try:
+        with open_regular(layout / "index.json", "index.json", str(layout)) as f:
+            return _is_nested(json.loads(read_all(f, MAX_JSON_BYTES)))
+    except (OSError, ValueError, RecursionError, InputError):
+        return False  # the tool reports the unreadable layout
+
+
+def _image_digest(ref: str) -> str:
+    try:
+        out = proc.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], timeout=60)
+        ident = out.stdout.strip()
+        if ident.startswith("sha256:"):
+            return ident
+    except (CommandError, ToolMissingError) as e:
+        log.debug("no local image %s: %s", ref, e)
+    if "@sha256:" in ref:
+        return ref.split("@", 1)[1]
+    raise InputError(
+        f"cannot tell the digest of image {ref!r}: it is not in the local engine and the "
+        "reference is not pinned by digest",
+        hint="pull or build it first, pin it as NAME@sha256:..., or scan an OCI archive",
+    )
