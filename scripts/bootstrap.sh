@@ -47,19 +47,20 @@ setup_venv() {
   export PATH="$VENV/bin:$PATH"
 }
 
-# Wheels of servelab's dependencies (with [tools]) and of its build requirements, so that the
-# test of the action's install: "true" path installs with PIP_NO_INDEX and PIP_FIND_LINKS:
-# set-up may reach the package registry, the tests never do.
+# The wheels of the action's hash-pinned locks (requirements/action*.lock: servelab's
+# dependencies with [tools], and its build requirements), checked by hash as the action installs
+# them, so that the test of the action's install: "true" path installs with PIP_NO_INDEX and
+# PIP_FIND_LINKS: set-up may reach the package registry, the tests never do.
 setup_wheelhouse() {
   local dir="$STATE/wheelhouse"
   local stamp="$dir/.servelab-wheelhouse"
-  if [ -f "$stamp" ] && [ "$stamp" -nt "$SERVELAB_ROOT/pyproject.toml" ]; then return 0; fi
+  local lock="$SERVELAB_ROOT/requirements/action.lock"
+  local build_lock="$SERVELAB_ROOT/requirements/action-build.lock"
+  if [ -f "$stamp" ] && [ "$stamp" -nt "$lock" ] && [ "$stamp" -nt "$build_lock" ]; then return 0; fi
   log "collecting wheels for the offline install test into $dir"
   mkdir -p "$dir"
   "$VENV/bin/python" -m pip download -q --disable-pip-version-check -d "$dir" \
-    "setuptools>=68" wheel
-  "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check -w "$dir" "$SERVELAB_ROOT[tools]"
-  rm -f "$dir"/servelab-*.whl  # the action installs servelab from its own checkout
+    --require-hashes --only-binary=:all: -r "$build_lock" -r "$lock"
   touch "$stamp"
 }
 

@@ -18,6 +18,8 @@ PINNED_RE = re.compile(
 USES_RE = re.compile(r"^\s*-?\s*uses:\s*(\S+)")
 FORK_TRIGGERS = {"pull_request", "pull_request_target", "workflow_run", "issue_comment"}
 READ_ONLY = {"read", "none"}
+#: write scopes that signing an attestation needs, allowed only where one is made
+ATTEST_SCOPES = {"id-token", "attestations"}
 
 
 def triggers(doc: Mapping[Any, Any]) -> set[str]:
@@ -47,16 +49,39 @@ def _is_self_hosted(job: Mapping[str, Any]) -> bool:
     return "self-hosted" in [str(x) for x in labels]
 
 
+def _is_servelab(step: Mapping[str, Any]) -> bool:
+    uses = _uses(step)
+    return uses in ("./", "$/") or uses.split("@", 1)[0].endswith("/servelab")
+
+
+def _comments(job: Mapping[str, Any]) -> bool:
+    """Whether a step of the job uses servelab's action with pr-comment on."""
+    return any(_is_servelab(s) and str((s.get("with") or {}).get("pr-comment", "")).lower()
+               == "true" for s in _steps(job))
+
+
 def _permission_problems(job: Mapping[str, Any]) -> set[str]:
     perms = job.get("permissions")
     if not isinstance(perms, Mapping):
         return {"policy:permissions"}
     uploads_sarif = any("codeql-action/upload-sarif" in _uses(s) for s in _steps(job))
+    attests = any("actions/attest-build-provenance" in _uses(s) for s in _steps(job))
+    pushes = attests or any(_uses(s) in ("./", "$/") and (s.get("with") or {}).get("push")
+                            for s in _steps(job))
     found: set[str] = set()
     for scope, level in perms.items():
         if scope == "security-events" and level == "write":
             if not uploads_sarif:
                 found.add("policy:security-events")
+        elif scope in ATTEST_SCOPES and level == "write":
+            if not attests:
+                found.add("policy:attest")
+        elif scope == "packages" and level == "write":
+            if not pushes:
+                found.add("policy:packages")
+        elif scope == "pull-requests" and level == "write":
+            if not _comments(job):
+                found.add("policy:pull-requests")
         elif level not in READ_ONLY:
             found.add("policy:permissions")
     return found

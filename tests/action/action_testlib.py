@@ -28,6 +28,8 @@ PINNED = {
     "actions/cache": "27d5ce7f107fe9357f9df03efb73ab90386fccae",
     "actions/upload-artifact": "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f",
 }
+#: Actions used by a path inside a pinned repository (uses: actions/cache/restore@SHA).
+SUBACTIONS = {"actions/cache": ("restore", "save")}
 CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1"
 
 
@@ -104,6 +106,7 @@ inputs:
   name: {required: false, default: ""}
   path: {required: false, default: ""}
   if-no-files-found: {required: false, default: ""}
+  retention-days: {required: false, default: ""}
   key: {required: false, default: ""}
   restore-keys: {required: false, default: ""}
   python-version: {required: false, default: ""}
@@ -207,6 +210,11 @@ def run_act(
         (stubs / kind).mkdir(parents=True, exist_ok=True)
         (stubs / kind / "action.yml").write_text(STUB_ACTION.replace("@KIND@", kind))
         (stubs / kind / "stub.py").write_text(STUB_SCRIPT)
+        for sub in SUBACTIONS.get(repo, ()):  # actions/cache/restore -> stubs/cache/restore
+            (stubs / kind / sub).mkdir(exist_ok=True)
+            (stubs / kind / sub / "action.yml").write_text(
+                STUB_ACTION.replace("@KIND@", f"{kind}-{sub}"))
+            (stubs / kind / sub / "stub.py").write_text(STUB_SCRIPT)
     record = tmp / "record"
     record.mkdir(exist_ok=True)
     workflow = tmp / "workflow.yml"

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from action_policy import pin_problems, workflow_problems
 from action_testlib import ACTION, EXAMPLES, PINNED, ROOT, load_action
 
@@ -23,7 +24,8 @@ BIN = Path(sys.executable).parent
 NEGATIVE = ROOT / "tests" / "data" / "action" / "negative"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yml"))
 NEGATIVE_FILES = sorted([*NEGATIVE.glob("*.yml"), *NEGATIVE.glob("*/action.yml")])
-EXPECTED_EXAMPLES = {"pr-check.yml", "scheduled-rebuild.yml", "gpu-smoke.yml", "matrix-fanout.yml"}
+EXPECTED_EXAMPLES = {"pr-check.yml", "scheduled-rebuild.yml", "gpu-smoke.yml", "matrix-fanout.yml",
+                     "trivy-db-cache.yml", "ship-and-attest.yml"}
 
 
 def _tool(name: str) -> str:
@@ -82,7 +84,7 @@ def test_example_keeps_the_project_rules(path: Path) -> None:
 def test_action_pins_every_third_party_action() -> None:
     text = ACTION.read_text()
     assert pin_problems(text) == set()
-    used = set(re.findall(r"uses:\s*([\w-]+/[\w-]+)@([0-9a-f]{40})", text))
+    used = set(re.findall(r"uses:\s*([\w-]+/[\w-]+)(?:/[\w-]+)?@([0-9a-f]{40})", text))
     assert used == set(PINNED.items())
 
 
@@ -144,3 +146,70 @@ def test_every_input_and_output_is_documented() -> None:
     doc = (ROOT / "docs" / "action.md").read_text()
     for name in [*action["inputs"], *action["outputs"]]:
         assert f"`{name}`" in doc, name
+
+
+# ------------------------------------------------------------------------------------------
+# the examples run as committed; README's quick start; the act script users run
+# ------------------------------------------------------------------------------------------
+
+DEMO = EXAMPLES / "tiny-server"
+
+
+def _servelab_steps(path: Path) -> list[dict[str, object]]:
+    doc = yaml.safe_load(path.read_text())
+    return [dict(s) for job in doc["jobs"].values() for s in job.get("steps", [])
+            if str(s.get("uses", "")) in ("$/", "./") or "/servelab@" in str(s.get("uses", ""))]
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
+def test_example_runs_a_committed_experiment(path: Path) -> None:
+    """Every experiment an example names is in the repository and valid as committed: no
+    git-ignored build-args file, no base image only set-up makes."""
+    experiments = {str(s["with"]["experiment"]) for s in _servelab_steps(path)
+                   if isinstance(s.get("with"), dict) and s["with"].get("experiment")}
+    env = (yaml.safe_load(path.read_text()).get("env") or {})
+    experiments = {env.get("EXPERIMENT", e) if "env.EXPERIMENT" in e else e for e in experiments}
+    assert experiments, path.name
+    for e in experiments:
+        ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", e],
+                                 check=False, timeout=60)
+        assert ignored.returncode == 1, f"{e} is git-ignored: it would not be committed"
+        text = (ROOT / e).read_text()
+        assert "buildArgsFile" not in text, e
+        proc = subprocess.run([str(BIN / "servelab"), "validate", str(ROOT / e)],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_examples_base_is_public_and_pinned_by_digest() -> None:
+    text = (DEMO / "Dockerfile").read_text()
+    m = re.search(r"^ARG BASE_IMAGE=([\w./-]+):([\w.-]+)@sha256:([0-9a-f]{64})$", text, re.M)
+    assert m and m.group(1) == "python" and "127.0.0.1" not in text
+    control = (DEMO / "Dockerfile.control").read_text()
+    assert re.search(r"^ARG BASE_IMAGE=python:[\w.-]+$", control, re.M)  # by tag, on purpose
+
+
+def test_readme_opens_with_a_pinned_uses_quick_start() -> None:
+    readme = (ROOT / "README.md").read_text()
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    # a release's commit, or until the first tag a placeholder that says which commit
+    m = re.search(r"uses: servelab/servelab@([0-9a-f]{40}|<40-character commit SHA of the "
+                  r"v[\d.]+ tag>) # (v\d+\.\d+\.\d+)", quick)
+    assert m, "README's quick start has no uses: pinned by commit SHA with its tag"
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert version and m.group(2) == f"v{version.group(1)}"
+    assert quick.index("uses: servelab/servelab@") < quick.index("scripts/example.sh")
+    commands = re.findall(r"^(scripts/\S+\.sh)\b", quick, re.M)
+    assert commands == ["scripts/example.sh", "scripts/test.sh"]
+    assert "Linux" in quick and "2.336.0" in readme
+
+
+def test_act_local_script_is_there_and_explains_itself() -> None:
+    script = ROOT / "scripts" / "act-local.sh"
+    assert script.stat().st_mode & 0o111
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert proc.returncode == 0 and "pull_request" in proc.stdout and "--base" in proc.stdout
+    doc = (ROOT / "docs" / "action.md").read_text()
+    assert "scripts/act-local.sh" in doc

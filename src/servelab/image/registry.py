@@ -7,6 +7,8 @@ API::
     client.head_manifest(ref) -> ManifestInfo(digest, media_type, size)   # the tag's digest
     client.get_manifest(ref)  -> Manifest(body, digest, media_type)
     client.open_blob(ref, "sha256:...") -> a stream of the blob
+    client.blob_exists(ref, digest) / upload_blob(ref, digest, size, opener)   # servelab push
+    client.put_manifest(ref, digest_or_tag, body, media_type) -> Docker-Content-Digest
 
 Scheme: plain http for loopback registries (127.0.0.1, localhost, ::1) and for hosts listed in
 ``SERVELAB_INSECURE_REGISTRIES`` (comma-separated host[:port]); https for every other host.
@@ -32,9 +34,10 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 from servelab.errors import CapabilityError, InputError
 from servelab.image.ref import DOCKER_HUB, DOCKER_HUB_API, ImageRef, is_digest
@@ -46,6 +49,8 @@ ACCEPT = ", ".join((
     "application/vnd.docker.distribution.manifest.v2+json",
 ))
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+#: A request body: bytes, or a callable opening a fresh stream for each attempt (servelab push).
+Body: TypeAlias = "bytes | Callable[[], BinaryIO] | None"
 MAX_MANIFEST = 4 * 1024 * 1024
 
 
@@ -151,12 +156,20 @@ class RegistryClient:
         return f"{scheme_for(ref.api_host)}://{ref.api_host}/v2/{ref.repository}/{kind}/{what}"
 
     def _request(self, method: str, url: str, ref: ImageRef,
-                 accept: str | None = None) -> urllib.response.addinfourl:
+                 accept: str | None = None, *, body: Body = None,
+                 headers: Mapping[str, str] | None = None,
+                 allow: tuple[int, ...] = ()) -> urllib.response.addinfourl:
+        """One request, retried once after a 401 with credentials; a status in *allow* is
+        returned as the response instead of raised. *body* may be a callable that opens a
+        fresh stream, so that the retry sends the bytes again."""
         key = (ref.api_host, ref.repository)
         for attempt in range(2):
-            req = urllib.request.Request(url, method=method)  # noqa: S310 (http/https only)
+            data = body() if callable(body) else body
+            req = urllib.request.Request(url, data=data, method=method)  # noqa: S310 (http/https only)
             if accept:
                 req.add_header("Accept", accept)
+            for name, value in (headers or {}).items():
+                req.add_header(name, value)
             if key in self._auth:
                 req.add_unredirected_header("Authorization", self._auth[key])
             try:
@@ -165,6 +178,8 @@ class RegistryClient:
                 if e.code == 401 and attempt == 0 and self._authenticate(e, ref):
                     e.close()
                     continue
+                if e.code in allow:
+                    return e
                 raise self._http_error(e, ref, url) from e
             except (urllib.error.URLError, OSError) as e:
                 raise CapabilityError(
@@ -172,6 +187,9 @@ class RegistryClient:
                     hint="check the registry address and that it is running "
                     "(http is used only for loopback and SERVELAB_INSECURE_REGISTRIES)",
                 ) from e
+            finally:
+                if callable(body) and data is not None and not isinstance(data, bytes):
+                    data.close()
         raise AssertionError("unreachable")
 
     def _authenticate(self, err: urllib.error.HTTPError, ref: ImageRef) -> bool:
@@ -250,7 +268,51 @@ class RegistryClient:
                              f"manifest bytes ({digest})")
         return Manifest(body, digest, mtype)
 
+    def delete_manifest(self, ref: ImageRef) -> None:
+        """Delete the manifest *ref* names by digest (the registry must allow deletes)."""
+        if ref.digest is None:
+            raise InputError(f"{ref}: a manifest is deleted by digest, not by tag")
+        with self._request("DELETE", self._url(ref, "manifests", ref.digest), ref):
+            pass
+
     def open_blob(self, ref: ImageRef, digest: str) -> BinaryIO:
         """A stream of blob *digest* of *ref*'s repository (redirects followed, no auth sent)."""
         url = self._url(ref, "blobs", digest)
         return self._request("GET", url, ref)  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ upload (servelab push)
+
+    def blob_exists(self, ref: ImageRef, digest: str) -> bool:
+        """Whether the repository already has blob *digest* (HEAD; 404 is False)."""
+        with self._request("HEAD", self._url(ref, "blobs", digest), ref, allow=(404,)) as r:
+            return (r.status or 0) == 200
+
+    def upload_blob(self, ref: ImageRef, digest: str, size: int,
+                    opener: Callable[[], BinaryIO]) -> str:
+        """Upload one blob monolithically (POST, then PUT ?digest=); the registry checks the
+        bytes against *digest*. Returns the Docker-Content-Digest it answered."""
+        start = self._url(ref, "blobs", "uploads/")
+        with self._request("POST", start, ref, body=b"",
+                           headers={"Content-Length": "0"}) as r:
+            location = r.headers.get("Location") or ""
+        url = urllib.parse.urljoin(start, location)
+        if not location or urllib.parse.urlsplit(url).netloc != urllib.parse.urlsplit(start).netloc:
+            raise CapabilityError(
+                f"registry {ref.api_host} gave no upload location on its own host "
+                f"({location!r})", hint="push to a registry that implements the OCI "
+                "distribution API's monolithic upload")
+        url += ("&" if urllib.parse.urlsplit(url).query else "?") + urllib.parse.urlencode(
+            {"digest": digest})
+        with self._request("PUT", url, ref, body=opener, headers={
+                "Content-Type": "application/octet-stream",
+                "Content-Length": str(size)}) as r:
+            return str(r.headers.get("Docker-Content-Digest") or "")
+
+    def put_manifest(self, ref: ImageRef, reference: str, body: bytes,
+                     media_type: str) -> str:
+        """PUT a manifest or index, byte for byte, under *reference* (a digest or a tag).
+        Returns the registry's Docker-Content-Digest (empty when it sent none)."""
+        url = self._url(ref, "manifests", reference)
+        with self._request("PUT", url, ref, body=body, headers={
+                "Content-Type": media_type, "Content-Length": str(len(body))}) as r:
+            return str(r.headers.get("Docker-Content-Digest") or "")

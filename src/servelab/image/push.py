@@ -1,0 +1,315 @@
+"""Push the image a servelab run tested to a registry, byte for byte.
+
+API::
+
+    tested = tested_image(Path("servelab-out/run-x"), arm="treatment")   # -> TestedImage
+    result = push_tested(tested, "ghcr.io/org/app:pr-12")               # -> PushResult
+    result.ref          # "ghcr.io/org/app@sha256:..." (the tested digest, as the registry has it)
+
+What is pushed is the OCI archive the run kept (``OUT/images/<hex>.oci.tar``), not a re-export
+of the engine's copy, which may recompress layers and so change the digest: every blob is sent
+as it is in the archive (its sha256 checked while it streams), and every manifest and index
+byte for byte, children before parents, each by digest; the tag (if any) last. The registry's
+``Docker-Content-Digest`` for every manifest must equal the archive's digest, and a final HEAD
+by digest must find the tested digest: otherwise the push fails (exit 3).
+
+Refusals (before anything is sent):
+
+* an arm whose repeats gave different digests, or whose reproducibility verdict is false
+  (:class:`NotReproducible`, exit 1): which of them would be "the" tested image?
+* an arm some of whose repeats have no built image (failed build, prebuilt image, no build
+  stage), or whose archive is not in the run directory (exit 2);
+* a target that carries a digest (``name@sha256:...``): the digest is the tested one (exit 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from servelab.errors import CapabilityError, GateFailed, InputError, UsageError
+from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive
+from servelab.image.ref import ImageRef, check_digest, is_digest
+from servelab.image.registry import RegistryClient
+
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+
+
+class NotReproducible(GateFailed):
+    """The arm's repeats did not all give one digest: there is no single tested image."""
+
+
+@dataclass(frozen=True)
+class TestedImage:
+    """The image one arm of a run tested: one digest over every repeat, and its archive."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    arm: str
+    digest: str
+    archive: Path
+    repeats: int
+    verdict: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arm": self.arm, "digest": self.digest, "archive": str(self.archive),
+                "repeats": self.repeats, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """Where the tested image now is, and what it took to put it there."""
+
+    repository: str
+    tag: str | None
+    digest: str
+    top_digest: str
+    blobs_uploaded: int
+    blobs_present: int
+    bytes_uploaded: int
+    manifests: list[str] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repository}@{self.digest}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "repository": self.repository, "tag": self.tag,
+                "digest": self.digest, "top_digest": self.top_digest,
+                "manifests": list(self.manifests), "blobs_uploaded": self.blobs_uploaded,
+                "blobs_present": self.blobs_present, "bytes_uploaded": self.bytes_uploaded}
+
+
+# ---------------------------------------------------------------------------- the run's image
+
+
+def _load_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise InputError(f"{path} is missing: not a servelab run directory ({what})",
+                         hint="pass the --out directory of servelab run (the action's "
+                         "results-dir output)") from e
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path} is unreadable: {e}") from e
+    if not isinstance(doc, dict):
+        raise InputError(f"{path} is not a JSON object")
+    return doc
+
+
+def _repeat_results(results_dir: Path, arm: str) -> list[dict[str, Any]]:
+    paths = sorted(results_dir.glob(f"{arm}/repeat-*/result.json"),
+                   key=lambda p: int(p.parent.name.partition("-")[2] or 0))
+    if not paths:
+        raise InputError(f"{results_dir} has no {arm}/repeat-<n>/result.json",
+                         hint="name an arm the run built (--arm), or pass the run's --out "
+                         "directory")
+    return [_load_json(p, f"the {arm} arm's result") for p in paths]
+
+
+def _digest_of(result: dict[str, Any], arm: str) -> str:
+    image = result.get("image") if isinstance(result.get("image"), dict) else {}
+    digest = str((image or {}).get("digest") or "")
+    build = ((result.get("stages") or {}).get("build") or {})
+    if not digest or build.get("status") != "ok":
+        raise InputError(
+            f"the {arm} arm's repeat {result.get('repeat', '?')} has no image built by this run "
+            f"(build: {build.get('status') or 'not run'})",
+            hint="push only what servelab built and tested: run the build stage, and push "
+            "after a run whose builds all succeeded")
+    return check_digest(digest, f"{arm} repeat {result.get('repeat', '?')}")
+
+
+def _check_reproducible(summary: dict[str, Any], arm: str, digests: list[str]) -> None:
+    distinct = sorted(set(digests))
+    rep = (summary.get("reproducibility") or {}).get(arm) or {}
+    if len(distinct) > 1 or rep.get("reproducible") is False:
+        raise NotReproducible(
+            f"the {arm} arm is not reproducible: {len(digests)} repeats gave "
+            f"{len(distinct)} digests ({', '.join(d[:19] + '…' for d in distinct)}); "
+            "servelab push ships only an image every repeat built alike",
+            hint="make the build reproducible (summary.md explains what differed) and run "
+            "again")
+
+
+def _archive_for(results_dir: Path, results: list[dict[str, Any]], digest: str) -> Path:
+    kept = results_dir / "images" / f"{digest.partition(':')[2]}.oci.tar"
+    if kept.is_file():
+        return kept
+    for res in results:
+        record = (((res.get("stages") or {}).get("build") or {}).get("record") or {})
+        recorded = Path(str(record.get("archive") or ""))
+        if record.get("archive") and recorded.is_file():
+            return recorded
+    raise InputError(
+        f"the OCI archive of {digest} is not in {results_dir / 'images'}",
+        hint="push from the run's own --out directory (servelab keeps one archive per "
+        "digest in images/); a copy must keep images/<hex>.oci.tar")
+
+
+def tested_image(results_dir: Path, arm: str = "treatment") -> TestedImage:
+    """The one image *arm* was tested as, or the reason there is none (see the module)."""
+    summary = _load_json(results_dir / "summary.json", "summary.json")
+    results = _repeat_results(results_dir, arm)
+    digests = [_digest_of(r, arm) for r in results]
+    _check_reproducible(summary, arm, digests)
+    archive = _archive_for(results_dir, results, digests[0])
+    verdict = summary.get("verdict")
+    return TestedImage(arm, digests[0], archive, len(results),
+                       str(verdict) if verdict is not None else None)
+
+
+# ---------------------------------------------------------------------------- the push plan
+
+
+@dataclass
+class PushPlan:
+    """Blobs to send, then manifests (children first, each with its bytes), then the top."""
+
+    blobs: list[Descriptor] = field(default_factory=list)
+    manifests: list[tuple[Descriptor, bytes]] = field(default_factory=list)
+    top: Descriptor | None = None
+
+
+def _media_type(desc: Descriptor, doc: dict[str, Any]) -> str:
+    return str(doc.get("mediaType") or desc.media_type)
+
+
+def _walk(img: ImageSource, desc: Descriptor, plan: PushPlan, seen: set[str],
+          depth: int = 0) -> set[str]:
+    """Add *desc* and everything under it to *plan*; the manifest digests found under it."""
+    if depth > 4:
+        raise InputError(f"{img.name}: indexes nested too deeply")
+    body = img.read_blob(desc.digest, MAX_MANIFEST_BYTES)
+    doc = json.loads(body)
+    found = {desc.digest}
+    if not isinstance(doc, dict):
+        raise InputError(f"{img.name}: {desc.digest} is not a JSON object")
+    if _media_type(desc, doc) in INDEX_TYPES or "manifests" in doc:
+        for i, raw in enumerate(doc.get("manifests") or []):
+            child = Descriptor.parse(raw, f"{img.name}: {desc.digest} manifests[{i}]")
+            found |= _walk(img, child, plan, seen, depth + 1)
+    else:
+        parts = [doc.get("config"), *(doc.get("layers") or [])]
+        for i, raw in enumerate(parts):
+            blob = Descriptor.parse(raw, f"{img.name}: {desc.digest} blob {i}")
+            if blob.digest not in seen:
+                seen.add(blob.digest)
+                plan.blobs.append(blob)
+    typed = Descriptor(_media_type(desc, doc), desc.digest, len(body))
+    if desc.digest not in seen:
+        seen.add(desc.digest)
+        plan.manifests.append((typed, body))
+    return found
+
+
+def plan_push(img: ImageSource, digest: str) -> PushPlan:
+    """The push plan of the entry of index.json that is, or holds, manifest *digest*."""
+    _, index = img.top()
+    for i, raw in enumerate(index.get("manifests") or []):
+        desc = Descriptor.parse(raw, f"{img.name}: index.json manifests[{i}]")
+        plan = PushPlan()
+        if digest in _walk(img, desc, plan, set()):
+            plan.top = plan.manifests[-1][0]
+            return plan
+    raise InputError(f"{img.name} does not hold the tested manifest {digest}",
+                     hint="the run directory was changed after the run; run again")
+
+
+# ---------------------------------------------------------------------------- the push
+
+
+class _Verified:
+    """A blob stream that hashes what it yields and refuses, at its end, the wrong bytes."""
+
+    def __init__(self, raw: Any, desc: Descriptor, name: str) -> None:
+        self._raw = raw
+        self._desc = desc
+        self._name = name
+        self._hash = hashlib.sha256()
+        self._count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = bytes(self._raw.read(n))
+        self._hash.update(data)
+        self._count += len(data)
+        if not data or (n < 0):
+            self._check()
+        return data
+
+    def _check(self) -> None:
+        got = "sha256:" + self._hash.hexdigest()
+        if self._count != self._desc.size or got != self._desc.digest:
+            raise InputError(
+                f"{self._name}: blob {self._desc.digest} has {self._count} bytes with digest "
+                f"{got}, not the {self._desc.size} its manifest declares",
+                hint="the archive is corrupt or was modified after the run; run again")
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def _opener(img: ImageSource, desc: Descriptor) -> Callable[[], BinaryIO]:
+    def open_() -> BinaryIO:
+        return _Verified(img.open_blob(desc.digest), desc, img.name)  # type: ignore[return-value]
+    return open_
+
+
+def _same_digest(answered: str, want: str, what: str, registry: str) -> None:
+    """The registry's Docker-Content-Digest must be the digest of the bytes sent."""
+    if answered and answered != want:
+        raise CapabilityError(
+            f"registry {registry} stored {what} as {answered}, not {want}: it changed the "
+            "bytes", hint="push to a registry that stores manifests as sent (OCI "
+            "distribution)")
+
+
+def _target(target: str) -> ImageRef:
+    ref = ImageRef.parse(target)
+    if ref.digest:
+        raise UsageError(f"--to {target!r} carries a digest",
+                         hint="give REPOSITORY[:TAG]: the digest pushed is the tested one")
+    return ref
+
+
+def push_tested(tested: TestedImage, target: str,
+                client: RegistryClient | None = None) -> PushResult:
+    """Push *tested*'s archive to *target* (``registry/repository[:tag]``), byte for byte."""
+    ref = _target(target)
+    client = client or RegistryClient(timeout=300.0)
+    uploaded = present = sent = 0
+    with OciArchive(tested.archive) as img:
+        plan = plan_push(img, tested.digest)
+        for blob in plan.blobs:
+            if client.blob_exists(ref, blob.digest):
+                present += 1
+                continue
+            answered = client.upload_blob(ref, blob.digest, blob.size, _opener(img, blob))
+            _same_digest(answered, blob.digest, f"blob {blob.digest[:19]}…", ref.api_host)
+            uploaded += 1
+            sent += blob.size
+        for desc, body in plan.manifests:
+            answered = client.put_manifest(ref, desc.digest, body, desc.media_type)
+            _same_digest(answered, desc.digest, "the manifest", ref.api_host)
+        top = plan.top or plan.manifests[-1][0]
+        top_body = plan.manifests[-1][1]
+        if ref.tag:
+            answered = client.put_manifest(ref, ref.tag, top_body, top.media_type)
+            _same_digest(answered, top.digest, f"the tag {ref.tag}", ref.api_host)
+    _verify(client, ref, tested.digest, top.digest)
+    return PushResult(f"{ref.registry}/{ref.repository}", ref.tag, tested.digest, top.digest,
+                      uploaded, present, sent, [d.digest for d, _ in plan.manifests])
+
+
+def _verify(client: RegistryClient, ref: ImageRef, digest: str, top: str) -> None:
+    """Read back: the tested digest by digest (bytes hashed), and the tag's digest."""
+    got = client.get_manifest(ref.with_digest(digest))
+    _same_digest(got.digest, digest, "the tested manifest (read back)", ref.api_host)
+    if ref.tag:
+        tagged = client.head_manifest(ref)
+        if is_digest(tagged.digest):
+            _same_digest(tagged.digest, top, f"the tag {ref.tag} (read back)", ref.api_host)
