@@ -13,7 +13,8 @@ import pytest
 
 from ocitest import E, archive, tar_bytes, write_layout
 from servelab.errors import InputError
-from servelab.image.diff import diff_images, render
+from servelab.image.diff import diff_images
+from servelab.image.render import render_diff as render
 
 BASE = [E("etc/"), E("etc/os-release", b"ID=debian\n")]
 

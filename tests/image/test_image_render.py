@@ -33,14 +33,11 @@ def test_every_diff_format(tmp_path: Path) -> None:
     assert set(DIFF_FORMATS) == {"text", "markdown", "json"}
 
 
-def test_diff_output_is_what_it_was(tmp_path: Path) -> None:
-    """The renderers moved here from image/diff.py unchanged: same bytes for every format
-    (until that module's old copy is removed)."""
+def test_diff_lists_what_max_entries_left_out(tmp_path: Path) -> None:
     r = _diff(tmp_path, [E(f"f{i}", b"a") for i in range(5)],
               [E(f"f{i}", b"b") for i in range(5)], max_entries=2)
-    for fmt in DIFF_FORMATS:
-        assert render_diff(r, fmt) == image_diff.render(r, fmt), fmt
     assert "3 more file changes not listed" in render_diff(r, "text")
+    assert "3 more file changes not listed" in render_diff(r, "markdown")
 
 
 def test_pin_notes_each_pinned_line_or_that_all_were(tmp_path: Path) -> None:
