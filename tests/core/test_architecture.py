@@ -113,6 +113,22 @@ def test_stage_package_states_its_api(pkg: str) -> None:
     mod = importlib.import_module(f"servelab.{pkg}")
     for name in getattr(mod, "__all__", []):
         assert getattr(mod, name) is not None, f"servelab.{pkg}.{name} in __all__ but missing"
+    where = getattr(mod, "_WHERE", None)
+    if where is not None:  # a lazy package: its table and __all__ name the same things
+        assert sorted(where) == sorted(mod.__all__)
+
+
+@pytest.mark.parametrize("pkg", ["build", "image", "scan", "smoke", "run"])
+def test_new_stage_packages_import_nothing_eagerly(pkg: str) -> None:
+    """Importing a stage package loads none of its submodules (lint's start-up must not grow)."""
+    import subprocess
+    import sys
+
+    code = (f"import sys, servelab.{pkg}; "
+            f"print(sorted(m for m in sys.modules if m.startswith('servelab.{pkg}.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.strip()
+    assert out == "[]"
 
 
 def _doc_module_paths() -> set[str]:
