@@ -1,8 +1,10 @@
 """A stand-in for ``servelab run`` that keeps to its documented interface.
 
 Used only by the action's plumbing tests (argument passing, outputs, artifact plan) so that
-they run in seconds without Docker; the real CLI is exercised by test_act_real.py. It records
-its argv (JSON) in ``$SERVELAB_STANDIN_RECORD`` and exits with ``$SERVELAB_STANDIN_EXIT``.
+they run in seconds without Docker; the real CLI runs in the other tests of test_act.py and in
+test_examples_act.py. It records its argv (JSON) in ``$SERVELAB_STANDIN_RECORD`` and exits with
+``$SERVELAB_STANDIN_EXIT``; with ``$SERVELAB_STANDIN_STOP`` set it stops before its summary, as
+servelab run does on exit 3.
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ def main(argv: list[str]) -> int:
     r.add_argument("--format", default="text")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if os.environ.get("SERVELAB_STANDIN_STOP"):  # stop as servelab run does on exit 3
+        sys.stderr.write("servelab: [control 1/1] start\nservelab:   scan ...\n"
+                         "servelab run: the Trivy DB could not be downloaded from any "
+                         "repository:\n  mirror.example/a: TOOMANYREQUESTS\n"
+                         "  fix: pass a reachable mirror with --db-repository (tried in order), "
+                         "or restore a cached DB and use --offline\n")
+        return 3
     _write_tree(out, args.repeats)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from servelab.run.github import publish_run

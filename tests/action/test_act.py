@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -65,21 +66,63 @@ def test_action_plumbing_under_act(tmp_path: Path, exit_code: int, outcome: str)
     assert outputs["exit-code"] == str(exit_code)
     assert outputs["verdict"] == "trade-off" and outputs["reproducible"] == "true"
     assert outputs["findings-critical"] == "1" and outputs["startup-p50"] == "1.500"
-    assert outputs["summary-artifact"] == "servelab-matrix-key-experiment-summary"
+    # act gives composite actions no strategy context: a random part stands in for the leg
+    m = re.fullmatch(r"(servelab-matrix-key-experiment-run-[0-9a-f]{6})-summary",
+                     outputs["summary-artifact"])
+    assert m, outputs["summary-artifact"]
+    stem = m.group(1)
     names = outputs["artifacts"].splitlines()
     uploads = run.jsonl("upload-artifact")
     assert [u["name"] for u in uploads] == names
     assert len(names) == 7 == len(set(names))  # 3 repeats x 2 arms + the summary
-    assert names[0] == "servelab-matrix-key-experiment-control-repeat-1"
+    assert names[0] == f"{stem}-control-repeat-1"
     for arm in ("control", "treatment"):
         for n in (1, 2, 3):
-            stored = run.record / "artifacts" / f"servelab-matrix-key-experiment-{arm}-repeat-{n}"
+            stored = run.record / "artifacts" / f"{stem}-{arm}-repeat-{n}"
             assert json.loads((stored / "result.json").read_text()) == {"arm": arm, "repeat": n}
+    # the run's log goes into the summary artifact, beside summary.md
+    assert (run.record / "artifacts" / outputs["summary-artifact"] / "servelab-run.log").is_file()
+    # the step that ran servelab fails with its code (not a later step)
+    assert ("Failure - Main Run the experiment" in run.log) == (exit_code != 0)
     assert run.jsonl("setup-python") == [] and run.jsonl("cache") == []
     # annotations from servelab's glue, ranked and capped: 1 error, 9 warnings + a pointer
     assert run.log.count("::error title=e,file=Dockerfile,line=1::bad") == 1
     assert "servelab%3A 3 more warnings" in run.log
     assert run.seconds < 60
+
+
+def test_a_run_that_stops_explains_itself_under_act(tmp_path: Path) -> None:
+    """servelab run stops with exit 3 before its summary (the stand-in, as the real one does
+    when the Trivy DB cannot be downloaded): the step that ran it fails with 3, one ::error
+    names the cause and the fix in the action's inputs, the job summary says what ran and what
+    stopped it, and summary-path points at that report in the summary artifact."""
+    bin_dir = tmp_path / "bin"
+    write_standin(bin_dir)
+    workflow = act_workflow({"experiment": "e.yaml", "install": "false", "python-version": "",
+                             "cache-trivy-db": "false"})
+    run = run_act(
+        tmp_path, workflow,
+        env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "SERVELAB_STANDIN_STOP": "1"},
+        isolate=can_isolate_network(), timeout=300,
+    )
+    assert run.returncode == 0, run.log[-4000:]  # continue-on-error: the job itself passes
+    assert (run.record / "outcome.txt").read_text() == "failure"
+    assert "Failure - Main Run the experiment" in run.log
+    outputs = run.json("outputs.json")
+    assert outputs["exit-code"] == "3" and outputs["verdict"] == ""
+    errors = [x for x in run.log.splitlines() if "::error title=servelab stopped" in x]
+    assert len(errors) == 1, run.log[-4000:]
+    assert ("::error title=servelab stopped (exit 3) in the scan stage of control repeat 1::"
+            "the Trivy DB could not be downloaded") in errors[0]
+    assert "the `trivy-db-repositories` input" in errors[0]
+    stored = run.record / "artifacts" / outputs["summary-artifact"]
+    report = (stored / "summary.md").read_text()
+    assert report.startswith("# servelab: ⛔ stopped (exit 3")
+    assert "**Where:** in the scan stage of control repeat 1." in report
+    # act prints each step's job summary into its log: the report is the job summary
+    assert "# servelab: ⛔ stopped (exit 3: a missing tool" in run.log
+    assert "servelab run: the Trivy DB" in (stored / "servelab-run.log").read_text()
+    assert outputs["summary-path"].endswith("/summary.md")
 
 
 @pytest.mark.docker
@@ -132,15 +175,16 @@ def test_action_on_the_bundled_example_under_act(
     assert summary["digest"] == outputs["digest"]
     names = outputs["artifacts"].splitlines()
     assert len(names) == 5 == len(set(names))  # 2 repeats x 2 arms + the summary
+    stem = outputs["summary-artifact"].removesuffix("-summary")
     for arm in ("control", "treatment"):
         for n in (1, 2):
-            stored = run.record / "artifacts" / f"servelab-experiment-{arm}-repeat-{n}"
+            stored = run.record / "artifacts" / f"{stem}-{arm}-repeat-{n}"
             result = json.loads((stored / "result.json").read_text())
             assert (result["arm"], result["repeat"]) == (arm, n)
             for name in ("trivy.json", "scan.sarif", "sbom.cdx.json", "container.log"):
                 assert (stored / name).is_file(), f"{stored.name} lacks {name}"
     treatment = json.loads(
-        (run.record / "artifacts" / "servelab-experiment-treatment-repeat-1" / "result.json")
+        (run.record / "artifacts" / f"{stem}-treatment-repeat-1" / "result.json")
         .read_text()
     )
     assert treatment["image"]["digest"] == outputs["digest"]

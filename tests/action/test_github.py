@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from action_testlib import parse_output_file, write_standin
+from action_testlib import ROOT, parse_output_file, write_standin
 
 from servelab.errors import InputError, UsageError
 from servelab.run import github
@@ -239,6 +240,11 @@ def test_outputs_from_a_full_summary(tmp_path: Path) -> None:
         "findings-high": "2",
         "findings-medium": "3",
         "findings-low": "4",
+        "pulled-bytes-cold": "",
+        "pulled-bytes-warm-base": "",
+        "node-ready-cold": "",
+        "node-ready-warm-base": "",
+        "model-bytes-read": "",
         "summary-path": str(tmp_path / "summary.md"),
         "results-dir": str(tmp_path),
     }
@@ -402,3 +408,134 @@ def test_hidden_command_reports_errors_as_annotations(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stdout.startswith("::error title=servelab::GITHUB_OUTPUT is not set")
+
+
+# ------------------------------------------------------------------------------------------
+# a run that stopped before its summary: exit 2 and 3, reported in the action's terms
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("hint", "expected"), [
+    ("pass a reachable mirror with --db-repository (tried in order), or restore a cached DB "
+     "and use --offline",
+     "pass a reachable mirror with the `trivy-db-repositories` input (tried in order), or "
+     'restore a cached DB and use `offline: "true"`'),
+    ("keep the Trivy cache directory between runs (actions/cache on --cache-dir), run once "
+     "without --offline to download the DB, or pass --db-repository MIRROR",
+     "keep the Trivy cache directory between runs (actions/cache on the `trivy-cache-dir` "
+     'input), run once without `offline: "true"` to download the DB, or pass a mirror in the '
+     "`trivy-db-repositories` input"),
+    ("run on a machine with an NVIDIA GPU and driver, or --no-gpu to skip the GPU checks",
+     'run on a machine with an NVIDIA GPU and driver, or `gpu: "false"` to skip the GPU checks'),
+    ("raise --max-db-age / scan.maxDbAgeHours", "raise scan.maxDbAgeHours"),
+    ("--repeats must be between 1 and 50; --gpu-probe stays", "the `repeats` input must be "
+     "between 1 and 50; --gpu-probe stays"),
+])
+def test_hints_name_the_actions_inputs(hint: str, expected: str) -> None:
+    assert github.action_hint(hint) == expected
+
+
+def test_matrix_leg() -> None:
+    assert github.matrix_leg('{"runner": "ubuntu-24.04", "shard": 1}', "0", "4") == \
+        "ubuntu-24.04-1"
+    assert github.matrix_leg('{"os": ["a", "b"]}', "1", "2") == "a-b"
+    assert github.matrix_leg("null", "0", "1") == ""  # not a matrix
+    assert github.matrix_leg("{}", "2", "3") == "leg-2"
+    assert github.matrix_leg("not json", "2", "3") == "leg-2"
+    assert github.matrix_leg('{"x": "' + "y" * 60 + '"}', "7", "9") == "leg-7"
+    act = {github.matrix_leg("null", "", "") for _ in range(5)}
+    assert len(act) == 5 and all(x.startswith("run-") and len(x) == 10 for x in act)
+
+
+def _servelab_run(tmp: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """The real `servelab run`, its output captured as the action's run step keeps it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "servelab", "run", *args], capture_output=False,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False,
+        env={**os.environ, **(env or {})}, cwd=ROOT)
+    return proc.returncode, proc.stdout
+
+
+@pytest.mark.trivy
+@pytest.mark.registry
+def test_a_real_exit_3_is_reported_where_github_shows_it(
+        tmp_path: Path, base_image: str) -> None:
+    """The Trivy DB cannot be downloaded (the only mirror is a closed loopback port): exit 3,
+    no summary.json; the action's step reports it with the fix in its inputs' words."""
+    exp = tmp_path / "scan-only.yaml"
+    exp.write_text(
+        "apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: scan-only}\n"
+        "spec:\n  change: scan a prebuilt image\n  fixed: [input]\n  metrics: [findings]\n"
+        f"  repeats: 1\n  treatment: {{image: \"{base_image}\"}}\n")
+    results = tmp_path / "results"
+    code, log = _servelab_run(tmp_path, str(exp), f"--out={results}", "--stages=scan",
+                              f"--trivy-cache-dir={tmp_path / 'empty-cache'}",
+                              "--db-repository=127.0.0.1:9/servelab/trivy-db:2")
+    assert code == 3, log
+    assert not (results / "summary.json").exists()
+    env = {"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "sum")}
+    stream = io.StringIO()
+    github.action_outputs(results, prefix="servelab", job="experiment", exit_code=code,
+                          log_text=log, stream=stream, env=env)
+    (line,) = stream.getvalue().splitlines()
+    assert line.startswith("::error title=servelab stopped (exit 3) in the scan stage of "
+                           "treatment repeat 1::the Trivy DB could not be downloaded")
+    assert "the `trivy-db-repositories` input" in line and "--db-repository" not in line
+    job_summary = (tmp_path / "sum").read_text()
+    assert job_summary == (results / "summary.md").read_text()
+    assert "connection refused" in job_summary
+    assert "**Where:** in the scan stage of treatment repeat 1." in job_summary
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    assert outputs["summary-path"] == str(results / "summary.md")
+    assert outputs["verdict"] == "" and outputs["summary-artifact-name"] == \
+        "servelab-experiment-summary"
+
+
+def test_a_real_invalid_experiment_is_annotated_once_per_problem(tmp_path: Path) -> None:
+    """exit 2: servelab run itself annotates each problem (file, line); the report adds the
+    job summary but no second annotation."""
+    bad = "tests/data/spec/invalid/native-port.yaml"
+    results = tmp_path / "results"
+    code, log = _servelab_run(tmp_path, bad, f"--out={results}",
+                              env={"GITHUB_ACTIONS": "true"})
+    assert code == 2
+    assert f"::error file={bad},line=6" in log
+    env = {"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "sum")}
+    stream = io.StringIO()
+    github.action_outputs(results, prefix="p", job="j", exit_code=code, log_text=log,
+                          roots=[ROOT], stream=stream, env=env)
+    assert stream.getvalue() == ""
+    job_summary = (tmp_path / "sum").read_text()
+    assert job_summary.startswith("# servelab: ⛔ stopped (exit 2: bad input")
+    assert "- nothing yet: it stopped before the first stage" in job_summary
+
+
+def test_an_input_error_names_its_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "exp.yaml").write_text("x: 1\n")
+    log = ("servelab run: exp.yaml:3: treatment.buildArgsFile 'b.env' does not exist\n"
+           "  fix: run scripts/bootstrap.sh (it writes examples/build-args.env) or fix the path\n")
+    report = github.stop_report(2, log, roots=[tmp_path])
+    assert (report.file, report.line) == (str(tmp_path / "exp.yaml"), 3)
+    ann = report.annotation().in_workspace(tmp_path)
+    assert (ann.file, ann.line) == ("exp.yaml", 3)
+    # a message that only looks like a place is not one
+    report = github.stop_report(3, "servelab run: command failed with exit code 1: trivy\n",
+                                roots=[tmp_path])
+    assert report.file is None
+
+
+def test_a_stop_without_an_error_message_shows_the_log_tail(tmp_path: Path) -> None:
+    log = "servelab: [control 1/1] start\nservelab:   build ...\nSegmentation fault\n"
+    report = github.stop_report(139, log)
+    md = report.markdown()
+    assert "servelab run exited with 139 and printed no error" in md
+    assert "**Where:** in the build stage of control repeat 1." in md
+    assert "Segmentation fault" in md and "<details><summary>The log's last lines" in md
+    assert report.annotation().title == \
+        "servelab stopped (exit 139) in the build stage of control repeat 1"
+
+
+def test_a_log_cannot_close_the_summary_code_block() -> None:
+    md = github.stop_report(3, "servelab run: bad ```\n```\n# injected heading\n").markdown()
+    body = md.split("**What stopped it:**", 1)[1].split("**Fix:**", 1)[0]
+    assert body.count("```") == 2  # the block's own fences only
