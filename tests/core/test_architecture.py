@@ -163,3 +163,18 @@ def test_every_module_path_the_docs_name_imports() -> None:
         else:
             missing.append(dotted)
     assert missing == []
+
+
+def test_every_file_the_architecture_map_names_exists() -> None:
+    """`pkg/module.py` and `module.py` in docs/architecture.md name real files under src/servelab
+    (the map is where a newcomer looks first)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    names = set(re.findall(r"`((?:[a-z0-9_]+/)*[a-z0-9_]+\.py)`", text))
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    for row in rows:  # "`build/` | `stage.py` ..., `export.py`": files named inside a package row
+        pkg = re.match(r"\| `([a-z0-9_]+)/`", row)
+        if pkg:
+            names.update(f"{pkg.group(1)}/{n}" for n in re.findall(r"`([a-z0-9_]+\.py)`", row))
+    missing = sorted(n for n in names if not (SRC / n).is_file()
+                     and not any(SRC.glob(f"*/{n}")) and not (ROOT / n).is_file())
+    assert len(names) > 30 and missing == []
