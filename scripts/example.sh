@@ -9,6 +9,11 @@
 # Trivy's DB registry, the scan runs offline against servelab's *fixture* DB (made-up
 # advisories CVE-2099-*, see tests/trivydb.py): the findings then show the mechanics, not
 # real vulnerabilities; the summary's "Scanner" line names the DB it used.
+# Start-up cost on a node: each tested image is pushed to the local registry set-up starts and
+# pulled before every start, cold and with the base held (SERVELAB_COLDSTART_REGISTRY, default
+# 127.0.0.1:5000; set it empty to skip). SERVELAB_EXAMPLE_MODEL_SIZE=4G runs the same
+# experiment with a 4 GB model in a Docker volume (examples/experiment-big-model.yaml; the
+# volume servelab-example-model is made by examples/make_model.py and left for the next run).
 # Extra arguments go to `servelab run` (e.g. --repeats 2).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,9 +36,16 @@ PY
        "set SERVELAB_TRIVY_CACHE to use a real one" >&2
   scan_args=(--offline --trivy-cache-dir "$cache")
 fi
+export SERVELAB_COLDSTART_REGISTRY="${SERVELAB_COLDSTART_REGISTRY-$REGISTRY_ADDR}"
+experiment=examples/experiment.yaml
+if [ -n "${SERVELAB_EXAMPLE_MODEL_SIZE:-}" ]; then
+  python examples/make_model.py --size "$SERVELAB_EXAMPLE_MODEL_SIZE" \
+    --volume servelab-example-model
+  experiment=examples/experiment-big-model.yaml
+fi
 servelab doctor
 rc=0
-servelab run examples/experiment.yaml --out "$out" "${scan_args[@]}" "$@" || rc=$?
+servelab run "$experiment" --out "$out" "${scan_args[@]}" "$@" || rc=$?
 echo "[example] summary: $out/summary.md" >&2
 echo "[example] artifacts: $out/<arm>/repeat-<n>/ (result.json, build record, trivy.json," \
      "scan.sarif, sbom.cdx.json, container.log)" >&2

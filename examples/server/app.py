@@ -1,7 +1,12 @@
 """A tiny model server, standard library only: the serving image servelab's example builds.
 
 It listens first, then loads the model from the mounted directory in the background, so
-"running" and "ready" differ: ``GET /health`` answers 503 until the model is loaded, then 200.
+"running" and "ready" differ: ``GET /health`` answers 503 until the model is loaded, then 200
+with ``{"status": "ok", "model": ..., "model_bytes_read": N, "loaded_after_s": S}``. Loading
+means reading every file of the model directory once, as a weights loader does (the weights
+of a real model are gigabytes: ``examples/make_model.py`` makes such a directory), and
+parsing ``model.json``; ``model_bytes_read`` is what servelab records as the bytes the server
+read before ready.
 ``POST /predict`` with ``{"inputs": [x1, x2, x3]}`` returns
 ``{"model": "tiny-linear", "prediction": w.x + b}``.
 
@@ -23,6 +28,7 @@ MODEL_DIR = os.environ.get("MODEL_DIR", "/models")
 MODEL_FILE = os.environ.get("MODEL_FILE", "model.json")
 MODEL_SHA256 = os.environ.get("MODEL_SHA256", "").removeprefix("sha256:")
 MAX_BODY = 1 << 20
+READ_CHUNK = 8 << 20
 
 STARTED = time.monotonic()
 MODEL = {}
@@ -33,6 +39,22 @@ def log(message):
     elapsed = time.monotonic() - STARTED
     sys.stdout.write(f"[{elapsed:8.3f}s] {message}\n")
     sys.stdout.flush()
+
+
+def read_model_dir():
+    """Read every file under MODEL_DIR once (sorted, as a loader reads its shards); bytes."""
+    total = 0
+    buf = bytearray(READ_CHUNK)
+    for dirpath, dirnames, names in os.walk(MODEL_DIR):
+        dirnames.sort()
+        for name in sorted(names):
+            with open(os.path.join(dirpath, name), "rb", buffering=0) as f:
+                while True:
+                    n = f.readinto(buf)
+                    if not n:
+                        break
+                    total += n
+    return total
 
 
 def load_model():
@@ -49,11 +71,17 @@ def load_model():
         os._exit(1)
     model = json.loads(raw)
     weights = [float(w) for w in model["weights"]]
+    try:
+        read = read_model_dir()
+    except OSError as e:
+        log(f"error: the model directory {MODEL_DIR} cannot be read: {e}")
+        os._exit(1)
     MODEL.update(name=model.get("name", "model"), weights=weights,
-                 bias=float(model.get("bias", 0.0)), sha256=digest)
+                 bias=float(model.get("bias", 0.0)), sha256=digest, bytes_read=read,
+                 loaded_after_s=round(time.monotonic() - STARTED, 6))
     READY.set()
-    log(f"model {MODEL['name']} loaded from {path} (sha256 {digest[:12]}, "
-        f"{len(weights)} weights)")
+    log(f"model {MODEL['name']} loaded from {MODEL_DIR} (sha256 {digest[:12]}, "
+        f"{len(weights)} weights, {read} bytes read)")
 
 
 def predict(inputs):
@@ -78,7 +106,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/health":
             if READY.is_set():
-                self.reply(200, {"status": "ok", "model": MODEL["name"]})
+                self.reply(200, {"status": "ok", "model": MODEL["name"],
+                                 "model_bytes_read": MODEL["bytes_read"],
+                                 "loaded_after_s": MODEL["loaded_after_s"]})
             else:
                 self.reply(503, {"status": "loading"})
         else:

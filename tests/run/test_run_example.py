@@ -33,10 +33,11 @@ def _leftovers(docker_client: object, run_id: str) -> list[str]:
 
 
 def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: str,
-                             fixture_trivy_cache: Path) -> None:
+                             registry: str, fixture_trivy_cache: Path) -> None:
     out = tmp_path / "out"
     proc = _run([str(EXAMPLE), "--out", str(out), "--repeats", "2", "--offline",
-                 "--trivy-cache-dir", str(fixture_trivy_cache), "--format", "json"])
+                 "--trivy-cache-dir", str(fixture_trivy_cache), "--format", "json",
+                 "--cold-start-registry", registry])
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     assert summary["repeats"] == 2
@@ -68,7 +69,50 @@ def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: 
     assert "```mermaid\ngantt" in md
     assert "section treatment r2" in md
     assert "shared" in json.dumps(summary) or "shared" in md
+    _check_node_figures(out, summary, md, base_image)
     assert _leftovers(docker_client, summary["run"]["id"]) == []
+
+
+MODEL_BYTES = sum(p.stat().st_size for p in (ROOT / "examples" / "model").iterdir())
+
+
+def _check_node_figures(out: Path, summary: dict[str, object], md: str, base: str) -> None:
+    """Per arm and repeat: pulled bytes and seconds, cold and with the base held, unpack,
+    start, ready and first good request on one timeline; the control's baked weights are
+    pulled bytes the treatment avoids."""
+    rows = {(arm, n): json.loads((out / arm / f"repeat-{n}" / "result.json").read_text())
+            for arm in ("control", "treatment") for n in (1, 2)}
+    for (arm, n), r in rows.items():
+        cs = r["metrics"]["coldstart"]
+        assert cs["cold"]["bytes_pulled"] == cs["image_bytes"] > 60_000_000, (arm, n)
+        assert cs["cold"]["layers_present"] == 0 and cs["cold"]["unpack_s"] > 0
+        assert cs["warm_base"]["method"] == "engine pull"
+        assert cs["warm_base"]["holds"] == [base]
+        for key in ("pull_s", "unpack_s"):
+            assert cs["warm_base"][key] >= 0 and cs["cold"][key] > 0
+        assert cs["to_ready_s"]["warm_base"] > r["metrics"]["startup"]["ready_s"]
+        assert cs["to_first_request_s"]["cold"] > cs["to_ready_s"]["cold"]
+        assert r["metrics"]["startup"]["first_start"] is True  # a fresh pull every repeat
+        # what the server read before ready: the whole mounted model, by its own count
+        load = r["metrics"]["model_load"]
+        assert load["bytes_read"] == MODEL_BYTES and load["source"] == "server"
+        assert load["page_cache"] == "evicted"
+        timeline = json.loads((out / arm / f"repeat-{n}" / "timeline.json").read_text())
+        names = [e["name"] for e in timeline["events"]]
+        assert names[:4] == ["pull_started", "pull_downloaded", "pull_done", "created"]
+    holding_base = {k: next(c["bytes"] for c in r["metrics"]["coldstart"]["node_holds"]
+                            if c["holds"] == "base") for k, r in rows.items()}
+    for n in (1, 2):
+        # the control's baked 8 MiB of weights: pulled by every node holding the base
+        assert holding_base[("control", n)] - holding_base[("treatment", n)] > 8 << 20
+        assert holding_base[("treatment", n)] < 64 << 10
+        warm = rows[("control", n)]["metrics"]["coldstart"]["warm_base"]
+        assert warm["bytes_pulled"] > 8 << 20  # the engine really pulled them
+    assert summary["pulled_bytes_warm_base"] < 64 << 10  # type: ignore[operator]
+    assert summary["pulled_bytes_cold"] > 60_000_000  # type: ignore[operator]
+    assert summary["model_bytes_read"] == MODEL_BYTES
+    assert "## Start-up cost on a node" in md
+    assert "section control r1 cold" in md and "    unpack :" in md
 
 
 def test_refuses_to_overwrite_a_run(tmp_path: Path) -> None:

@@ -74,6 +74,17 @@ def cdi_dir(docker_client: Any) -> Iterator[Path]:
         spec.unlink()
 
 
+H200_UUID = "GPU-6f3c2a1e-8d4b-4c7a-9e21-5b0d7f9a3c11"
+
+
+@pytest.fixture(autouse=True)
+def gpu_lock_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The GPU locks of this test's runs, apart from a real runner's."""
+    d = tmp_path / "locks"
+    monkeypatch.setenv("SERVELAB_GPU_LOCK_DIR", str(d))
+    return d
+
+
 @pytest.fixture
 def synthetic_gpu(cdi_dir: Path, tmp_path: Path,
                   fake_smi: Callable[[Path], Path]) -> Path:
@@ -105,6 +116,35 @@ def test_cdi_gpu_start_runs_the_inside_checks(
     assert [f["rule"] for f in inside["findings"]] == ["gpu-torch-missing"]
     # the host's view after ready (the synthetic host's query-index-memory.used.out)
     assert inside["memory_used"] == [{"index": 0, "memory_used_mib": 1024}]
+    # and after cleanup (the synthetic host replays the same value: nothing freed)
+    assert inside["memory_after_cleanup"] == [{"index": 0, "memory_used_mib": 1024}]
+    assert inside["memory_freed"] == [{"index": 0, "after_ready_mib": 1024,
+                                       "after_cleanup_mib": 1024, "freed_mib": 0}]
+    # no torch: no CUDA init or first kernel to time
+    assert inside["phases"] == {"torch_import_s": None, "cuda_init_s": None,
+                                "first_kernel_s": None}
+    # one run per GPU: the synthetic H200 was locked for the start
+    assert res.gpu["lock"]["keys"] == [H200_UUID]
+    assert res.gpu["lock"]["waited_s"] < 1.0
+
+
+def test_a_gpu_another_run_holds_is_waited_for(
+        fixture_images: Callable[[str], str], run_smoke: Callable[..., SmokeResult],
+        model_dir: Path, synthetic_gpu: Path, gpu_lock_dir: Path) -> None:
+    """Self-hosted GPU runners: while another servelab run holds the GPU's lock the start
+    waits; past the timeout it is a missing capability (exit 3), and nothing was started."""
+    from servelab.errors import CapabilityError
+    from servelab.smoke.gpuphases import gpu_lock
+
+    s = settings(model_dir, gpu=GpuNeeds(required=True))
+    s.gpu_lock_timeout_s = 0.5
+    with gpu_lock([H200_UUID], timeout_s=1, directory=gpu_lock_dir), \
+            pytest.raises(CapabilityError, match="held by another run") as e:
+        run_smoke(fixture_images("good"), s)
+    assert e.value.exit_code == 3
+    # released: the same start goes through
+    res = run_smoke(fixture_images("good"), s)
+    assert res.verdict == "pass", res.message
 
 
 def test_cdi_device_missing_is_explained(
@@ -184,4 +224,8 @@ def test_cpu_torch_in_a_gpu_image_is_gpu_failed(
     assert "not compiled with CUDA" in (torch["cuda_error"] or "")
     rules = [f["rule"] for f in res.gpu["inside"]["findings"]] if res.gpu else []
     assert rules == ["gpu-torch-cuda-unavailable"]
+    # the import of the real torch is timed; CUDA never initialised, so no init or kernel
+    phases = res.gpu["inside"]["phases"] if res.gpu else {}
+    assert phases["torch_import_s"] > 0
+    assert phases["cuda_init_s"] is None and phases["first_kernel_s"] is None
     assert "cannot use the GPU" in res.message

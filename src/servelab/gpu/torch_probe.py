@@ -7,7 +7,9 @@ or newer, so the smoke stage can pipe this file into an image's own interpreter
 It reports whether torch imports, its version and CUDA version, whether CUDA initialises (and
 why not), each device's name, compute capability, memory in use, whether
 ``torch.cuda.get_arch_list()`` covers the capability (SASS ``sm_XY``, or PTX ``compute_XY``
-that the driver JIT-compiles), and a small matmul checked against the CPU.
+that the driver JIT-compiles), and a small matmul checked against the CPU. Timed apart:
+``import_s`` (import torch), ``cuda_init_s`` (the CUDA check up to a first allocation, when the
+context exists) and each device's first kernel (``matmul.seconds``).
 Without torch it says so (status "no-torch") and exits 0: the JSON carries the verdict.
 """
 
@@ -159,6 +161,17 @@ def _device(torch: Any, index: int, arch_list: list[str], matmul: bool) -> dict[
     return dev
 
 
+def _first_context(torch: Any, start: float) -> float | None:
+    """Seconds from the CUDA check to a first allocation on device 0 (the context exists
+    then): the CUDA init a server pays before it can load weights onto the GPU."""
+    try:
+        torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+    except Exception:
+        return None
+    return round(time.perf_counter() - start, 6)
+
+
 def _torch_report(torch: Any, matmul: bool) -> dict[str, Any]:
     version = getattr(torch, "version", None)
     rep: dict[str, Any] = {
@@ -167,10 +180,12 @@ def _torch_report(torch: Any, matmul: bool) -> dict[str, Any]:
         "cuda_version": getattr(version, "cuda", None),
         "devices": [],
     }
+    start = time.perf_counter()
     ok, why = _cuda_init(torch)
     rep["cuda_available"], rep["cuda_error"] = ok, why
     if not ok:
         return rep
+    rep["cuda_init_s"] = _first_context(torch, start)
     try:
         rep["arch_list"] = list(torch.cuda.get_arch_list())
         rep["device_count"] = int(torch.cuda.device_count())
@@ -198,11 +213,14 @@ def _status(rep: dict[str, Any]) -> str:
 
 def probe(matmul: bool = True) -> dict[str, Any]:
     """Everything this module reports, as a dict (what :func:`main` prints)."""
+    start = time.perf_counter()
     torch, error = _import_torch()
+    import_s = round(time.perf_counter() - start, 6)
     if torch is None:
         rep: dict[str, Any] = {"importable": False, "error": error}
     else:
         rep = _torch_report(torch, matmul)
+        rep["import_s"] = import_s
     return {
         "schema": SCHEMA,
         "status": _status(rep),

@@ -40,6 +40,13 @@ class MetricDef:
     spec_metric: str  # which spec metric asks for it
     extract: Callable[[dict[str, Any]], Any]
     min_effect: float
+    #: "core" (the control-vs-treatment table) or "node" (the start-up cost on a node)
+    group: str = "core"
+
+
+def _cs(*keys: str) -> Callable[[dict[str, Any]], Any]:
+    """An extractor of ``metrics.coldstart.<keys...>``."""
+    return lambda r: _get(r, "metrics", "coldstart", *keys)
 
 
 #: lower is better for every numeric metric servelab reports
@@ -56,7 +63,45 @@ NUMERIC: tuple[MetricDef, ...] = (
               lambda r: _get(r, "metrics", "latency", "p95_ms"), 2.0),
     MetricDef("findings", "vulnerability findings", "findings", "findings",
               _findings_total, 0.0),
+    MetricDef("pulled_warm_base", "bytes pulled, node holding the base", "bytes", "size",
+              lambda r: _holding(r, "base", _cs("warm_base", "bytes_pulled")(r)), 4096.0,
+              "node"),
+    MetricDef("node_ready_warm_base", "node: pull to ready, base held", "s", "startup",
+              _cs("to_ready_s", "warm_base"), 0.05, "node"),
+    MetricDef("node_ready_cold", "node: pull to ready, cold", "s", "startup",
+              _cs("to_ready_s", "cold"), 0.05, "node"),
 )
+
+#: figures reported beside the judged metrics (summary, compare), never judged: loopback
+#: seconds of single phases, and bytes whose better/worse depends on the change
+REPORTED: tuple[MetricDef, ...] = (
+    MetricDef("pulled_cold", "bytes pulled, cold node", "bytes", "size",
+              _cs("cold", "bytes_pulled"), 4096.0, "node"),
+    MetricDef("pull_cold_s", "pull, cold", "s", "startup", _cs("cold", "pull_s"), 0.05, "node"),
+    MetricDef("unpack_cold_s", "unpack, cold", "s", "startup", _cs("cold", "unpack_s"), 0.05,
+              "node"),
+    MetricDef("pull_warm_base_s", "pull, base held", "s", "startup",
+              _cs("warm_base", "pull_s"), 0.05, "node"),
+    MetricDef("unpack_warm_base_s", "unpack, base held", "s", "startup",
+              _cs("warm_base", "unpack_s"), 0.05, "node"),
+    MetricDef("pulled_holding_control", "bytes pulled, node holding the control", "bytes",
+              "size", lambda r: _holding(r, "control"), 4096.0, "node"),
+    MetricDef("model_bytes_read", "model bytes read before ready", "bytes", "startup",
+              lambda r: _get(r, "metrics", "model_load", "bytes_read"), 4096.0, "node"),
+    MetricDef("cuda_init_s", "CUDA init (probe)", "s", "startup",
+              lambda r: _get(r, "metrics", "gpu", "cuda_init_s"), 0.05, "gpu"),
+    MetricDef("first_kernel_s", "first kernel (probe)", "s", "startup",
+              lambda r: _get(r, "metrics", "gpu", "first_kernel_s"), 0.05, "gpu"),
+)
+ALL_METRICS: tuple[MetricDef, ...] = NUMERIC + REPORTED
+
+
+def _holding(r: dict[str, Any], holds: str, default: Any = None) -> Any:
+    """The exact bytes a node holding *holds* pulls (``node_holds``), else *default*."""
+    for c in _get(r, "metrics", "coldstart", "node_holds") or []:
+        if isinstance(c, dict) and c.get("holds") == holds and c.get("bytes") is not None:
+            return c.get("bytes")
+    return default
 
 
 @dataclass
@@ -95,7 +140,7 @@ class ArmStats:
 
 def arm_stats(arm: str, results: list[dict[str, Any]]) -> ArmStats:
     metrics: dict[str, Stat] = {}
-    for m in NUMERIC:
+    for m in ALL_METRICS:
         s = stat(m.extract(r) for r in results)
         if s is not None:
             metrics[m.key] = s
@@ -191,3 +236,28 @@ def judge(
         return Verdict("regressed", [f"worse: {', '.join(worse)}"])
     return Verdict("no detectable change", ["no metric moved beyond its minimum effect and "
                                             "the spread of the repeats"])
+
+
+#: summary.json's headline figures of the treatment (the action's outputs read them)
+HEADLINE = {
+    "pulled_bytes_cold": "pulled_cold",
+    "pulled_bytes_warm_base": "pulled_warm_base",
+    "node_ready_cold_s": "node_ready_cold",
+    "node_ready_warm_base_s": "node_ready_warm_base",
+    "model_bytes_read": "model_bytes_read",
+}
+
+
+def headline(treatment: ArmStats, control: ArmStats | None) -> dict[str, Any]:
+    """The treatment's medians of the start-up cost on a node (None when not measured), and
+    every arm's medians of the node figures under ``coldstart``."""
+    def medians(a: ArmStats) -> dict[str, float | None]:
+        return {m.key: (a.metrics[m.key].median if m.key in a.metrics else None)
+                for m in ALL_METRICS if m.group == "node"}
+
+    t = medians(treatment)
+    out: dict[str, Any] = {k: t.get(key) for k, key in HEADLINE.items()}
+    for k in ("pulled_bytes_cold", "pulled_bytes_warm_base", "model_bytes_read"):
+        out[k] = int(out[k]) if out[k] is not None else None
+    out["coldstart"] = {a.arm: medians(a) for a in (control, treatment) if a is not None}
+    return out

@@ -68,7 +68,7 @@ def _merge_md(data: dict[str, Any]) -> str:
     out += ["", "| arm | metric | median | min | max | repeats |", "|---|---|---|---|---|---|"]
     for arm, rs in sorted(by_arm.items()):
         st = aggregate.arm_stats(arm, rs)
-        for m in aggregate.NUMERIC:
+        for m in aggregate.ALL_METRICS:
             s = st.metrics.get(m.key)
             if s:
                 out.append(f"| {arm} | {m.label} | {_fmt(s.median, m.unit)} | "
@@ -95,11 +95,12 @@ def _compare_arm(arm: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -
     da = sorted({d for d in sa.digests if d})
     db = sorted({d for d in sb.digests if d})
     metrics = []
-    for m in aggregate.NUMERIC:
+    for m in aggregate.ALL_METRICS:
         x, y = sa.metrics.get(m.key), sb.metrics.get(m.key)
         if x or y:
             metrics.append({"metric": m.key, "label": m.label, "unit": m.unit,
-                            "a": x.median if x else None, "b": y.median if y else None})
+                            "a": x.median if x else None, "b": y.median if y else None,
+                            "change": y.median - x.median if x and y else None})
     inputs = {}
     for f in INPUT_FIELDS:
         va = sorted({str(r["inputs"].get(f)) for r in ra})
@@ -114,11 +115,12 @@ def _compare_md(data: dict[str, Any]) -> str:
     head = "digest drift" if data["drift"] else "same digest"
     out = [f"# servelab compare: {head}", "", f"A: `{data['a']}`  ", f"B: `{data['b']}`", ""]
     for row in data["arms"]:
-        out += [f"## {row['arm']}", "", "| | A | B |", "|---|---|---|",
+        out += [f"## {row['arm']}", "", "| | A | B | B − A |", "|---|---|---|---|",
                 f"| digest | {', '.join(f'`{d}`' for d in row['digests_a']) or '–'} | "
-                f"{', '.join(f'`{d}`' for d in row['digests_b']) or '–'} |"]
+                f"{', '.join(f'`{d}`' for d in row['digests_b']) or '–'} | |"]
         for m in row["metrics"]:
-            out.append(f"| {m['label']} | {_fmt(m['a'], m['unit'])} | {_fmt(m['b'], m['unit'])} |")
+            out.append(f"| {m['label']} | {_fmt(m['a'], m['unit'])} | {_fmt(m['b'], m['unit'])} "
+                       f"| {_fmt(m['change'], m['unit'])} |")
         changed = [k for k, v in row["inputs"].items() if not v["same"]]
         out += ["", "Inputs that differ: " + (", ".join(changed) or "none"), ""]
     return "\n".join(out) + "\n"

@@ -30,6 +30,11 @@ class RunOptions:
     offline: bool | None = None
     run_name: str | None = None
     keep: bool = False
+    #: ``host[:port][/path]``: push each tested image there and time its pulls before each
+    #: start (:mod:`servelab.smoke.coldstart`); None: no cold-start measurement
+    cold_start_registry: str | None = None
+    #: images a node is assumed to hold, for what it would pull (``--node-has``)
+    node_has: list[str] = field(default_factory=list)
     #: ``servelab build``: a failed build or an unpinned base ends the command (exit 1)
     #: instead of becoming a failed build stage of the repeat
     stop_on_build_failure: bool = False

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord
+    from servelab.smoke.coldstart import NodeStart
+    from servelab.smoke.gpuphases import GpuPhases
+    from servelab.smoke.modelload import ModelLoad
     from servelab.spec import Arm
 
 @dataclass(frozen=True)
@@ -132,6 +135,12 @@ class SmokeOutcome(StageOutcome):
     latency: LatencyMetrics | None = None
     model_sha256: str | None = None
     host: HostGpus | None = None
+    #: the pulls before the start, as a node pays them (``metrics.coldstart``)
+    node: NodeStart | None = None
+    #: what the server read before ready (``metrics.model_load``)
+    model_load: ModelLoad | None = None
+    #: CUDA init, first kernel, GPU memory after ready and after cleanup (``metrics.gpu``)
+    gpu_phases: GpuPhases | None = None
 
 
 @dataclass(frozen=True)

@@ -211,6 +211,7 @@ class Runner:
         v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
         data = build_summary(self.exp, self, v, treatment)
         data["reproducibility"] = self.stages.reproducibility
+        data.update(aggregate.headline(treatment, control))
         md = summary.render_markdown(data, control, treatment, deltas, self.results)
         data["results"] = self.results
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)
@@ -304,7 +305,7 @@ def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
         "findings": findings,
         "repeats": runner.repeats,
         "arms": [a.name for a in exp.arms()],
-        "run": runner.run_info(),
+        "run": runner.run_info(finished_at=_now()),
         "experiment": runner.experiment_info(),
         "skipped": runner.skipped,
         "not_tested": sorted({v2["check"] + ": " + v2["reason"] for r in runner.results

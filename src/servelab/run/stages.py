@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from servelab import proc
 from servelab.errors import CapabilityError, GateFailed, InputError, ServelabError
 from servelab.findings import FindingsReport, Severity
+from servelab.image.ref import pinned_digest
 from servelab.run.options import Progress, RunOptions
 from servelab.run.outcomes import (
     BuildOutcome,
@@ -34,11 +35,13 @@ from servelab.run.outcomes import (
     Verdict,
 )
 from servelab.run.results import write_json
+from servelab.smoke.gpuphases import GpuPhases
 from servelab.spec import Arm, Experiment
 
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
     from servelab.scan.stage import Scanner
+    from servelab.smoke.coldstart import NodeSettings, NodeStart, NodeStarts
     from servelab.smoke.result import SmokeResult
 
 SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")
@@ -67,6 +70,8 @@ class Stages:
         self._smoked: set[str] = set()
         self._scans = {"scanned": 0, "shared": 0}
         self._stack = contextlib.ExitStack()
+        self._node_settings = _node_settings(opts)
+        self._nodes: NodeStarts | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Stages:
@@ -268,13 +273,18 @@ class Stages:
         gpu = self.exp.gpu if self.opts.gpu is None else replace(self.exp.gpu,
                                                                   required=self.opts.gpu)
         rec = build.build
-        first = image not in self._smoked and (rec.loaded_now if rec is not None else n == 1)
+        node = self._node_start(arm, image, rec)
+        # after a measured pull every start is the first one after the image came in
+        first = node is not None or (image not in self._smoked and (
+            rec.loaded_now if rec is not None else n == 1))
         # the image's layers are searched for baked weights once per image, not per repeat
         archive = Path(rec.archive) if rec is not None else None
         settings = SmokeSettings.from_experiment(self.exp, gpu=gpu, weights_archive=archive,
-                                                 scan_weights=image not in self._smoked)
+                                                 scan_weights=image not in self._smoked,
+                                                 evict_model_cache=node is not None)
         self._smoked.add(image)
-        r = smoke_image(image, settings, run_id=self.run_id, out_dir=out_dir, first_start=first)
+        r = smoke_image(image, settings, run_id=self.run_id, out_dir=out_dir, first_start=first,
+                        node=node)
         if r.verdict == "gpu-unavailable":
             raise CapabilityError(f"GPU unavailable for the {arm.name} arm: {r.message}",
                                   hint="run on a machine with an NVIDIA GPU and driver, or "
@@ -289,7 +299,34 @@ class Stages:
                             record=_slim_smoke(d), verdicts=_smoke_verdicts(r), files=files,
                             startup=_startup(d, first), latency=_latency(d),
                             model_sha256=str(model).removeprefix("sha256:") if model else None,
-                            host=_host_gpus(r.gpu))
+                            host=_host_gpus(r.gpu), node=node, model_load=r.model_load,
+                            gpu_phases=GpuPhases.from_gpu(r.gpu))
+
+    def _node_start(self, arm: Arm, image: str, rec: BuildRecord | None) -> NodeStart | None:
+        """The pulls before this start (with --cold-start-registry), else None."""
+        if self._node_settings is None:
+            return None
+        if self._nodes is None:
+            from servelab.smoke.coldstart import NodeStarts
+
+            self._nodes = NodeStarts(self._node_settings, run_id=self.run_id,
+                                     cleanup=self.cleanup, keep=self.opts.keep,
+                                     progress=self.progress)
+        if rec is None:  # a prebuilt image: no base known, pushed from the engine's copy
+            return self._nodes.measure(arm.name, image, [])
+        bases = [b.ref if pinned_digest(b.ref) else f"{b.ref}@{b.digest}"
+                 for b in rec.base_images if b.digest]
+        return self._nodes.measure(arm.name, image, bases, archive=Path(rec.archive),
+                                   digest=rec.manifest_digest)
+
+
+def _node_settings(opts: RunOptions) -> NodeSettings | None:
+    """Checked at the start of the run: a bad registry is bad input before any build."""
+    if not opts.cold_start_registry:
+        return None
+    from servelab.smoke.coldstart import NodeSettings
+
+    return NodeSettings(opts.cold_start_registry, list(opts.node_has))
 
 
 def _startup(d: dict[str, Any], first: bool) -> StartupMetrics:

@@ -1,23 +1,33 @@
 """The run's summary: ``summary.json`` and ``summary.md`` (for GITHUB_STEP_SUMMARY).
 
-Markdown rules: verdict first; the control-vs-treatment table; a per-repeat table; a Mermaid
-Gantt chart of each repeat's start-up timeline; findings folded in ``<details>``; no ANSI codes;
-at most 1 MiB (GitHub's cap on a step summary), cut with a note when longer.
+Markdown rules: verdict first, then why (each arm's failed checks and rule ids with their
+evidence, from :mod:`servelab.run.explain`); the control-vs-treatment table; a per-repeat
+table; a Mermaid Gantt chart of each repeat's start-up timeline; findings folded in
+``<details>``; no ANSI codes; at most 1 MiB (GitHub's cap on a step summary), cut with a note
+when longer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+from pathlib import Path
 from typing import Any
 
 from servelab.run.aggregate import (
+    ALL_METRICS,
     NUMERIC,
     SEVERITIES,
     ArmStats,
     Delta,
+    MetricDef,
     Verdict,
     _get,
 )
+from servelab.run.explain import FailedCheck, explain
+
+#: the metrics of the control-vs-treatment table (the node's are in their own section)
+CORE = tuple(m for m in NUMERIC if m.group == "core")
 
 SUMMARY_LIMIT = 1024 * 1024
 _EMOJI = {
@@ -51,21 +61,24 @@ def _arm_row(label: str, a: ArmStats | None) -> str:
     rep = {True: "yes", False: "**no**", None: "–"}[a.reproducible]
     distinct = len({d for d in a.digests if d})
     cells = [label, f"{rep} ({distinct} distinct of {a.repeats})"]
-    for m in NUMERIC:
-        s = a.metrics.get(m.key)
-        cells.append(
-            "–" if s is None else f"{_fmt(s.median, m.unit)} ({_fmt(s.min, m.unit)}–"
-            f"{_fmt(s.max, m.unit)})"
-        )
+    cells += [_spread(a, m) for m in CORE]
     cells.append(", ".join(f"`{c}`" for c in a.failed_checks) or "none")
     return "| " + " | ".join(cells) + " |"
 
 
+def _spread(a: ArmStats, m: MetricDef) -> str:
+    """``median (min–max)`` of metric *m* of arm *a*, or a dash."""
+    s = a.metrics.get(m.key)
+    if s is None:
+        return "–"
+    return f"{_fmt(s.median, m.unit)} ({_fmt(s.min, m.unit)}–{_fmt(s.max, m.unit)})"
+
+
 def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delta]) -> list[str]:
     head = ["| arm | reproducible digest | "
-            + " | ".join(f"{m.label}, median (min–max)" for m in NUMERIC)
+            + " | ".join(f"{m.label}, median (min–max)" for m in CORE)
             + " | failed checks |",
-            "|" + "---|" * (len(NUMERIC) + 3)]
+            "|" + "---|" * (len(CORE) + 3)]
     rows = [r for r in (_arm_row("control", control), _arm_row("treatment", treatment)) if r]
     out = ["## Control vs treatment", "", *head, *rows, ""]
     if deltas:
@@ -78,6 +91,82 @@ def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delt
                 f"{_fmt(d.delta, d.unit)} | {_fmt(d.threshold, d.unit)} | {reading} |"
             )
         out.append("")
+    return out
+
+
+NODE_COLUMNS = ("pulled_cold", "pulled_warm_base", "pulled_holding_control",
+                "model_bytes_read", "pull_cold_s", "unpack_cold_s", "pull_warm_base_s",
+                "unpack_warm_base_s", "node_ready_cold", "node_ready_warm_base")
+_BY_KEY = {m.key: m for m in ALL_METRICS}
+
+
+def _node_table(arms: list[ArmStats]) -> list[str]:
+    cols = [_BY_KEY[k] for k in NODE_COLUMNS]
+    out = ["| arm | " + " | ".join(f"{m.label}, median (min–max)" for m in cols) + " |",
+           "|" + "---|" * (len(cols) + 1)]
+    out += ["| " + " | ".join([a.arm, *(_spread(a, m) for m in cols)]) + " |" for a in arms]
+    return out
+
+
+def _loaded_line(a: ArmStats) -> str:
+    """Time to ready on a node against the bytes it pulled plus the bytes it loaded."""
+    def med(key: str) -> float | None:
+        st = a.metrics.get(key)
+        return st.median if st else None
+
+    out = []
+    for label, ready, pulled in (("base held", "node_ready_warm_base", "pulled_warm_base"),
+                                 ("cold", "node_ready_cold", "pulled_cold")):
+        r, p, m = med(ready), med(pulled), med("model_bytes_read")
+        if r is None or p is None:
+            continue
+        total = p + (m or 0.0)
+        out.append(f"{label}: ready {_fmt(r, 's')} after pulling {_fmt(p, 'bytes')} + "
+                   f"loading {_fmt(m, 'bytes')} = {_fmt(total, 'bytes')}")
+    return f"- **{a.arm}**: " + "; ".join(out) if out else ""
+
+
+def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
+    out = ["| arm | repeat | cold: pulled, pull, unpack | base held: pulled, present, pull, "
+           "unpack | create + start call | start → ready | model read (source) |",
+           "|---|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
+        cs = _get(r, "metrics", "coldstart")
+        if not cs:
+            continue
+        c, w = cs.get("cold") or {}, cs.get("warm_base") or {}
+        start = cs.get("start") or {}
+        ml = _get(r, "metrics", "model_load") or {}
+        create = sum(float(start.get(k) or 0.0) for k in ("create_s", "start_call_s"))
+        out.append(" | ".join([
+            f"| {r.get('arm')}", str(r.get("repeat")),
+            f"{_fmt(c.get('bytes_pulled'), 'bytes')}, {_fmt(c.get('pull_s'), 's')}, "
+            f"{_fmt(c.get('unpack_s'), 's')}",
+            f"{_fmt(w.get('bytes_pulled'), 'bytes')}, {_fmt(w.get('bytes_present'), 'bytes')}"
+            f", {_fmt(w.get('pull_s'), 's')}, {_fmt(w.get('unpack_s'), 's')}",
+            _fmt(create, "s"), _fmt(start.get("start_to_ready_s"), "s"),
+            f"{_fmt(ml.get('bytes_read'), 'bytes')} ({ml.get('source') or '–'}) |"]))
+    return out
+
+
+def _node_section(control: ArmStats | None, treatment: ArmStats,
+                  results: list[dict[str, Any]]) -> list[str]:
+    """The start-up cost as a node pays it (only when the run measured it)."""
+    arms = [a for a in (control, treatment) if a is not None]
+    if not any(_get(r, "metrics", "coldstart") for r in results):
+        return []
+    out = ["## Start-up cost on a node", "",
+           "Bytes are exact (the registry's manifest); seconds are this machine's, over "
+           "loopback from the registry, not a WAN's. *Cold*: every layer fetched and unpacked "
+           "by servelab into an empty directory; *base held*: the engine's own pull with the "
+           "base image's layers kept; *holding the control*: what a node running the control "
+           "pulls to roll out this arm (computed from the layers). *Pull to ready*: pull + "
+           "unpack + create + start → ready laid end to end. See docs/run.md for what these "
+           "do and do not predict.", ""]
+    out += [*_node_table(arms), ""]
+    out += [*(line for line in (_loaded_line(a) for a in arms) if line), ""]
+    out += ["<details><summary>Per repeat</summary>", "", *_node_repeats(results), "",
+            "</details>", ""]
     return out
 
 
@@ -117,23 +206,64 @@ def _per_repeat(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+Bar = tuple[str, float | None, float | None]
+
+
+def _start_bars(st: dict[str, Any], off: float) -> list[Bar]:
+    """The start's phases from container start, shifted by *off* seconds."""
+    def at(x: Any) -> float | None:
+        return off + float(x) if isinstance(x, (int, float)) else None
+
+    return [("start → first accept", off, at(st.get("first_accept_s"))),
+            ("first accept → ready", at(st.get("first_accept_s")), at(st.get("ready_s"))),
+            ("ready → first good request", at(st.get("ready_s")),
+             at(st.get("first_request_s")))]
+
+
+def _pull_bars(pull: dict[str, Any], start: dict[str, Any]) -> tuple[list[Bar], float] | None:
+    """Pull, unpack and create + start call laid end to end; the offset of container start."""
+    p, u = pull.get("pull_s"), pull.get("unpack_s")
+    create = sum(float(start.get(k) or 0.0) for k in ("create_s", "start_call_s"))
+    if not isinstance(p, (int, float)):
+        return None
+    u = float(u or 0.0)
+    bars: list[Bar] = [("pull", 0.0, float(p)), ("unpack", float(p), p + u),
+                       ("create + start call", p + u, p + u + create)]
+    return bars, p + u + create
+
+
+def _gantt_rows(r: dict[str, Any]) -> list[tuple[str, list[Bar]]]:
+    name = f"{r.get('arm')} r{r.get('repeat')}"
+    st = _get(r, "metrics", "startup") or {}
+    cs = _get(r, "metrics", "coldstart") or {}
+    rows: list[tuple[str, list[Bar]]] = []
+    for key, label in (("warm_base", "base held"), ("cold", "cold")):
+        got = _pull_bars(cs.get(key) or {}, cs.get("start") or {})
+        if got is not None:
+            rows.append((f"{name} {label}", got[0] + _start_bars(st, got[1])))
+    return rows or [(name, _start_bars(st, 0.0))]
+
+
 def _gantt(results: list[dict[str, Any]]) -> list[str]:
     rows = []
     for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
-        st = _get(r, "metrics", "startup") or {}
-        points = [("start → first accept", 0.0, st.get("first_accept_s")),
-                  ("first accept → ready", st.get("first_accept_s"), st.get("ready_s")),
-                  ("ready → first good request", st.get("ready_s"), st.get("first_request_s"))]
-        bars = [(name, a, b) for name, a, b in points if a is not None and b is not None]
-        if bars:
-            rows.append((f"{r.get('arm')} r{r.get('repeat')}", bars))
+        for section, points in _gantt_rows(r):
+            bars = [(n, a, b) for n, a, b in points if a is not None and b is not None]
+            if bars:
+                rows.append((section, bars))
     if not rows:
         return []
     longest = max(b for _, bars in rows for _, _, b in bars)
     axis = "%S.%L" if longest < 60 else "%M:%S"
+    pulled = any("pull" in [n for n, _, _ in bars] for _, bars in rows)
+    what = ("Seconds from the start of the pull (with --cold-start-registry): pull, unpack, "
+            "create and start laid end to end, then the start's own phases; \"base held\" is "
+            "the engine's pull with the base's layers kept, \"cold\" servelab's fetch of every "
+            "layer (its start phases are those of the same repeat's start)." if pulled else
+            "Milliseconds from container start.")
     out = ["## Start-up timeline", "",
-           "Milliseconds from container start; build durations are in the table above. The "
-           "first start after an image was loaded is marked in the per-repeat table.", "",
+           f"{what} Build durations are in the table above. The first start after an image "
+           "was loaded is marked in the per-repeat table.", "",
            "```mermaid", "gantt", "    title Start-up timeline per repeat",
            "    dateFormat x", f"    axisFormat {axis}"]
     for section, bars in rows:
@@ -180,11 +310,54 @@ def _findings_details(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _place(c: FailedCheck) -> str:
+    """`` at `file:line` `` with the file relative to the working directory when under it."""
+    if not c.file:
+        return ""
+    path = Path(c.file)
+    with contextlib.suppress(ValueError):
+        path = path.relative_to(Path.cwd())
+    return f" at `{path}{f':{c.line}' if c.line else ''}`"
+
+
+def _failed_check(c: FailedCheck, repeats: int) -> list[str]:
+    mark = "⚠️" if c.severity == "warning" else "❌"
+    some = (f" (repeat{'s' if len(c.repeats) > 1 else ''} "
+            f"{', '.join(map(str, c.repeats))} of {repeats})"
+            if c.repeats and len(c.repeats) < repeats else "")
+    name = f"lint `{c.rule}`" if c.stage == "lint" else f"`{c.name}`"
+    out = [f"- {mark} **{name}**{_place(c)}{some}: {c.message}"]
+    out += [f"  - {e}" for e in c.evidence]
+    if c.fix:
+        out.append(f"  - fix: {c.fix}")
+    return out
+
+
+def _why(results: list[dict[str, Any]]) -> list[str]:
+    """Per arm, the checks and rule ids that failed, with the evidence the stages measured."""
+    arms = explain(results)
+    if not arms:
+        return []
+    out = ["## Why", ""]
+    for a in arms:
+        if not a.failed:
+            out += [f"**{a.arm}**: every check passed.", ""]
+            continue
+        ids = ", ".join(f"`{r}`" for r in a.ids)
+        out += [f"**{a.arm}**: {len(a.failed)} failed check{'s' if len(a.failed) > 1 else ''}"
+                f" ({ids})", ""]
+        for c in a.failed:
+            out += _failed_check(c, a.repeats)
+        out.append("")
+    return out
+
+
 def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment: ArmStats,
                     deltas: list[Delta], results: list[dict[str, Any]]) -> str:
     v = summary["verdict"]
     lines = [f"# servelab: {_EMOJI.get(v, '')} {v}", ""]
     lines += [f"- {r}" for r in summary.get("reasons", [])]
+    lines += ["", *_why(results)]
     exp = summary.get("experiment", {})
     lines += ["", f"**Change:** {exp.get('change', '')}  ",
               f"**Repeats:** {summary.get('repeats')} · **Fixed:** "
@@ -197,6 +370,7 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
         lines.append(f"> not tested: {s}")
     lines.append("")
     lines += _comparison(control, treatment, deltas)
+    lines += _node_section(control, treatment, results)
     lines += _per_repeat(results)
     lines += _reproducibility(summary.get("reproducibility") or {})
     lines += _gantt(results)

@@ -21,7 +21,8 @@ the container is in it (before the server's process even runs); a second line wi
 ``interval_s`` (5 ms):
 
 1. TCP connect to 127.0.0.1 (and ::1) on the port until one is accepted -> ``accept``;
-2. ``GET health_path`` (the first on that same connection) until a 2xx -> ``health``;
+2. ``GET health_path`` (the first on that same connection) until a 2xx -> ``health`` (with
+   the first 4 KiB of its body, where a server may report ``model_bytes_read``);
    each change of answer (refused, 503, timeout...) -> ``health_state``;
 3. the representative request ``count`` times -> one ``request`` event each;
 
@@ -155,8 +156,9 @@ def wait_health(cfg, host, sock, deadline):
     while True:
         n += 1
         timeout = max(0.001, min(cfg["probe_timeout"], left(deadline)))
+        data = b""
         try:
-            status, _ = http(cfg, host, "GET", cfg["health_path"], hdrs, None, timeout, sock)
+            status, data = http(cfg, host, "GET", cfg["health_path"], hdrs, None, timeout, sock)
             state = "HTTP %d" % status
         except (OSError, socket.timeout, hc.HTTPException) as e:
             status, state = None, describe(e)
@@ -164,7 +166,9 @@ def wait_health(cfg, host, sock, deadline):
                 state = last  # cut short by the deadline: not an answer of the server
         sock = None
         if status is not None and 200 <= status < 300:
-            emit("health", status=status, attempts=n)
+            cap = min(cfg["body_cap"], 4096)
+            emit("health", status=status, attempts=n,
+                 body=base64.b64encode(data[:cap]).decode("ascii"))
             return True
         if state != last:
             emit("health_state", state=state, status=status, attempts=n)

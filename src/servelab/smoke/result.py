@@ -19,6 +19,7 @@ from typing import Any
 
 from servelab.smoke.diagnose import Diagnosis
 from servelab.smoke.model import ModelInfo
+from servelab.smoke.modelload import ModelLoad
 from servelab.smoke.weights import WeightsReport
 from servelab.spec import Experiment, GpuNeeds, Model, Request, Serve
 
@@ -54,6 +55,11 @@ class SmokeSettings:
     interval_s: float = 0.005
     request_timeout_s: float = 30.0
     log_lines: int = 40
+    #: drop the mounted model's files from the page cache before the start (a cold node
+    #: cache), so that its read shows as block I/O (:mod:`servelab.smoke.modelload`)
+    evict_model_cache: bool = False
+    #: how long a GPU start waits for another servelab run to release its GPUs
+    gpu_lock_timeout_s: float = 3600.0
 
     @classmethod
     def from_experiment(cls, exp: Experiment, **overrides: Any) -> SmokeSettings:
@@ -70,6 +76,7 @@ class SmokeSettings:
             "no_new_privileges": True, "env": sorted(s.env), "args": list(s.args),
             "gpu_required": self.gpu.required, "probe": self.probe,
             "probe_interval_ms": self.interval_s * 1000, "keep": self.keep,
+            "evict_model_cache": self.evict_model_cache,
         }
 
 
@@ -97,8 +104,9 @@ def _iso(wall: float) -> str:
 class Timeline:
     """Named instants on this process's monotonic clock, anchored to wall-clock time."""
 
-    ORDER = ("created", "started", "prober_started", "first_tcp_accept", "first_health_2xx",
-             "first_good_request", "exited")
+    ORDER = ("pull_started", "pull_downloaded", "pull_done", "created", "started",
+             "prober_started", "first_tcp_accept", "first_health_2xx", "first_good_request",
+             "exited")
 
     def __init__(self) -> None:
         self.anchor_mono = time.monotonic()
@@ -133,6 +141,8 @@ class Timeline:
             })
         d = self.between
         durations = {
+            "pull_s": d("pull_started", "pull_downloaded"),
+            "unpack_s": d("pull_downloaded", "pull_done"),
             "create_s": (self.marks["created"] - self.anchor_mono
                          if "created" in self.marks else None),
             "start_call_s": d("created", "started"),
@@ -337,6 +347,9 @@ class SmokeResult:
     container: ContainerState | None = None
     weights: WeightsReport | None = None
     gpu: dict[str, Any] | None = None
+    model_load: ModelLoad | None = None
+    #: the pulls before this start (:meth:`servelab.smoke.coldstart.NodeStart.to_dict`)
+    node: dict[str, Any] | None = None
     probe: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
@@ -371,7 +384,8 @@ class SmokeResult:
             "settings": self.settings, "user": d(self.user), "model": d(self.model),
             "timeline": d(self.timeline), "requests": d(self.requests),
             "container": d(self.container), "baked_weights": d(self.weights),
-            "gpu": self.gpu, "probe": dict(self.probe), "notes": list(self.notes),
+            "gpu": self.gpu, "model_load": d(self.model_load), "node": self.node,
+            "probe": dict(self.probe), "notes": list(self.notes),
             "files": dict(self.files), "cleanup": dict(self.cleanup),
         }
 

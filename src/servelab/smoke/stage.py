@@ -31,17 +31,21 @@ stdout and stderr merged in time order, each line with the engine's timestamp),
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab import cleanup as cleanup_mod
+from servelab import proc
 from servelab.errors import CapabilityError, InputError
+from servelab.smoke import gpuphases, modelload
 from servelab.smoke.diagnose import diagnose
-from servelab.smoke.gpu import device_requests, gpu_inside, gpu_preflight
+from servelab.smoke.gpu import device_requests, gpu_inside, gpu_preflight, parse_memory_used
 from servelab.smoke.model import ModelInfo, model_info
 from servelab.smoke.prober import (
     ProbeConfig,
@@ -51,6 +55,7 @@ from servelab.smoke.prober import (
     cgroup_procs,
     netns_available,
 )
+from servelab.smoke.render import render_text
 from servelab.smoke.result import (
     VERDICTS,
     ContainerState,
@@ -67,11 +72,13 @@ from servelab.smoke.result import (
     json_subset,
     percentile,
     proc_euid,
-    render_text,
     set_verdict,
 )
 from servelab.smoke.weights import scan_archive, scan_image
 from servelab.spec import Experiment, Request
+
+if TYPE_CHECKING:
+    from servelab.smoke.coldstart import NodeStart
 
 __all__ = [
     "VERDICTS", "SmokeResult", "SmokeSettings", "Timeline", "check_response", "config_uid",
@@ -94,9 +101,12 @@ def smoke_image(
     out_dir: Path,
     first_start: bool = False,
     client: Any = None,
+    node: NodeStart | None = None,
 ) -> SmokeResult:
     """Start *image* hardened, probe it, and return what happened (never prints or exits).
 
+    With *node* (the pulls that just brought the image into the engine), the warm-base pull
+    is put on the start's timeline and the node's figures into the result.
     InputError (exit 2) for a missing image or model, CapabilityError (exit 3) when the engine
     or the prober cannot work; every other outcome is a verdict in the result.
     """
@@ -111,12 +121,42 @@ def smoke_image(
     res.user = UserCheck(image_user, run_as or "(image default: root)", config_uid(run_as))
     res.model = model_info(s.model, client)
     if not _preflight(res, s, client, config):
-        with cleanup_mod.Cleanup(run_id, keep=s.keep, client=client) as cu:
-            _run_container(res, s, client, cu, config)
-        res.cleanup = {"errors": list(cu.errors), "kept": list(cu.kept)}
+        with _gpu_locked(res, s):
+            with cleanup_mod.Cleanup(run_id, keep=s.keep, client=client) as cu:
+                _run_container(res, s, client, cu, config, node=node)
+            res.cleanup = {"errors": list(cu.errors), "kept": list(cu.kept)}
+            _gpu_after_cleanup(res)
         _decide(res, s)
+    if node is not None:
+        res.node = node.with_start(res.timeline.to_dict()["durations"]
+                                   if res.timeline else {}).to_dict()
+        res.node["pulls"] = [p.to_dict() for p in (node.cold, node.warm) if p is not None]
     _write(res, out_dir)
     return res
+
+
+@contextlib.contextmanager
+def _gpu_locked(res: SmokeResult, s: SmokeSettings) -> Iterator[None]:
+    """One servelab run per GPU at a time (:mod:`servelab.smoke.gpuphases`)."""
+    if res.gpu is None:
+        yield
+        return
+    keys = gpuphases.lock_keys(res.gpu.get("host"), s.gpu.count)
+    with gpuphases.gpu_lock(keys, timeout_s=s.gpu_lock_timeout_s) as lock:
+        res.gpu["lock"] = lock.to_dict()
+        yield
+
+
+def _gpu_after_cleanup(res: SmokeResult) -> None:
+    """GPU memory once the container is gone: what it held is freed (or not)."""
+    inside = (res.gpu or {}).get("inside")
+    if not inside:
+        return
+    mem = proc.run(["nvidia-smi", "--query-gpu=index,memory.used",
+                    "--format=csv,noheader,nounits"], check=False, timeout=30)
+    after = parse_memory_used(mem.stdout) if mem.returncode == 0 else None
+    inside["memory_after_cleanup"] = after
+    inside["memory_freed"] = gpuphases.freed(inside.get("memory_used"), after)
 
 
 def _image_attrs(client: Any, image: str) -> dict[str, Any]:
@@ -251,7 +291,7 @@ def _wants_netns(s: SmokeSettings) -> bool:
 
 def _run_container(
     res: SmokeResult, s: SmokeSettings, client: Any, cu: cleanup_mod.Cleanup,
-    config: dict[str, Any],
+    config: dict[str, Any], *, node: NodeStart | None = None,
 ) -> None:
     network = s.serve.network
     if _wants_netns(s):
@@ -260,7 +300,12 @@ def _run_container(
     else:
         prober = _spawn_helper(res, s, cu, network)
         network = f"container:{prober.helper}"
+    res.model_load = _model_load_before(res, s, client)
     tl = res.timeline = Timeline()
+    if node is not None and node.warm is not None:
+        tl.mark("pull_started", node.warm.started_mono)
+        tl.mark("pull_downloaded", node.warm.downloaded_mono)
+        tl.mark("pull_done", node.warm.done_mono)
     name = f"servelab-smoke-{res.run_id}-{cu.token[:6]}"
     labels = {**cu.labels(), "servelab.stage": "smoke"}
     gpu_mode = res.gpu["mode"] if res.gpu else None
@@ -289,6 +334,34 @@ def _run_container(
         return
     tl.mark("started")
     _probe_and_wait(res, s, client, cu, cid=c.id, prober=prober)
+
+
+def _model_load_before(res: SmokeResult, s: SmokeSettings, client: Any
+                       ) -> modelload.ModelLoad:
+    """The model-load record of this start; with ``evict_model_cache`` the mounted model's
+    files are dropped from the page cache first."""
+    m = res.model
+    ml = modelload.ModelLoad(model_bytes=m.total_bytes if m is not None and m.files else None)
+    if m is None or not s.evict_model_cache:
+        return ml
+    where = Path(m.mount_source) if m.kind != "volume" else _volume_dir(client, m.mount_source)
+    if where is None or not where.exists():
+        ml.page_cache = "not evictable"
+        ml.notes.append("the model's files cannot be reached from here to drop them from the "
+                        "page cache: block I/O may miss reads served from it")
+        return ml
+    ev = modelload.evict_page_cache([where])
+    ml.page_cache, ml.evicted_bytes = "evicted", ev.bytes
+    ml.notes += [f"not evicted: {e}" for e in ev.errors[:5]]
+    return ml
+
+
+def _volume_dir(client: Any, name: str) -> Path | None:
+    try:
+        mountpoint = str(client.api.inspect_volume(name).get("Mountpoint") or "")
+    except Exception:
+        return None
+    return Path(mountpoint) if mountpoint else None
 
 
 def _spawn_helper(res: SmokeResult, s: SmokeSettings, cu: cleanup_mod.Cleanup,
@@ -343,6 +416,7 @@ def _probe_and_wait(
     user.euid_start, user.source = _euid(client, cid, pid)
 
     def on_ready() -> None:
+        _block_io_at_ready(res, cid)
         if pid:
             user.euid_ready, _ = _euid(client, cid, pid)
 
@@ -357,7 +431,20 @@ def _probe_and_wait(
     _record(res, s, obs, watch, prober)
     if res.gpu is not None and obs.health is not None and not watch.exited.is_set():
         gpu_inside(res, cid)
+        inside = res.gpu.get("inside") or {}
+        inside["phases"] = gpuphases.phases(inside.get("python_probe"))
     _container_state(res, client, cid, s)
+
+
+def _block_io_at_ready(res: SmokeResult, cid: str) -> None:
+    ml = res.model_load
+    if ml is None:
+        return
+    pids = modelload.cgroup_pids(cgroup_procs(cid))
+    ml.block_read_bytes, ml.block_source = modelload.read_block_bytes(cid, pids)
+    if ml.block_read_bytes is None:
+        ml.notes.append(ml.block_source)
+        ml.block_source = None
 
 
 def _euid(client: Any, cid: str, pid: int) -> tuple[int | None, str | None]:
@@ -429,6 +516,9 @@ def _record(res: SmokeResult, s: SmokeSettings, obs: _Observed, watch: _ExitWatc
     if obs.health is not None:
         early = int(obs.health.data.get("attempts", 9)) == 1
         tl.mark("first_health_2xx", obs.health.mono, first if early else None)
+        if res.model_load is not None:
+            body = base64.b64decode(obs.health.data.get("body") or "")
+            res.model_load.server_bytes = modelload.server_bytes(body)
     if watch.mono is not None:
         tl.mark("exited", watch.mono)
     res.probe["last_health_answer"] = obs.last_state

@@ -27,7 +27,8 @@ FIRST_200 = threading.Lock()
 
 
 def log(msg):
-    print(msg, flush=True)
+    sys.stdout.write(msg + "\n")  # one write: lines of two threads never interleave
+    sys.stdout.flush()
 
 
 def load():

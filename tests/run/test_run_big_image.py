@@ -1,0 +1,127 @@
+"""`servelab run` on an image of about 1 GB (slow: two no-cache builds of a 750 MB layer).
+
+The experiment is the bundled example's shape at a realistic size: both arms add a CPU PyTorch
+tree (about 750 MB, the one set-up unpacks from a wheel on disk) to the base; the control also
+copies 64 MiB of weights into the image, the treatment mounts them read-only. With
+``--cold-start-registry`` the run reports, per arm and repeat, the pulls (cold and with the
+base held), the unpack, and the start on one timeline; the control's baked weights show up
+as bytes every node pulls and the treatment does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TORCH = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup")) / "torch-cpu"
+WEIGHTS = 64 << 20
+
+pytestmark = [pytest.mark.docker, pytest.mark.registry, pytest.mark.slow, pytest.mark.timeout(3000)]
+
+DOCKERFILE = """ARG BASE_IMAGE
+FROM ${{BASE_IMAGE}}
+ENV PORT=8000 MODEL_DIR=/models PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+COPY site-packages/ /usr/local/lib/python3.11/dist-packages/
+WORKDIR /app
+{weights}COPY app.py /app/app.py
+USER 10001:10001
+CMD ["python3", "/app/app.py"]
+"""
+
+EXPERIMENT = """apiVersion: servelab/v1
+kind: Experiment
+metadata: {{name: big-image}}
+spec:
+  change: mount 64 MiB of weights instead of baking them into a 1 GB image
+  fixed: [image, model, input]
+  metrics: [digest, size, startup]
+  repeats: 1
+  control: {{dockerfile: Dockerfile.control, buildArgs: {{BASE_IMAGE: "{base}"}}}}
+  treatment: {{dockerfile: Dockerfile, buildArgs: {{BASE_IMAGE: "{base}"}}}}
+  model: {{path: model, mountPath: /models}}
+  serve: {{port: 8000, healthPath: /health, readinessTimeoutSeconds: 300,
+          writablePaths: [/tmp], network: none}}
+  request:
+    method: POST
+    path: /predict
+    headers: {{Content-Type: application/json}}
+    body: {{inputs: [1, 2, 3]}}
+    count: 3
+    expect: {{status: 200, json: {{model: tiny-linear}}}}
+  build: {{timeoutSeconds: 1800, sourceDateEpoch: 1700000000}}
+"""
+
+
+def _experiment(tmp: Path, base: str) -> Path:
+    ctx = tmp / "ctx"
+    ctx.mkdir()
+    # hard links: the 750 MB tree is not copied (same file system as the set-up's state)
+    try:
+        shutil.copytree(TORCH, ctx / "site-packages", copy_function=os.link,
+                        ignore=shutil.ignore_patterns(".servelab-torch"))
+    except OSError:
+        shutil.copytree(TORCH, ctx / "site-packages",
+                        ignore=shutil.ignore_patterns(".servelab-torch"))
+    shutil.copy(ROOT / "examples" / "server" / "app.py", ctx / "app.py")
+    model = ctx / "model"
+    model.mkdir()
+    shutil.copy(ROOT / "examples" / "model" / "model.json", model / "model.json")
+    (model / "weights.safetensors").write_bytes(os.urandom(WEIGHTS))
+    (ctx / ".dockerignore").write_text("experiment.yaml\n")
+    (ctx / "Dockerfile").write_text(DOCKERFILE.format(weights=""))
+    (ctx / "Dockerfile.control").write_text(DOCKERFILE.format(weights="COPY model/ /models/\n"))
+    spec = ctx / "experiment.yaml"
+    spec.write_text(EXPERIMENT.format(base=base))
+    return spec
+
+
+def test_one_gb_image_cold_and_warm_base(tmp_path: Path, docker_client: object, base_image: str,
+                                         registry: str) -> None:
+    if not (TORCH / ".servelab-torch").is_file():
+        pytest.skip(f"no CPU torch tree at {TORCH}: scripts/bootstrap.sh installs one from a "
+                    "wheel on disk (SERVELAB_TORCH_WHEEL)")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "servelab", "run", str(_experiment(tmp_path, base_image)),
+         "--out", str(out), "--stages", "build,smoke", "--cold-start-registry", registry,
+         "--format", "json"],
+        capture_output=True, text=True, timeout=3000, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = json.loads(proc.stdout)
+    rows = {arm: json.loads((out / arm / "repeat-1" / "result.json").read_text())
+            for arm in ("control", "treatment")}
+    for arm, r in rows.items():
+        m = r["metrics"]
+        assert m["size"]["uncompressed_bytes"] >= 900_000_000, arm
+        cs = m["coldstart"]
+        # cold: every byte of the image, fetched and unpacked
+        assert cs["cold"]["bytes_pulled"] == cs["image_bytes"] == m["size"]["compressed_bytes"]
+        assert cs["cold"]["pull_s"] > 0 and cs["cold"]["unpack_s"] > 0
+        # base held: the engine's pull, and the start after it on one timeline
+        warm = cs["warm_base"]
+        assert warm["method"] == "engine pull" and warm["bytes_present"] > 60_000_000
+        assert cs["to_ready_s"]["warm_base"] > m["startup"]["ready_s"] > 0
+        assert cs["to_first_request_s"]["cold"] > cs["to_ready_s"]["cold"] > warm["pull_s"]
+        assert m["model_load"]["bytes_read"] > WEIGHTS
+    c, t = rows["control"]["metrics"]["coldstart"], rows["treatment"]["metrics"]["coldstart"]
+    # each arm's own layers (the torch tree, the weights) came to the engine, downloaded or
+    # unpacked from blobs its content store still kept, never found in the other arm's image,
+    # which shares the torch tree and was set aside for the pull
+    for cs in (c, t):
+        assert cs["warm_base"]["bytes_pulled"] + cs["warm_base"]["bytes_in_store"] > 150_000_000
+    assert c["warm_base"]["bytes_pulled"] > WEIGHTS  # fresh random weights: downloaded
+    base = {arm: next(x["bytes"] for x in r["metrics"]["coldstart"]["node_holds"]
+                      if x["holds"] == "base") for arm, r in rows.items()}
+    assert base["control"] - base["treatment"] >= WEIGHTS  # baked weights: pulled everywhere
+    holding_control = next(x for x in t["node_holds"] if x["holds"] == "control")
+    assert holding_control["bytes"] < 1 << 20  # rolling out the treatment after the control
+    assert summary["pulled_bytes_warm_base"] == base["treatment"]
+    md = (out / "summary.md").read_text()
+    assert "## Start-up cost on a node" in md and "section treatment r1 cold" in md
