@@ -1,1 +1,45 @@
-"""servelab.run: the runner."""
+"""servelab.run: the runner of an experiment and everything after the stages.
+
+* :mod:`~servelab.run.runner`: :func:`run_experiment` (interleaved repeats and arms, the
+  fixed-factor check, gates) and :func:`build_experiment` (the same loop, build stage only);
+  :mod:`~servelab.run.options` holds :class:`RunOptions` below it.
+* :mod:`~servelab.run.stages`: adapters that run each stage and return its typed outcome
+  (:mod:`~servelab.run.outcomes`); :mod:`~servelab.run.results` assembles ``result.json``
+  from them once and validates it.
+* :mod:`~servelab.run.aggregate` (per-arm statistics, deltas, the verdict),
+  :mod:`~servelab.run.summary` and :mod:`~servelab.run.explain` (summary.md and its Why),
+  :mod:`~servelab.run.render` (the closing text), :mod:`~servelab.run.merge` (``report`` and
+  ``compare``).
+* :mod:`~servelab.run.github` (the only module that knows GitHub) and
+  :mod:`~servelab.run.prcomment` (the sticky pull-request comment).
+
+Names are imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from servelab import lazy_exports
+
+if TYPE_CHECKING:
+    from servelab.run.merge import compare_runs, merge_runs
+    from servelab.run.options import RunOptions
+    from servelab.run.outcomes import RepeatResult
+    from servelab.run.runner import RunResult, build_experiment, run_experiment
+
+_WHERE = {
+    "RunOptions": "options", "RunResult": "runner", "run_experiment": "runner",
+    "build_experiment": "runner", "RepeatResult": "outcomes", "merge_runs": "merge",
+    "compare_runs": "merge",
+}
+__all__ = [
+    "RepeatResult",
+    "RunOptions",
+    "RunResult",
+    "build_experiment",
+    "compare_runs",
+    "merge_runs",
+    "run_experiment",
+]
+__getattr__ = lazy_exports(__name__, _WHERE)
