@@ -25,9 +25,14 @@ from servelab.errors import CommandError
 STOP_WITHIN_S = 2.0
 
 
+#: The text cap raised for the lint child, so that the Dockerfile can be big enough to keep
+#: the (linear) parser busy for several seconds on a fast machine.
+BIG_ENV = {**os.environ, "SERVELAB_MAX_TEXT_BYTES": "64m"}
+
+
 def _big_dockerfile(path: Path) -> Path:
-    """About 700 KB the parser needs seconds for, ending in an error it must then locate."""
-    path.write_text("FROM alpine\n" + "RUN echo a && \\\n  echo b\n" * 28000 + "ENV ONLYKEY\n")
+    """About 5 MB the parser needs several seconds for, ending in an error it must then locate."""
+    path.write_text("FROM alpine\n" + "RUN echo a && \\\n  echo b\n" * 200000 + "ENV ONLYKEY\n")
     return path
 
 
@@ -55,7 +60,7 @@ def _wait_started(child: subprocess.Popen[str], settle: float) -> None:
 def test_lint_stops_while_the_parser_runs(sig: int, code: int, word: str,
                                           tmp_path: Path) -> None:
     df = _big_dockerfile(tmp_path / "Dockerfile")
-    child = _start(["lint", "--no-hadolint", str(df)], tmp_path)
+    child = _start(["lint", "--no-hadolint", str(df)], tmp_path, env=BIG_ENV)
     _wait_started(child, 2.5)
     rc, took, err = _stop(child, sig)
     assert rc == code, err

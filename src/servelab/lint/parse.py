@@ -262,6 +262,47 @@ def _parse_go(text: str, lines: list[str]) -> tuple[list[Any], Exception | None,
         return [], e, _locate_error(lines, str(e))
 
 
+#: Above this many characters the parser runs in a child process. BuildKit's parser is Go code
+#: that holds the GIL: in a thread, a Ctrl-C waits until it returns (seconds on a large file);
+#: a child process is stopped at once (its process group is killed by :func:`servelab.proc.run`).
+CHILD_PARSE_BYTES = 64 * 1024
+
+
+def _parse_in_child(text: str, display: str) -> tuple[list[Any], Exception | None, int | None]:
+    """:func:`_parse_go` in ``python -m servelab.lint.parse`` (text on stdin, JSON back)."""
+    import json
+    import sys
+    from types import SimpleNamespace
+
+    from servelab import proc
+
+    done = proc.run([sys.executable, "-m", "servelab.lint.parse"], input_text=text,
+                    timeout=None, hint=f"the Dockerfile parser failed on {display}")
+    out = json.loads(done.stdout)
+    if out["error"] is not None:
+        return [], RuntimeError(out["error"]), out["line"]
+    commands = [SimpleNamespace(**{**c, "heredocs": [SimpleNamespace(**h) for h in c["heredocs"]]})
+                for c in out["commands"]]
+    return commands, None, None
+
+
+def _child_main() -> int:
+    """The child side of :func:`_parse_in_child`."""
+    import json
+    import sys
+
+    text = sys.stdin.read()
+    parsed, error, line = _parse_go(text, text.splitlines())
+    commands = [{"cmd": c.cmd, "sub_cmd": c.sub_cmd, "json": c.json, "original": c.original,
+                 "start_line": c.start_line, "end_line": c.end_line, "flags": list(c.flags),
+                 "value": list(c.value),
+                 "heredocs": [{"name": h.name, "content": h.content} for h in c.heredocs]}
+                for c in parsed]
+    json.dump({"commands": commands, "error": None if error is None else str(error),
+               "line": line}, sys.stdout)
+    return 0
+
+
 def interruptible(fn: Callable[..., _T], *args: Any) -> _T:
     """``fn(*args)`` in a daemon worker thread; the calling thread waits in 0.1 s steps, so a
     signal (KeyboardInterrupt, Terminated) is raised here at once and the worker abandoned."""
@@ -333,7 +374,10 @@ def parse_text(text: str, display: str) -> list[Instruction]:
             hint="write at least a FROM instruction",
         )
     check_nesting(lines, display)
-    parsed, error, line = interruptible(_parse_go, text, lines)
+    if len(text) > CHILD_PARSE_BYTES:
+        parsed, error, line = _parse_in_child(text, display)
+    else:
+        parsed, error, line = interruptible(_parse_go, text, lines)
     if error is not None:
         raise InputError(
             f"the Dockerfile parser rejected it: {error}",
@@ -475,3 +519,7 @@ def load(
     """Read and parse the Dockerfile at *path*."""
     name = display or str(path)
     return build(path, name, read_source(path, name), build_args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main())
