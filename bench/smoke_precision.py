@@ -10,7 +10,13 @@ containers share. The smoke stage is run N times (default 20) and two gaps are p
 
 Target: median <= 10 ms and p95 <= 25 ms for both. Exit 0 when met, 1 when not.
 
-    .venv/bin/python bench/smoke_precision.py [--runs 20] [--probe auto|netns|helper]
+The server logs from two threads (the handler's FIRST200, the loader's "model loaded"); a line
+may reach the log with another one's bytes before its newline, so the marks are found by their
+own text (``KEY <seconds with 6 decimals>``), not by line starts.
+
+    .venv/bin/python bench/smoke_precision.py [--runs 20] [--probe auto|netns|helper] [--quick]
+
+``--quick``: two runs, no verdict (CI runs it to check the script works).
 """
 
 from __future__ import annotations
@@ -47,8 +53,13 @@ def build(tag: str) -> None:
               "--label", "servelab.test=bench", "-t", tag, str(SERVER)], timeout=600)
 
 
+def mark(key: str) -> re.Pattern[str]:
+    """``KEY 123.456789`` anywhere: another thread's output may sit on either side."""
+    return re.compile(rf"(?<![A-Z0-9]){key} ([0-9]+\.[0-9]{{6}})")
+
+
 def logged(log: str, key: str) -> float:
-    m = re.search(rf"^{key} ([0-9.]+)$", log, re.MULTILINE)
+    m = mark(key).search(log)
     if not m:
         raise RuntimeError(f"the server did not log {key}:\n{log[-2000:]}")
     return float(m.group(1))
@@ -58,7 +69,7 @@ def server_log(client: Any, cid: str, keys: tuple[str, ...]) -> str:
     """The container's log once it holds every key (the engine copies output asynchronously)."""
     for _ in range(50):
         log = client.api.logs(cid).decode()
-        if all(re.search(rf"^{k} ", log, re.MULTILINE) for k in keys):
+        if all(mark(k).search(log) for k in keys):
             return str(log)
         time.sleep(0.1)
     return str(log)
@@ -110,7 +121,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--probe", choices=["auto", "netns", "helper"], default="auto")
     ap.add_argument("--image", help="use this prebuilt bench image instead of building one")
+    ap.add_argument("--quick", action="store_true",
+                    help="two runs, no verdict: checks the script, not the figures")
     args = ap.parse_args()
+    if args.quick:
+        args.runs = 2
     tag = args.image or f"servelab-bench/smoke-precision:{secrets.token_hex(3)}"
     if not args.image:
         build(tag)
@@ -136,7 +151,7 @@ def main() -> int:
           f"p95 <= {TARGET_P95_MS:g} ms")
     ok = report("first TCP accept - logged listen()", accepts)
     ok = report("first health 2xx - logged first 200", healths) and ok
-    return 0 if ok else 1
+    return 0 if ok or args.quick else 1
 
 
 if __name__ == "__main__":

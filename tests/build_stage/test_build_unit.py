@@ -33,7 +33,7 @@ def test_build_command_has_every_reproducibility_option(tmp_path: Path) -> None:
     for flag in ("--no-cache", "--provenance=false", "--sbom=false"):
         assert flag in argv
     assert argv[argv.index("--output") + 1] == \
-        f"type=oci,dest={tmp_path / 'o.tar'},rewrite-timestamp=true"
+        f"type=oci,dest={tmp_path / 'o.tar'},compression=zstd,rewrite-timestamp=true"
     assert argv[argv.index("--network") + 1] == "none"
     assert argv[argv.index("--platform") + 1] == "linux/amd64"
     assert argv[argv.index("--target") + 1] == "final"
@@ -44,7 +44,8 @@ def test_build_command_has_every_reproducibility_option(tmp_path: Path) -> None:
                                   builder_args=[], metadata=tmp_path / "m.json",
                                   rewrite_timestamp=False)
     assert "--network" not in default and "--platform" not in default
-    assert default[default.index("--output") + 1] == f"type=oci,dest={tmp_path / 'o.tar'}"
+    assert default[default.index("--output") + 1] == \
+        f"type=oci,dest={tmp_path / 'o.tar'},compression=zstd"
 
 
 def test_unpinned_base_is_refused_with_the_lint_rule() -> None:

@@ -6,7 +6,8 @@ API::
         argv = ["docker", "buildx", "build", *facts.builder_args(), ...]
 
 ``ensure_builder`` builds a two-line probe (``FROM scratch`` + ``COPY``) with the current
-builder, exporting ``type=oci,rewrite-timestamp=true`` with a fixed ``SOURCE_DATE_EPOCH``, and
+builder, exporting exactly as a build does (``type=oci,compression=zstd,rewrite-timestamp=true``,
+:func:`servelab.build.export.output_option`) with a fixed ``SOURCE_DATE_EPOCH``, and
 reads the archive back: the builder is capable only if the copied file's mtime was rewritten
 to that epoch (an exporter that ignores the option fails the probe). When it is not capable
 (e.g. the ``docker`` driver with the classic image store), a ``docker-container`` builder named
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from servelab import proc
+from servelab.build.export import output_option
 from servelab.errors import CapabilityError, CommandError, ServelabError
 from servelab.image.ref import pinned_digest
 
@@ -165,7 +167,7 @@ def probe_command(builder: str | None, context: Path, dest: Path) -> list[str]:
     if builder:
         argv += ["--builder", builder]
     return [*argv, "--no-cache", "--provenance=false", "--sbom=false", "--progress=plain",
-            "--output", f"type=oci,dest={dest},rewrite-timestamp=true", str(context)]
+            "--output", output_option(dest, rewrite_timestamp=True), str(context)]
 
 
 # ---------------------------------------------------------------------------- probing
@@ -203,7 +205,7 @@ def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
         res = run(probe_command(builder, ctx, dest), timeout=300, check=False,
                   env={"SOURCE_DATE_EPOCH": str(PROBE_EPOCH)})
         if res.returncode != 0:
-            return ProbeResult(False, _tail(res.stderr))
+            return ProbeResult(False, proc.tail(res.stderr, 3, inline=True) or "no output")
         try:
             mtime = probe_mtime(dest)
         except ServelabError as e:
@@ -214,11 +216,6 @@ def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
         return ProbeResult(True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _tail(text: str, n: int = 3) -> str:
-    rows = [r.strip() for r in text.strip().splitlines() if r.strip()]
-    return " | ".join(rows[-n:]) or "no output"
 
 
 _FACTS: dict[str | None, BuilderFacts] = {}
@@ -322,7 +319,7 @@ def _create_fallback(name: str, image: str, run: Runner) -> None:
         except CommandError as e:
             raise CapabilityError(
                 f"could not start a docker-container builder from {image}: "
-                f"{_tail(e.stderr)}", hint=HOW_TO) from e
+                f"{proc.tail(e.stderr, 3, inline=True) or 'no output'}", hint=HOW_TO) from e
 
 
 def sweep(run: Runner = proc.run) -> list[str]:

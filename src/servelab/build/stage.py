@@ -9,21 +9,27 @@ API::
 
     build_arm(arm, settings, repeat=1, out_dir=..., run_id=...)   # one build, its own Builds
 
+``servelab build`` loops over repeats and arms in the runner
+(:func:`servelab.run.runner.build_experiment`, only the build stage), which hands back an
+:class:`ExperimentBuilds`.
+
 Each build runs ``docker buildx build --no-cache --provenance=false --sbom=false`` with
-``--output type=oci,dest=...,name=...,rewrite-timestamp=true``, ``SOURCE_DATE_EPOCH`` from the
-spec or from the commit time of the context's last commit, and ``--network`` when the spec asks
-for ``none`` or ``host``. The archive is read back (per-platform manifests, config, layers,
-sizes) and loaded with ``docker load``; with the containerd image store the loaded image's ID is
-the manifest digest. One archive (``<store>/<hex>.oci.tar``) and one loaded image
-(``servelab/<run id>/<arm>:<hex 16>``) are kept per distinct manifest digest; loaded images are
-registered with the caller's :class:`~servelab.cleanup.Cleanup` (removed at its end unless it
-keeps them). Images carry no run-id label: a label would change the digest under test; they
-are found by their ``servelab/<run id>/`` name instead.
+``--output type=oci,dest=...,compression=zstd,rewrite-timestamp=true``, ``SOURCE_DATE_EPOCH``
+from the spec or from the commit time of the context's last commit, and ``--network`` when the
+spec asks for ``none`` or ``host``. That archive is an intermediate: it is turned into the
+registry-shaped (gzip) archive by :mod:`servelab.build.export` and deleted; the shaped one is
+read back (per-platform manifests, config, layers, sizes) and loaded with ``docker load``; with
+the containerd image store the loaded image's ID is its manifest digest. One archive
+(``<store>/<hex>.oci.tar``) and one loaded image (``servelab/<run id>/<arm>:<hex 16>``) are
+kept per distinct manifest digest; loaded images are registered with the caller's
+:class:`~servelab.cleanup.Cleanup` (removed at its end unless it keeps them). Images carry no
+run-id label: a label would change the digest under test; they are found by their
+``servelab/<run id>/`` name instead.
 
 Refusals: an unpinned base (``base-unpinned``, exit 1) unless the arm allows it; less free disk
-than ``max(min_free_bytes, 3 x the last image's uncompressed size)`` (exit 3); no builder able
-to export OCI with rewritten timestamps (exit 3, see :mod:`servelab.build.builder`). A failed or
-timed out build is :class:`BuildFailed` (exit 1) with the log's tail; the whole log is
+than :func:`servelab.build.export.disk_needed` says for the last image's size (exit 3); no
+builder able to export OCI with rewritten timestamps (exit 3, see :mod:`servelab.build.builder`).
+A failed or timed out build is :class:`BuildFailed` (exit 1) with the log's tail; the whole log is
 ``build.log``.
 """
 
@@ -43,6 +49,7 @@ from typing import Any
 
 from servelab import proc
 from servelab.build import builder as builder_mod
+from servelab.build import export
 from servelab.errors import (
     CapabilityError,
     CommandError,
@@ -55,7 +62,6 @@ from servelab.spec import Arm, BuildSettings
 from servelab.textio import cache_dir, write_text_atomic
 
 DEFAULT_MIN_FREE_BYTES = 1024**3
-DISK_FACTOR = 3
 LOG_FILE = "build.log"
 RECORD_FILE = "build.json"
 
@@ -159,6 +165,9 @@ class BuildRecord:
     load_s: float
     log: str
     notes: list[str] = field(default_factory=list)
+    #: making the registry-shaped archive (servelab.build.export): seconds, and what it did
+    shape_s: float = 0.0
+    export: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary(self) -> PlatformRecord:
@@ -175,8 +184,9 @@ class BuildRecord:
 
     @property
     def overhead_s(self) -> float:
-        """servelab's own time: wall time minus docker buildx build and docker load."""
-        return max(0.0, self.wall_s - self.build_s - self.load_s)
+        """servelab's own time: wall time minus docker buildx build, docker load and the
+        gzip compression of the registry-shaped layers (shape_s)."""
+        return max(0.0, self.wall_s - self.build_s - self.load_s - self.shape_s)
 
     def tested_ref(self) -> str | None:
         return f"{self.image_ref}@{self.manifest_digest}" if self.image_ref else None
@@ -201,7 +211,8 @@ class BuildRecord:
             "archive": self.archive, "image_ref": self.image_ref, "image_id": self.image_id,
             "tested_ref": self.tested_ref(), "loaded_now": self.loaded_now,
             "wall_s": round(self.wall_s, 3), "build_s": round(self.build_s, 3),
-            "load_s": round(self.load_s, 3), "overhead_s": round(self.overhead_s, 3),
+            "load_s": round(self.load_s, 3), "shape_s": round(self.shape_s, 3),
+            "overhead_s": round(self.overhead_s, 3), "export": dict(self.export),
             "log": self.log, "notes": list(self.notes),
         }
 
@@ -338,14 +349,14 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(p).free
 
 
-def check_disk(paths: list[Path], need: int) -> None:
+def check_disk(paths: list[Path], need: int, why: str = "the floor") -> None:
     """CapabilityError (exit 3) when any of *paths* has less than *need* bytes free."""
     for p in paths:
         free = free_bytes(p)
         if free < need:
             raise CapabilityError(
                 f"not enough free disk at {p}: {free / 2**30:.1f} GiB free, "
-                f"{need / 2**30:.1f} GiB needed (3x the last image, or the floor)",
+                f"{need / 2**30:.1f} GiB needed ({why})",
                 hint="free disk space (docker system prune, remove old output dirs) or lower "
                 "the floor with SERVELAB_MIN_FREE_BYTES",
             )
@@ -354,9 +365,7 @@ def check_disk(paths: list[Path], need: int) -> None:
 def build_command(arm: Arm, settings: BuildSettings, *, dest: Path, builder_args: list[str],
                   metadata: Path, rewrite_timestamp: bool = True) -> list[str]:
     """The docker buildx build command line of one build."""
-    out = f"type=oci,dest={dest}"
-    if rewrite_timestamp:
-        out += ",rewrite-timestamp=true"
+    out = export.output_option(dest, rewrite_timestamp=rewrite_timestamp)
     argv = ["docker", "buildx", "build", *builder_args, "--no-cache", "--provenance=false",
             "--sbom=false", "--progress=plain", "--file", str(arm.dockerfile),
             "--metadata-file", str(metadata), "--output", out]
@@ -469,12 +478,13 @@ class Builds:
         self.allow_fallback = allow_fallback
         self.keep_builder = keep_builder
         self.facts: builder_mod.BuilderFacts | None = None
-        self.last_size: int | None = None
+        self.last_primary: PlatformRecord | None = None
         self._stack = contextlib.ExitStack()
         self._sizes: dict[str, int | None] = load_sizes()
         self._loaded: dict[str, tuple[str, str | None]] = {}
         self._docker_root: Path | None = None
         self._client: Any = None
+        self._shaper = export.Shaper(store_dir)
 
     def __enter__(self) -> Builds:
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -527,9 +537,9 @@ class Builds:
         try:
             build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
                                    rewrite_timestamp=rewrite_timestamp, repeat=repeat)
-            platforms, index, todo = read_archive(tmp, self._sizes)
-            archive = self._store(tmp, platforms[0].manifest_digest)
-            todo = [(d, archive) for d, _ in todo]
+            shaped = self._shape(tmp)
+            archive = shaped.archive
+            platforms, index, todo = read_archive(archive, self._sizes)
             ref, image_id, load_s, loaded = self._load_counting(arm, archive, platforms, todo)
         finally:
             tmp.unlink(missing_ok=True)
@@ -537,19 +547,25 @@ class Builds:
             for layer in p.layers:
                 layer.uncompressed_size = self._sizes.get(layer.digest)
         rec = BuildRecord(
-            arm.name, repeat, self.run_id, str(arm.dockerfile), str(arm.context), arm.target,
-            settings.platform, settings.network, dict(arm.build_args), epoch, epoch_from,
-            rewrite_timestamp, platforms, index, bases, self.facts, str(archive), ref,
-            image_id, loaded, 0.0, build_s, load_s, str(out_dir / LOG_FILE), notes)
-        self.last_size = rec.primary.uncompressed_size or rec.primary.compressed_size
+            arm=arm.name, repeat=repeat, run_id=self.run_id, dockerfile=str(arm.dockerfile),
+            context=str(arm.context), target=arm.target, requested_platform=settings.platform,
+            network=settings.network, build_args=dict(arm.build_args), source_date_epoch=epoch,
+            source_date_epoch_from=epoch_from, rewrite_timestamp=rewrite_timestamp,
+            platforms=platforms, index_digest=index, base_images=bases, builder=self.facts,
+            archive=str(archive), image_ref=ref, image_id=image_id, loaded_now=loaded,
+            wall_s=0.0, build_s=build_s, load_s=load_s, log=str(out_dir / LOG_FILE),
+            notes=notes, shape_s=shaped.seconds, export=shaped.to_dict())
+        self.last_primary = rec.primary
         rec.wall_s = time.monotonic() - t0
         (out_dir / RECORD_FILE).write_text(json.dumps(rec.to_dict(), indent=2) + "\n")
         return rec
 
     def _check_disk(self) -> None:
-        need = max(self.min_free_bytes, DISK_FACTOR * (self.last_size or 0))
-        paths = [self.store_dir] + ([self._docker_root] if self._docker_root else [])
-        check_disk(paths, need)
+        last = self.last_primary
+        for path, need, why in export.disk_needed(
+                self.store_dir, self._docker_root, (last.uncompressed_size or 0) if last else 0,
+                last.compressed_size if last else 0, self.min_free_bytes):
+            check_disk([path], need, why)
 
     def _buildx(self, arm: Arm, settings: BuildSettings, *, dest: Path, out_dir: Path,
                 epoch: int, rewrite_timestamp: bool, repeat: int) -> float:
@@ -567,20 +583,20 @@ class Builds:
             why = (f"timed out after {settings.timeout_s}s" if e.timed_out
                    else f"exit code {e.returncode}")
             raise BuildFailed(
-                f"the build of arm {arm.name} (repeat {repeat}) failed: {why}\n{_tail(e.stderr)}",
+                f"the build of arm {arm.name} (repeat {repeat}) failed: {why}\n"
+                f"{proc.tail(e.stderr, 15)}",
                 hint=f"see {log}; raise build.timeoutSeconds if it needs longer"
                 if e.timed_out else f"see {log} for the whole build output") from e
         log.write_text(res.stderr + res.stdout)
         return res.seconds
 
-    def _store(self, tmp: Path, digest: str) -> Path:
-        """Keep one archive per manifest digest in the store."""
-        final = self.store_dir / f"{digest.partition(':')[2]}.oci.tar"
-        if final.exists():
-            tmp.unlink()
-        else:
-            tmp.replace(final)
-        return final
+    def _shape(self, tmp: Path) -> export.Shaped:
+        """BuildKit's archive -> the registry-shaped one in the store, one per distinct
+        digest (:mod:`servelab.build.export`); the intermediate is deleted at once."""
+        shaped = self._shaper.shape(tmp)
+        tmp.unlink()
+        self._sizes.update(shaped.sizes)
+        return shaped
 
     def _load_counting(self, arm: Arm, archive: Path, platforms: list[PlatformRecord],
                        todo: list[tuple[str, Any]]) -> tuple[str | None, str | None, float, bool]:
@@ -673,11 +689,6 @@ def _docker_root() -> Path | None:
     return p if res.returncode == 0 and p.is_absolute() and p.exists() else None
 
 
-def _tail(text: str, n: int = 15) -> str:
-    rows = [r for r in text.strip().splitlines() if r.strip()]
-    return "\n".join("  | " + r for r in rows[-n:])
-
-
 def build_arm(arm: Arm, settings: BuildSettings, *, repeat: int, out_dir: Path, run_id: str,
               keep: bool = False, cleanup: Any = None) -> BuildRecord:
     """One build in its own :class:`Builds` (probe included); the archive goes to *out_dir*.
@@ -702,7 +713,8 @@ class ArmBuilds:
 
 @dataclass
 class ExperimentBuilds:
-    """What ``servelab build`` did: every arm's builds and verdict."""
+    """What ``servelab build`` did: every arm's builds and verdict (made by
+    :func:`servelab.run.runner.build_experiment`, the runner with only the build stage)."""
 
     run_id: str
     out_dir: Path
@@ -723,23 +735,3 @@ class ExperimentBuilds:
         return {"run_id": self.run_id, "out_dir": str(self.out_dir),
                 "gate_reproducible": self.gate_reproducible, "exit_code": self.exit_code,
                 "skipped": list(self.skipped), "arms": [a.to_dict() for a in self.arms]}
-
-
-def build_experiment(exp: Any, *, repeats: int, out_dir: Path, run_id: str, cleanup: Any,
-                     keep: bool = False) -> ExperimentBuilds:
-    """Build every arm of *exp* (a servelab.spec.Experiment) *repeats* times, interleaved
-    (control 1, treatment 1, control 2, ...), and judge each arm."""
-    arms = [a for a in exp.arms() if a.image is None]
-    skipped = [f"{a.name}: prebuilt image {a.image}, nothing to build"
-               for a in exp.arms() if a.image is not None]
-    records: dict[str, list[BuildRecord]] = {a.name: [] for a in arms}
-    with Builds(run_id, store_dir=out_dir / "images", cleanup=cleanup, keep=keep) as b:
-        for n in range(1, repeats + 1):
-            for arm in arms:
-                rec = b.build(arm, exp.build, repeat=n, out_dir=out_dir / arm.name / f"repeat-{n}")
-                records[arm.name].append(rec)
-    result = ExperimentBuilds(run_id, out_dir, [], exp.gates.reproducible, skipped)
-    for arm in arms:
-        result.arms.append(ArmBuilds(arm.name, records[arm.name], verdict(records[arm.name])))
-    (out_dir / "build-summary.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    return result

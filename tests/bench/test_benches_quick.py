@@ -1,0 +1,70 @@
+"""Every bench runs, in --quick mode, on each change: the scripts cannot rot.
+
+--quick checks that a bench works end to end against the real parts (engine, registry, Trivy),
+not its figures: small inputs, one round, no verdict. Each bench must have a quick mode and a
+case here (the first test fails for a new bench without one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+HELPERS = {"benchlib.py"}
+
+#: bench -> (a line its quick run must print, the real parts it needs)
+CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "diff_speed.py": ("[big]   ratio", ()),
+    "lint_speed.py": ("servelab lint (20 files, 1 call)", ()),
+    "lint_precision.py": ("corpus: 3 Dockerfiles", ()),
+    "build_overhead.py": ("own time: mean", ("docker", "registry")),
+    "big_image.py": ("median ratio of 1 pairs", ("docker", "registry")),
+    "smoke_precision.py": ("first TCP accept - logged listen()", ("docker", "registry")),
+    "scan_repeats.py": ("ratio (wall time, median of rounds)", ("docker", "registry", "trivy")),
+    "run_overhead.py": ("servelab's own share", ("docker", "registry", "trivy")),
+}
+
+
+def test_every_bench_has_a_quick_case() -> None:
+    benches = {p.name for p in BENCH.glob("*.py")} - HELPERS
+    assert benches == set(CASES), "add the new bench to CASES (and give it --quick)"
+    for name in sorted(benches):
+        text = (BENCH / name).read_text()
+        assert '"--quick"' in text, f"{name} has no --quick mode"
+
+
+def _params() -> list[object]:
+    out = []
+    for name, (_, parts) in CASES.items():
+        marks = [getattr(pytest.mark, p) for p in parts]
+        if parts:
+            marks.append(pytest.mark.slow)
+        out.append(pytest.param(name, marks=marks, id=name.removesuffix(".py")))
+    return out
+
+
+@pytest.mark.parametrize("name", _params())
+def test_bench_runs_in_quick_mode(name: str, request: pytest.FixtureRequest,
+                                  tmp_path: Path) -> None:
+    expect, parts = CASES[name]
+    if "docker" in parts:
+        request.getfixturevalue("docker_client")
+    if "registry" in parts:
+        request.getfixturevalue("base_image")
+    if "trivy" in parts:
+        request.getfixturevalue("trivy_bin")
+    env = dict(os.environ, SERVELAB_CACHE_DIR=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    res = subprocess.run([sys.executable, str(BENCH / name), "--quick"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=580, check=False)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, f"{name} --quick exited {res.returncode}:\n{out[-3000:]}"
+    assert expect in res.stdout, out[-3000:]
+    assert "Traceback" not in out
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith("servelab-bench")]
+    assert left == [], f"{name} left {left} behind"

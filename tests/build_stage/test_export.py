@@ -1,0 +1,327 @@
+"""The registry-shaped archive (servelab.build.export): gzip pieces, the tar writer, shaping.
+
+The images here are OCI archives written by the test itself (a zstd layer as BuildKit's
+``compression=zstd`` export makes, a gzip base layer as a registry gives); what servelab writes
+is read back with tarfile, zlib, the gzip tool and hashlib, not with servelab's reader.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import random
+import subprocess
+import tarfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from servelab.build import export
+from servelab.errors import InputError
+
+EPOCH = 1_700_000_000
+
+
+def _payload(n: int, seed: int = 1) -> bytes:
+    """Half random, half text: compresses about 2:1, like binaries."""
+    rng = random.Random(seed)  # noqa: S311 (test data)
+    out = bytearray()
+    while len(out) < n:
+        out += rng.randbytes(3000) + b"import torch; model.load_state_dict(weights)\n" * 60
+    return bytes(out[:n])
+
+
+def _gz(data: bytes, threads: int) -> bytes:
+    out = io.BytesIO()
+    export.gzip_to(io.BytesIO(data), out.write, threads=threads)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("size", [0, 1, export.BLOCK - 1, export.BLOCK, 3 * export.BLOCK + 7])
+def test_gzip_pieces_decompress_to_the_input_whatever_the_thread_count(size: int) -> None:
+    data = _payload(size)
+    one, two, four = (_gz(data, t) for t in (1, 2, 4))
+    assert one == two == four  # the digest cannot depend on the machine's CPU count
+    assert gzip.decompress(one) == data
+    assert zlib.decompress(one, wbits=31) == data
+    assert one[:4] == b"\x1f\x8b\x08\x00" and one[4:8] == b"\0\0\0\0"  # no name, mtime 0
+
+
+class _Trickle(io.RawIOBase):
+    """A source that hands out at most 7777 bytes a read, like a pipe."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), 7777, len(self.data) - self.pos)
+        b[:n] = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return n
+
+
+def test_short_reads_give_the_same_bytes() -> None:
+    data = _payload(2 * export.BLOCK + 99, seed=5)
+    out = io.BytesIO()
+    export.gzip_to(_Trickle(data), out.write, threads=2)  # type: ignore[arg-type]
+    assert out.getvalue() == _gz(data, 1)
+
+
+def test_gzip_tool_accepts_the_stream_and_the_ratio_is_close_to_one_stream(
+        tmp_path: Path) -> None:
+    data = _payload(5 * export.BLOCK + 123, seed=2)
+    ours = _gz(data, 2)
+    (tmp_path / "x.gz").write_bytes(ours)
+    res = subprocess.run(["gzip", "-dc", str(tmp_path / "x.gz")], capture_output=True,
+                         check=True)
+    assert res.stdout == data
+    plain = zlib.compress(data, export.GZIP_LEVEL)
+    assert len(ours) < 1.01 * len(plain)  # priming each piece keeps the ratio
+
+
+def test_tar_writer_streamed_member_header_is_patched(tmp_path: Path) -> None:
+    path = tmp_path / "a.tar"
+    with path.open("wb") as f:
+        w = export.TarWriter(f)
+        w.add_dir("blobs/")
+        small = w.add_blob(b'{"a":1}')
+        with w.streamed() as out:
+            for _ in range(3):
+                out.write(b"x" * 100_000)
+        w.add_bytes("index.json", b"{}")
+        w.close()
+    big = "sha256:" + hashlib.sha256(b"x" * 300_000).hexdigest()
+    assert out.digest == big and out.size == 300_000
+    with tarfile.open(path) as tf:
+        names = tf.getnames()
+        assert names == ["blobs", export.blob_name(small), export.blob_name(big), "index.json"]
+        member = tf.extractfile(export.blob_name(big))
+        assert member is not None and member.read() == b"x" * 300_000
+    listing = subprocess.run(["tar", "-tvf", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "300000" in listing
+
+
+def test_go_json_matches_buildkit_layout() -> None:
+    doc = {"schemaVersion": 2, "annotations": {"k": "<a & b>"}, "layers": []}
+    assert export.go_json(doc, indent=False) == (
+        b'{"schemaVersion":2,"annotations":{"k":"\\u003ca \\u0026 b\\u003e"},"layers":[]}')
+    assert export.go_json(doc, indent=True).startswith(b'{\n  "schemaVersion": 2,\n')
+
+
+# ---------------------------------------------------------------------------- shaping
+
+
+def _tar_layer(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime = len(data), EPOCH
+            tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _sha(b: bytes) -> str:
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+
+def write_buildkit_archive(path: Path, layers: list[tuple[str, bytes]], *,
+                           diff_ids: list[str] | None = None,
+                           zstd_level: int = 3) -> dict[str, Any]:
+    """An OCI archive laid out as BuildKit's export: (kind, tar) layers, kind gzip (a base
+    layer as the registry has it) or zstd (made by the build, timestamp rewritten)."""
+    blobs: dict[str, bytes] = {}
+    descs = []
+    for kind, tar in layers:
+        if kind == "gzip":
+            blob = gzip.compress(tar, mtime=0)
+            desc: dict[str, Any] = {"mediaType": export.OCI_GZIP}
+        else:
+            blob = zstandard.ZstdCompressor(level=zstd_level).compress(tar)
+            desc = {"mediaType": "application/vnd.oci.image.layer.v1.tar+zstd"}
+        blobs[_sha(blob)] = blob
+        desc.update(digest=_sha(blob), size=len(blob))
+        if kind == "zstd":
+            desc["annotations"] = {"buildkit/rewritten-timestamp": str(EPOCH)}
+        descs.append(desc)
+    config = {"architecture": "amd64", "os": "linux", "config": {},
+              "rootfs": {"type": "layers",
+                         "diff_ids": diff_ids or [_sha(t) for _, t in layers]},
+              "history": [{"created_by": f"step {i}"} for i in range(len(layers))]}
+    cfg = export.go_json(config, indent=False)
+    blobs[_sha(cfg)] = cfg
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                           "digest": _sha(cfg), "size": len(cfg)},
+                "layers": descs}
+    man = export.go_json(manifest, indent=True)
+    blobs[_sha(man)] = man
+    index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+             "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                            "digest": _sha(man), "size": len(man),
+                            "annotations": {"org.opencontainers.image.created":
+                                            "2023-11-14T22:13:20Z"},
+                            "platform": {"architecture": "amd64", "os": "linux"}}]}
+    with tarfile.open(path, "w") as tf:
+        for name, data in [*((export.blob_name(d), b) for d, b in blobs.items()),
+                           ("index.json", json.dumps(index).encode())]:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    return {"manifest": _sha(man), "config": _sha(cfg)}
+
+
+def read_back(archive: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """(the manifest, every blob by digest), read with tarfile and checked by hashlib."""
+    blobs: dict[str, bytes] = {}
+    with tarfile.open(archive) as tf:
+        for m in tf:
+            f = tf.extractfile(m)
+            if f is not None:
+                blobs[m.name] = f.read()
+    index = json.loads(blobs.pop("index.json"))
+    assert json.loads(blobs.pop("oci-layout")) == {"imageLayoutVersion": "1.0.0"}
+    by_digest = {"sha256:" + n.rsplit("/", 1)[1]: b for n, b in blobs.items()}
+    for d, b in by_digest.items():
+        assert _sha(b) == d
+    top = index["manifests"][0]
+    assert top["annotations"] == {"org.opencontainers.image.created": "2023-11-14T22:13:20Z"}
+    return json.loads(by_digest[top["digest"]]), by_digest
+
+
+@pytest.fixture
+def layers() -> list[tuple[str, bytes]]:
+    return [("gzip", _tar_layer({"etc/os-release": b"ID=debian\n"})),
+            ("zstd", _tar_layer({"opt/lib/big.so": _payload(2 * export.BLOCK + 5, 3)}))]
+
+
+def test_shaping_gzips_the_build_s_layers_and_keeps_the_rest(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    src = tmp_path / "build.oci.tar"
+    made = write_buildkit_archive(src, layers)
+    store = tmp_path / "store"
+    store.mkdir()
+    with export.Shaper(store, threads=2) as shaper:
+        shaped = shaper.shape(src)
+    assert shaped.build_digests == [made["manifest"]] and shaped.compressed == 1
+    assert shaped.cpu_s > 0 and shaped.to_dict()["cpu_s"] == round(shaped.cpu_s, 3)
+    manifest, blobs = read_back(shaped.archive)
+    assert shaped.archive.name == shaped.digests[0].split(":")[1] + ".oci.tar"
+    assert _sha(export.go_json(manifest, indent=True)) == shaped.digests[0]
+    assert manifest["config"]["digest"] == made["config"]  # config and diff_ids: BuildKit's
+    base, new = manifest["layers"]
+    with tarfile.open(src) as tf:  # the base layer: byte for byte the registry's blob
+        f = tf.extractfile(export.blob_name(base["digest"]))
+        assert f is not None and f.read() == blobs[base["digest"]]
+    assert new["mediaType"] == export.OCI_GZIP
+    assert new["annotations"] == {"buildkit/rewritten-timestamp": str(EPOCH)}
+    assert gzip.decompress(blobs[new["digest"]]) == layers[1][1]
+    assert new["size"] == len(blobs[new["digest"]])
+    assert shaped.sizes == {new["digest"]: len(layers[1][1])}
+    assert list(store.iterdir()) == [shaped.archive]  # nothing half-written left
+
+
+def test_repeats_are_not_read_again_and_equal_content_gives_one_digest(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    a, b, other = (tmp_path / f"{n}.oci.tar" for n in ("a", "b", "other"))
+    write_buildkit_archive(a, layers)
+    write_buildkit_archive(b, layers)
+    write_buildkit_archive(other, layers, zstd_level=9)  # same tars, other zstd bytes
+    store = tmp_path / "store"
+    store.mkdir()
+    with export.Shaper(store) as shaper:
+        first = shaper.shape(a)
+        again = shaper.shape(b)
+        third = shaper.shape(other)
+    assert again.reused and again.archive == first.archive and again.digests == first.digests
+    assert not third.reused and third.compressed == 0 and third.copied == 1
+    assert third.build_digests != first.build_digests
+    assert third.digests == first.digests  # same content: the registry-shaped digest agrees
+    assert sorted(store.iterdir()) == [first.archive]
+
+
+def test_a_layer_that_does_not_match_its_diff_id_is_refused(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    src = tmp_path / "bad.oci.tar"
+    write_buildkit_archive(src, layers, diff_ids=[_sha(layers[0][1]), _sha(b"something else")])
+    store = tmp_path / "store"
+    store.mkdir()
+    with export.Shaper(store) as shaper, pytest.raises(InputError, match="diff_id"):
+        shaper.shape(src)
+    assert list(store.iterdir()) == []  # the partial archive is gone
+
+
+def test_worker_cpu_is_counted_only_for_worker_threads() -> None:
+    data = _payload(4 * export.BLOCK, seed=6)
+    one = export.gzip_to(io.BytesIO(data), lambda b: None, threads=1)
+    two = export.gzip_to(io.BytesIO(data), lambda b: None, threads=2)
+    assert one.size == two.size == len(data)
+    assert one.worker_cpu_s == 0.0 and two.worker_cpu_s > 0.0
+
+
+def test_output_option_and_compressor_are_what_the_record_says() -> None:
+    assert export.output_option(Path("/o.tar")) == \
+        "type=oci,dest=/o.tar,compression=zstd,rewrite-timestamp=true"
+    assert export.output_option(Path("/o.tar"), rewrite_timestamp=False) == \
+        "type=oci,dest=/o.tar,compression=zstd"
+    assert zlib.ZLIB_RUNTIME_VERSION in export.compressor()
+    assert f"level {export.GZIP_LEVEL}" in export.compressor()
+
+
+def test_disk_needed_sums_one_file_system_and_keeps_the_floor(tmp_path: Path) -> None:
+    store, root = tmp_path / "out" / "images", tmp_path / "engine"
+    root.mkdir()
+    gib = 1 << 30
+    [(path, need, why)] = export.disk_needed(store, root, 10 * gib, 3 * gib, floor=gib)
+    assert path == store and need == 2 * 3 * gib + 2 * 10 * gib
+    assert "compressed" in why and "uncompressed" in why
+    [(_, first, why)] = export.disk_needed(store, root, 0, 0, floor=gib)
+    assert first == gib and why == "the floor"
+    shm = Path("/dev/shm")
+    if shm.is_dir() and shm.stat().st_dev != tmp_path.stat().st_dev:
+        apart = export.disk_needed(store, shm, 10 * gib, 3 * gib, floor=gib)
+        assert [(p, n) for p, n, _ in apart] == [(store, 6 * gib), (shm, 20 * gib)]
+
+
+def test_disk_check_refuses_with_the_measured_factors(tmp_path: Path) -> None:
+    from servelab.build.stage import check_disk
+    from servelab.errors import CapabilityError
+
+    [(path, need, why)] = export.disk_needed(tmp_path, tmp_path, 1 << 60, 1 << 58, floor=1)
+    with pytest.raises(CapabilityError, match="x the last image's compressed") as e:
+        check_disk([path], need, why)
+    assert e.value.exit_code == 3
+
+
+@pytest.mark.docker
+@pytest.mark.registry
+def test_a_real_build_is_shaped_once_and_keeps_the_base_layers_of_the_registry(
+        example_records: list[Any], base_image: str) -> None:
+    from servelab.image.ref import ImageRef
+    from servelab.image.registry import RegistryClient
+
+    r1, r2 = example_records
+    e1, e2 = r1.to_dict()["export"], r2.to_dict()["export"]
+    assert e1["build_manifest_digests"] == e2["build_manifest_digests"]  # BuildKit: same bytes
+    assert e1["build_manifest_digests"][0] != r1.manifest_digest  # zstd there, gzip here
+    assert e1["layers_compressed"] >= 1 and not e1["reused"]
+    assert e2["reused"] and r2.shape_s < 1.0 and r2.to_dict()["shape_s"] == round(r2.shape_s, 3)
+    base = json.loads(RegistryClient().get_manifest(ImageRef.parse(base_image)).body)
+    n = len(base["layers"])
+    layers = r1.primary.layers
+    assert [x.digest for x in layers[:n]] == [x["digest"] for x in base["layers"]]
+    assert {x.media_type for x in layers} == {export.OCI_GZIP}
+    manifest, _ = read_back(Path(r1.archive))
+    assert _sha(export.go_json(manifest, indent=True)) == r1.manifest_digest
+    assert manifest["layers"][n]["annotations"] == {
+        "buildkit/rewritten-timestamp": str(r1.source_date_epoch)}
+    assert list(Path(r1.archive).parent.glob(".partial-*")) == []  # intermediates deleted
