@@ -282,14 +282,17 @@ def test_disk_needed_sums_one_file_system_and_keeps_the_floor(tmp_path: Path) ->
     root.mkdir()
     gib = 1 << 30
     [(path, need, why)] = export.disk_needed(store, root, 10 * gib, 3 * gib, floor=gib)
-    assert path == store and need == 2 * 3 * gib + 2 * 10 * gib
+    assert path == store
+    assert need == export.STORE_PER_COMPRESSED_BYTE * 3 * gib + export.ENGINE_PER_BYTE * 10 * gib
     assert "compressed" in why and "uncompressed" in why
     [(_, first, why)] = export.disk_needed(store, root, 0, 0, floor=gib)
     assert first == gib and why == "the floor"
     shm = Path("/dev/shm")
     if shm.is_dir() and shm.stat().st_dev != tmp_path.stat().st_dev:
         apart = export.disk_needed(store, shm, 10 * gib, 3 * gib, floor=gib)
-        assert [(p, n) for p, n, _ in apart] == [(store, 6 * gib), (shm, 20 * gib)]
+        assert [(p, n) for p, n, _ in apart] == [
+            (store, export.STORE_PER_COMPRESSED_BYTE * 3 * gib),
+            (shm, export.ENGINE_PER_BYTE * 10 * gib)]
 
 
 def test_disk_check_refuses_with_the_measured_factors(tmp_path: Path) -> None:
