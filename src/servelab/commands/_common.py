@@ -26,29 +26,32 @@ def _shown(text: str) -> str:
 
 
 def ascii_int(text: str) -> int:
-    """argparse type for counts, ports and codes: ASCII digits only (``int()`` would take
-    ``"٣"`` as 3), at most 9 of them, so ``"²"``, ``"1e3"`` and 5000-digit numbers are a usage
-    error (exit 2), not an internal one."""
+    """argparse type for counts, ports and codes: :func:`servelab.textio.ascii_int` (ASCII
+    digits only: ``int()`` would take ``"٣"`` as 3), with an optional sign and at most 9
+    digits, so ``"²"``, ``"1e3"`` and 5000-digit numbers are a usage error (exit 2)."""
+    from servelab import textio
+
     s = text.strip()
-    digits = s[1:] if s[:1] in "+-" else s
-    if not digits or len(digits) > 9 or not all("0" <= c <= "9" for c in digits):
+    sign = -1 if s[:1] == "-" else 1
+    value = textio.ascii_int(s[1:] if s[:1] in "+-" else s, max_digits=9)
+    if value is None:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number (ASCII digits)")
-    return int(s)
+    return sign * value
 
 
 def finite_float(text: str) -> float:
-    """argparse type for seconds and hours: a finite, non-negative number in ASCII (``nan``,
-    ``inf`` and ``"٣"`` are a usage error)."""
-    import math
+    """argparse type for seconds and hours: :func:`servelab.textio.finite_float` on ASCII text
+    (``float()`` takes ``"٣"`` too), and not negative."""
+    from servelab import textio
 
     s = text.strip()
     if not s or not all(c in "0123456789.+-eE" for c in s):
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number (ASCII digits)")
     try:
-        value = float(s)
+        value = textio.finite_float(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
-    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number >= 0") from None
+    if value < 0:
         raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number >= 0")
     return value
 

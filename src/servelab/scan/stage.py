@@ -448,13 +448,12 @@ def write_outputs(result: ScanResult, policy: ScanPolicy, out_dir: Path, *,
 def _check_policy_file(path: Path, what: str) -> None:
     """An ignore file or VEX document Trivy will read: it must exist and be a regular file (a
     pipe or device would hang or feed Trivy without end)."""
-    import stat
+    from servelab.image.blob import path_kind
 
-    try:
-        mode = path.stat().st_mode
-    except OSError:
+    kind = path_kind(str(path))
+    if kind is None:
         raise InputError(f"the {what} {path} does not exist", file=str(path),
-                         hint=f"give the path of an existing {what}") from None
-    if not stat.S_ISREG(mode):
+                         hint=f"give the path of an existing {what}")
+    if kind != "file":
         raise InputError(f"the {what} {path} is not a regular file", file=str(path),
                          hint=f"give a regular file as the {what}, not a pipe, device or folder")
