@@ -51,7 +51,9 @@ import trivydb
 REQ = ROOT / "requirements"
 WHEELS = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup")) / "wheelhouse"
 BAD_EXPERIMENT = "tests/data/spec/invalid/native-port.yaml"  # exit 2 at once: a short run
-ACT_REPOSITORY = "nektos/act"  # github.repository under act in a checkout without a remote
+# github.repository under act, set with --env so that it does not depend on the checkout's
+# remote (act derives it from `origin` otherwise: a clone of a local path gives the path)
+ACT_REPOSITORY = "servelab-test/servelab"
 
 #: Third-party actions of the examples (not of action.yml): repo -> (sha, stand-in, sub-path)
 EXAMPLE_ACTIONS = {
@@ -230,7 +232,8 @@ def act(tmp: Path, workflow_text: str, *, env: Mapping[str, str], record: str = 
     if event is not None:
         (tmp / "event.json").write_text(json.dumps(event))
         cmd[1] = "pull_request"
-        cmd += ["-e", str(tmp / "event.json")]
+        cmd += ["-e", str(tmp / "event.json"),
+                "--env", f"GITHUB_REPOSITORY={event['repository']['full_name']}"]
     if isolate:
         cmd = ["unshare", "--net", *cmd]
     full = {**os.environ, "ACT_DISABLE_VERSION_CHECK": "1", "XDG_CACHE_HOME": str(tmp / "cache"),

@@ -30,6 +30,7 @@ ALLOWED: dict[str, str] = {
     "run/github.py": "summary.json/summary.md the run just wrote, GitHub's step files",
     "lint/hadolint.py": "hadolint's JSON output",
     "lint/basecfg.py": "docker's and the registry's answers about a base image",
+    "lint/parse.py": "its parser child reads, from a pipe, text the parent read with textio",
     "proc.py": "subprocess.Popen, not a file read",
     "commands/action_outputs.py": "the log of the servelab step the composite action captured",
 }
