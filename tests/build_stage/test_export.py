@@ -260,6 +260,59 @@ def test_a_layer_that_does_not_match_its_diff_id_is_refused(
     assert list(store.iterdir()) == []  # the partial archive is gone
 
 
+def test_shaping_remembers_what_each_verified_layer_holds(
+        tmp_path: Path, layers: list[tuple[str, bytes]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baked-weights scan reads the listing the shaping pass made, not the layer again;
+    and it finds the same files as reading the layer would."""
+    from servelab.image import listing
+    from servelab.smoke import weights
+
+    big = _payload(2 << 20, 4)
+    made = [layers[0], ("zstd", _tar_layer({"opt/m/model.safetensors": big,
+                                             "opt/m/.wh.old.gguf": b"", "app.py": b"x"}))]
+    src = tmp_path / "build.oci.tar"
+    write_buildkit_archive(src, made)
+    store = tmp_path / "store"
+    store.mkdir()
+    listing.forget()
+    weights._layer_cache.clear()
+    monkeypatch.setenv("SERVELAB_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        with export.Shaper(store) as shaper:
+            shaped = shaper.shape(src)
+        (gz,) = shaped.sizes
+        assert listing.recall(gz) == listing.LayerListing(
+            (("opt/m/model.safetensors", len(big)), ("app.py", 1)), ("opt/m/.wh.old.gguf",))
+        inflated: list[str] = []
+        real = weights.member_layer
+        monkeypatch.setattr(weights, "member_layer",
+                            lambda f, name, size: inflated.append(name) or real(f, name, size))
+        fast = weights.scan_archive(shaped.archive)
+        assert not any(gz.split(":")[1] in n for n in inflated)  # the big layer: not read
+        listing.forget()
+        weights._layer_cache.clear()
+        monkeypatch.setenv("SERVELAB_CACHE_DIR", str(tmp_path / "cold"))  # no disk cache
+        slow = weights.scan_archive(shaped.archive)
+        assert any(gz.split(":")[1] in n for n in inflated)
+        assert [w.to_dict() for w in fast.files] == [w.to_dict() for w in slow.files]
+        assert [w.path for w in fast.files] == ["/opt/m/model.safetensors"]
+    finally:
+        listing.forget()
+        weights._layer_cache.clear()
+
+
+def test_a_layer_refused_for_its_diff_id_leaves_no_listing(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    from servelab.image import listing
+
+    src = tmp_path / "bad.oci.tar"
+    write_buildkit_archive(src, layers, diff_ids=[_sha(layers[0][1]), _sha(b"other")])
+    listing.forget()
+    with export.Shaper(tmp_path) as shaper, pytest.raises(InputError, match="diff_id"):
+        shaper.shape(src)
+    assert not listing._remembered
+
+
 def test_worker_cpu_is_counted_only_for_worker_threads() -> None:
     data = _payload(4 * export.BLOCK, seed=6)
     one = export.gzip_to(io.BytesIO(data), lambda b: None, threads=1)

@@ -49,6 +49,7 @@ from types import TracebackType
 from typing import IO, Any, BinaryIO
 
 from servelab.errors import InputError
+from servelab.image import listing
 from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive, parse_object
 
 #: what BuildKit compresses the layers it makes with (the intermediate archive only)
@@ -167,7 +168,7 @@ class Gzipped:
     worker_cpu_s: float = 0.0
 
 
-def gzip_to(src: IO[bytes], sink: Callable[[bytes], object], *, level: int = GZIP_LEVEL,
+def gzip_to(src: IO[bytes] | _Tee, sink: Callable[[bytes], object], *, level: int = GZIP_LEVEL,
             threads: int = 1) -> Gzipped:
     """gzip everything *src* yields into *sink*, in pieces compressed by *threads* threads;
     the bytes do not depend on *threads*."""
@@ -202,7 +203,19 @@ def gzip_to(src: IO[bytes], sink: Callable[[bytes], object], *, level: int = GZI
     return done
 
 
-def _read_full(src: IO[bytes], n: int) -> bytes:
+class _Tee:
+    """A reader that shows every byte it returns to *watch* (the layer's tar indexer)."""
+
+    def __init__(self, src: IO[bytes], watch: Callable[[bytes], object]) -> None:
+        self._src, self._watch = src, watch
+
+    def read(self, n: int = -1) -> bytes:
+        out = self._src.read(n)
+        self._watch(out)
+        return out
+
+
+def _read_full(src: IO[bytes] | _Tee, n: int) -> bytes:
     """*n* bytes, fewer only at the end: the pieces, so the bytes, never depend on how the
     source happens to split its reads."""
     out = src.read(n)
@@ -472,9 +485,13 @@ class _Job:
         return dict(raw, mediaType=media, digest=done.digest, size=done.size)
 
     def _compress(self, d: Descriptor, diff_id: str) -> GzipLayer:
+        indexer = listing.TarIndexer()
         with self.img.open_layer(d, diff_id=diff_id) as data, self.tar.streamed() as out:
-            done = gzip_to(data, out.write, threads=self.shaper.threads)
+            done = gzip_to(_Tee(data, indexer.feed), out.write, threads=self.shaper.threads)
         self.shaped.cpu_s += done.worker_cpu_s
+        files = indexer.listing()
+        if files is not None:  # the bytes matched the diff_id: what they hold can be trusted
+            listing.remember(out.digest, files)
         layer = GzipLayer(diff_id, out.digest, out.size, done.size, self.out)
         self.shaper.layers[diff_id] = layer
         self.written.add(layer.digest)

@@ -11,6 +11,8 @@
   pushes the exact tested archive.
 * :mod:`~servelab.image.platforms`, :mod:`~servelab.image.layout`: one platform of a
   multi-platform image, and the unpacked layout Trivy reads.
+* :mod:`~servelab.image.listing`: what a layer holds (file names and sizes), indexed from
+  bytes another pass reads anyway, so a multi-GB layer is not inflated twice.
 * :mod:`~servelab.image.diff` (what differs between two images), :mod:`~servelab.image.pin`
   (pin ``FROM`` lines), :mod:`~servelab.image.render` (their text, Markdown and JSON).
 

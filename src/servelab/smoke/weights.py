@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from servelab.errors import ServelabError
+from servelab.image import listing
 from servelab.image.blob import member_layer
 from servelab.textio import cache_dir, write_text_atomic
 
@@ -144,6 +145,21 @@ class _Archive:
     diff_ids: list[str] = field(default_factory=list)
 
 
+def _add_entry(layer: _Layer, name: str, size: int | None,
+               model_files: set[tuple[str, int]]) -> None:
+    """One tar entry of a layer: a whiteout, or (*size* given) a regular file."""
+    path = "/" + name.lstrip("./").lstrip("/")
+    base = PurePosixPath(path).name
+    if base == ".wh..wh..opq":
+        layer.deleted.append(str(PurePosixPath(path).parent).rstrip("/") + "/")
+    elif base.startswith(".wh."):
+        layer.deleted.append(str(PurePosixPath(path).parent / base[4:]))
+    elif size is not None:
+        why = classify(path, size, model_files)
+        if why:
+            layer.candidates.append(WeightFile(path, size, why))
+
+
 def _read_layer(fileobj: IO[bytes], model_files: set[tuple[str, int]]) -> _Layer | None:
     try:
         inner = tarfile.open(fileobj=fileobj, mode="r|*")  # noqa: SIM115 (stream)
@@ -152,18 +168,24 @@ def _read_layer(fileobj: IO[bytes], model_files: set[tuple[str, int]]) -> _Layer
     layer = _Layer()
     try:
         for m in inner:
-            path = "/" + m.name.lstrip("./").lstrip("/")
-            base = PurePosixPath(path).name
-            if base == ".wh..wh..opq":
-                layer.deleted.append(str(PurePosixPath(path).parent).rstrip("/") + "/")
-            elif base.startswith(".wh."):
-                layer.deleted.append(str(PurePosixPath(path).parent / base[4:]))
-            elif m.isfile():
-                why = classify(path, m.size, model_files)
-                if why:
-                    layer.candidates.append(WeightFile(path, m.size, why))
+            _add_entry(layer, m.name, m.size if m.isfile() else None, model_files)
     except (tarfile.TarError, OSError, EOFError):
         return layer if layer.candidates or layer.deleted else None
+    return layer
+
+
+def _listed_layer(member: str, model_files: set[tuple[str, int]]) -> _Layer | None:
+    """The layer *member* (``blobs/sha256/<hex>``) from the listing the build's shaping pass
+    made of the same verified bytes (:mod:`servelab.image.listing`), without reading it."""
+    algo, _, hexd = member.rpartition("/")
+    files = listing.recall(f"{algo.rpartition('/')[2]}:{hexd}")
+    if files is None:
+        return None
+    layer = _Layer()
+    for name in files.whiteouts:
+        _add_entry(layer, name.rstrip("/"), None, model_files)
+    for name, size in files.files:
+        _add_entry(layer, name, size, model_files)
     return layer
 
 
@@ -202,6 +224,10 @@ def _walk(stream: IO[bytes], model_files: set[tuple[str, int]], *,
             cached = _layer_cache.get((m.name, known)) if "sha256" in m.name else None
             if cached is not None:
                 archive.layers[m.name] = cached  # its bytes are skipped unread
+                continue
+            listed = _listed_layer(m.name, model_files) if "sha256/" in m.name else None
+            if listed is not None:
+                archive.layers[m.name] = _layer_cache[(m.name, known)] = listed
                 continue
             f = outer.extractfile(m)
             if f is None:
