@@ -11,9 +11,10 @@ comments above instructions:
 A finding with neither a truth nor a false comment is "unjudged" and counted as false.
 Precision = found truths / all findings; recall = found truths / (truths + misses).
 ``corpus`` was written while the rules were improved; ``corpus-heldout`` was written after,
-and measured without changing a rule for it.
+and measured without changing a rule for it; ``corpus-heldout2`` (2026-12-01) is a fresh set of
+25 written with the judgements decided before servelab was run on it.
 
-    python bench/lint_precision.py                     # both sets, serving rules and all
+    python bench/lint_precision.py                     # every set, serving rules and all
     python bench/lint_precision.py --baseline-src DIR  # also an older servelab (its src/)
     python bench/lint_precision.py --check             # exit 1 under 95% serving precision
     python bench/lint_precision.py --quick             # 3 entries a set, no verdict (CI)
@@ -34,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "lint"
-SETS = [DATA / "corpus", DATA / "corpus-heldout"]
+SETS = [DATA / "corpus", DATA / "corpus-heldout", DATA / "corpus-heldout2"]
 #: servelab's own serving rules (the ones hadolint and Trivy have no equivalent of)
 SERVING = ("weights-baked", "startup-download", "no-health", "root-user", "devel-base",
            "context-leak", "secret-in-build")

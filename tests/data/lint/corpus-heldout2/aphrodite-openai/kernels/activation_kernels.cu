@@ -1,0 +1,1 @@
+// kernels are compiled by setup.py through CMake

@@ -1,0 +1,3 @@
+module github.com/example/localai-fork
+
+go 1.22
