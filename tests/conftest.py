@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import sys
 import urllib.request
@@ -20,6 +21,13 @@ import pytest
 from servelab.gpu.smi import QUERY_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A job started in the background by a non-interactive shell (`cmd &`, nohup) inherits SIGINT
+# ignored, and so would every servelab the tests start: the Ctrl-C tests would then wait for
+# an exit that never comes. A handled signal is reset to the default in the children, an
+# ignored one is not; so the test process handles it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
 REAL_PARTS = ("docker", "registry", "trivy", "act")
 IN_CI = bool(os.environ.get("CI"))
