@@ -16,7 +16,7 @@ in after the base, so the image is about 0.9 GB and both arms share that layer, 
 versions of one serving image do. ``--quick`` runs one repeat of the small example and does
 not judge the figure (CI runs it to check the script works).
 
-    python bench/run_overhead.py [--repeats N] [--check] [--big] [--quick]
+    python bench/run_overhead.py [--repeats N] [--check] [--big] [--quick] [--profile F]
 """
 
 from __future__ import annotations
@@ -40,7 +40,13 @@ CHILD = """
 import json, os, sys, time
 from servelab.cli import main
 t0 = time.monotonic()
-rc = main(sys.argv[1:])
+if os.environ.get("SERVELAB_BENCH_PROFILE"):
+    import cProfile
+    prof = cProfile.Profile()
+    rc = prof.runcall(main, sys.argv[1:])
+    prof.dump_stats(os.environ["SERVELAB_BENCH_PROFILE"])
+else:
+    rc = main(sys.argv[1:])
 wall = time.monotonic() - t0
 t = os.times()
 sys.stderr.write("BENCH " + json.dumps({"rc": rc, "wall": wall, "own_cpu": t.user + t.system,
@@ -56,6 +62,9 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when the share is over 5 %%")
     ap.add_argument("--big", action="store_true",
                     help="the example with a 750 MB PyTorch layer in both arms (0.9 GB image)")
+    ap.add_argument("--profile", metavar="FILE", type=Path,
+                    help="also write cProfile statistics of servelab's main thread to FILE "
+                         "(slows the run: read where the time goes, not the share)")
     ap.add_argument("--quick", action="store_true",
                     help="one repeat of the small example, no verdict: checks the script")
     args = ap.parse_args()
@@ -72,6 +81,8 @@ def main() -> int:
                "--trivy-cache-dir", str(cache)]
         # servelab's caches (layer sizes, baked-weights listings) start empty: a cold run
         env = dict(os.environ, SERVELAB_CACHE_DIR=str(Path(tmp) / "servelab-cache"))
+        if args.profile:
+            env["SERVELAB_BENCH_PROFILE"] = str(args.profile.resolve())
         t0 = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         total = time.monotonic() - t0
