@@ -398,3 +398,27 @@ def test_a_real_build_is_shaped_once_and_keeps_the_base_layers_of_the_registry(
     assert manifest["layers"][n]["annotations"] == {
         "buildkit/rewritten-timestamp": str(r1.source_date_epoch)}
     assert list(Path(r1.archive).parent.glob(".partial-*")) == []  # intermediates deleted
+
+
+def test_counting_a_base_layer_s_size_also_lists_it(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    """The base's layers are streamed once for their uncompressed size; that pass lists them
+    too, so the baked-weights scan does not inflate them again."""
+    from servelab.build.stage import count_sizes
+    from servelab.image import listing
+
+    src = tmp_path / "build.oci.tar"
+    write_buildkit_archive(src, layers)
+    base = "sha256:" + hashlib.sha256(gzip.compress(layers[0][1], mtime=0)).hexdigest()
+    listing.forget()
+    try:
+        sizes: dict[str, int | None] = {}
+        count_sizes([(base, src)], sizes)
+        assert sizes == {base: len(layers[0][1])}
+        assert listing.recall(base) == listing.LayerListing((("etc/os-release", 10),))
+        listing.forget()
+        wrong = "sha256:" + "0" * 64  # not in the archive: no size, no listing
+        count_sizes([(wrong, src)], sizes)
+        assert sizes[wrong] is None and listing.recall(wrong) is None
+    finally:
+        listing.forget()

@@ -420,14 +420,18 @@ def read_archive(archive: Path, sizes: dict[str, int | None]) -> tuple[
 
 def count_sizes(todo: list[tuple[str, Any]], sizes: dict[str, int | None]) -> None:
     """Fill *sizes* with the uncompressed size of each layer in *todo* (streamed)."""
-    from servelab.image.oci import OciArchive, uncompressed_size
+    from servelab.image import listing
+    from servelab.image.oci import OciArchive
 
     for digest, archive in todo:
         try:
             with OciArchive(archive) as img, img.open_blob(digest) as raw:
-                sizes[digest] = uncompressed_size(raw)
+                sizes[digest], files = listing.size_and_listing(raw, name=digest)
         except (ServelabError, OSError):
             sizes[digest] = None  # reported as unknown rather than failing the build
+            continue
+        if files is not None:  # verified against its digest: the weights scan may use it
+            listing.remember(digest, files)
 
 
 SIZES_FILE = "layer-sizes.json"

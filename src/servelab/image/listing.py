@@ -26,6 +26,10 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from servelab.image.blob import Readable
 
 BLOCK = 512
 MAX_REMEMBERED = 256
@@ -204,6 +208,19 @@ def _pax(body: bytes) -> list[tuple[str, str]]:
                     value.decode("utf-8", "surrogateescape")))
         pos += length
     return out
+
+
+def size_and_listing(raw: Readable, *, name: str = "a layer") -> tuple[int, LayerListing | None]:
+    """Stream the layer blob *raw* (best a verified :class:`~servelab.image.blob.BlobReader`)
+    once: its uncompressed size, and what its tar lists (None when not understood). Call
+    :func:`remember` only once the block that opened *raw* ended without an error."""
+    from servelab.image.blob import CHUNK, layer_stream
+
+    indexer = TarIndexer()
+    with layer_stream(raw, name=name) as s:
+        while chunk := s.read(CHUNK):
+            indexer.feed(chunk)
+    return s.size, indexer.listing()
 
 
 # ---------------------------------------------------------------------------- memory

@@ -98,10 +98,11 @@ class WeightsReport:
 
 def classify(path: str, size: int, model_files: set[tuple[str, int]]) -> str | None:
     """Why *path* looks like model weights, or None."""
-    name = PurePosixPath(path).name
+    name = path.rstrip("/").rsplit("/", 1)[-1]  # string work: a layer can list 100k files
     if (name, size) in model_files:
         return "same name and size as a file of the mounted model"
-    ext = PurePosixPath(name.lower()).suffix
+    dot = name.rfind(".")
+    ext = name[dot:].lower() if 0 < dot < len(name) - 1 else ""  # PurePosixPath's suffix
     if ext in STRONG_EXT and size >= STRONG_MIN_BYTES:
         return f"weights format {ext}"
     if ext in WEAK_EXT and size >= WEAK_MIN_BYTES:
@@ -149,11 +150,11 @@ def _add_entry(layer: _Layer, name: str, size: int | None,
                model_files: set[tuple[str, int]]) -> None:
     """One tar entry of a layer: a whiteout, or (*size* given) a regular file."""
     path = "/" + name.lstrip("./").lstrip("/")
-    base = PurePosixPath(path).name
+    parent, _, base = path.rstrip("/").rpartition("/")
     if base == ".wh..wh..opq":
-        layer.deleted.append(str(PurePosixPath(path).parent).rstrip("/") + "/")
+        layer.deleted.append(str(PurePosixPath(parent or "/")).rstrip("/") + "/")
     elif base.startswith(".wh."):
-        layer.deleted.append(str(PurePosixPath(path).parent / base[4:]))
+        layer.deleted.append(str(PurePosixPath(parent or "/") / base[4:]))
     elif size is not None:
         why = classify(path, size, model_files)
         if why:
