@@ -142,3 +142,31 @@ def test_config_is_one_json_line() -> None:
     assert "\n" not in cfg.to_json(None)
     assert doc["netns_pid"] == 42 and doc["interval"] <= 0.010
     assert base64.b64decode(doc["request"]["body"]) == b"\x00\xff"
+
+
+def test_a_prober_that_already_ended_needs_no_pid() -> None:
+    """The prober can find the container's namespace by cgroup and finish (or give up) before
+    servelab sends the PID as a fallback: the closed pipe is then no error, and the prober's
+    events still end with its exit. A prober alive but not reading is still an error."""
+    import subprocess
+    import sys
+
+    from servelab.errors import CommandError
+    from servelab.smoke.prober import Prober
+
+    ended = Prober(subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+                   "netns")
+    ended.popen.wait(timeout=30)
+    ended.send_pid(12345)  # no exception
+    stuck = subprocess.Popen([sys.executable, "-c", "import os, time; os.close(0); time.sleep(30)"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        alive = Prober(stuck, "netns")
+        time.sleep(1.0)  # it has closed its stdin
+        with pytest.raises(CommandError):
+            alive.send_pid(12345)
+    finally:
+        stuck.kill()
+        stuck.wait()

@@ -436,8 +436,22 @@ class Prober:
         self._send(cfg.to_json(netns_pid, netns_cgroups))
 
     def send_pid(self, pid: int) -> None:
-        """Tell a prober still waiting for the container's namespace which process is in it."""
-        self._send(json.dumps({"netns_pid": pid}))
+        """Tell a prober still waiting for the container's namespace which process is in it.
+
+        A prober that has already ended needs no PID (it found the namespace by cgroup and
+        finished, or gave up): its events say what happened, so a closed pipe is no error
+        then."""
+        try:
+            self._send(json.dumps({"netns_pid": pid}))
+        except CommandError:
+            try:
+                self.popen.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                ended = False  # alive, yet not reading: a real failure
+            else:
+                ended = True
+            if not ended:
+                raise
 
     def _send(self, line: str) -> None:
         stdin = _pipe(self.popen.stdin)
