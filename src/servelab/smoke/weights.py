@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from servelab.errors import ServelabError
 from servelab.image import listing
-from servelab.image.blob import member_layer
+from servelab.image.blob import digest_of_path, member_layer
 from servelab.textio import cache_dir, write_text_atomic
 
 STRONG_EXT = frozenset({
@@ -178,8 +178,8 @@ def _read_layer(fileobj: IO[bytes], model_files: set[tuple[str, int]]) -> _Layer
 def _listed_layer(member: str, model_files: set[tuple[str, int]]) -> _Layer | None:
     """The layer *member* (``blobs/sha256/<hex>``) from the listing the build's shaping pass
     made of the same verified bytes (:mod:`servelab.image.listing`), without reading it."""
-    algo, _, hexd = member.rpartition("/")
-    files = listing.recall(f"{algo.rpartition('/')[2]}:{hexd}")
+    digest = digest_of_path(member)
+    files = listing.recall(digest) if digest else None
     if files is None:
         return None
     layer = _Layer()
@@ -226,7 +226,7 @@ def _walk(stream: IO[bytes], model_files: set[tuple[str, int]], *,
             if cached is not None:
                 archive.layers[m.name] = cached  # its bytes are skipped unread
                 continue
-            listed = _listed_layer(m.name, model_files) if "sha256/" in m.name else None
+            listed = _listed_layer(m.name, model_files)
             if listed is not None:
                 archive.layers[m.name] = _layer_cache[(m.name, known)] = listed
                 continue
