@@ -113,3 +113,21 @@ def test_remembered_listings_are_bounded_and_recalled_by_digest() -> None:
         assert listing.recall(f"sha256:{listing.MAX_REMEMBERED:064x}") is not None
     finally:
         listing.forget()
+
+
+def test_any_bytes_give_a_listing_or_none_never_an_error() -> None:
+    """A base layer comes from a registry: whatever its tar holds, the indexer gives up
+    (None) or lists, it does not raise."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    good = _tar(tarfile.PAX_FORMAT)
+
+    @settings(max_examples=300, derandomize=True, deadline=None)
+    @given(st.binary(max_size=4096), st.integers(0, len(good)), st.integers(1, 700))
+    def check(noise: bytes, at: int, chunk: int) -> None:
+        data = good[:at] + noise + good[at:]
+        got = _index(data, chunk).listing()
+        assert got is None or isinstance(got, LayerListing)
+
+    check()
