@@ -27,7 +27,6 @@ API (shared by the build, scan and smoke stages)::
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import secrets
 import shutil
@@ -41,9 +40,10 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from servelab import logs
 from servelab.errors import Terminated
 
-log = logging.getLogger("servelab.cleanup")
+log = logs.get("servelab.cleanup")
 
 RUN_ID_LABEL = "servelab.run-id"
 OWNER_LABEL = "servelab.owner"

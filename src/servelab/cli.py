@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import signal
 import sys
@@ -18,7 +17,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from servelab import __version__
+from servelab import __version__, logs
 from servelab.errors import ExitCode, ServelabError, Terminated
 
 #: (command name, module under servelab.commands, one-line help)
@@ -52,7 +51,35 @@ Exit codes: 0 ok, 1 findings or a failed gate, 2 bad input or usage,
 """
 
 
+def _columns() -> int:
+    """The terminal's width as :func:`shutil.get_terminal_size` finds it (COLUMNS, then the
+    terminal on standard output, else 80), without importing shutil: argparse builds a
+    formatter for every ``add_argument`` call and its default asks shutil, which with its
+    bz2/lzma imports is about 5 ms of a ``servelab lint`` start."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    out = sys.__stdout__
+    try:
+        return (os.get_terminal_size(out.fileno()).columns or 80) if out is not None else 80
+    except (AttributeError, ValueError, OSError):  # closed, detached, not a terminal
+        return 80
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's raw-description formatter, with the width from :func:`_columns`."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
@@ -76,7 +103,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="servelab",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"servelab {__version__}")
     parser.add_argument(
@@ -98,22 +124,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             name,
             **listed,
             description=(mod.__doc__ or help_text).strip(),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+            )
         mod.configure(p)
         p.set_defaults(_module=modname)
     return parser
-
-
-def _setup_logging(verbosity: int) -> None:
-    level = logging.WARNING
-    if verbosity == 1:
-        level = logging.INFO
-    elif verbosity >= 2:
-        level = logging.DEBUG
-    logging.basicConfig(level=level, format="servelab: %(message)s", stream=sys.stderr)
-    if verbosity >= 1:
-        logging.getLogger("servelab.proc").setLevel(logging.DEBUG)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help(sys.stderr)
         return int(ExitCode.BAD_INPUT)
-    _setup_logging(args.verbose)
+    logs.configure(args.verbose)  # applied when a module first logs
     previous = _sigterm_raises()
     try:
         return int(_module(args._module).run(args))

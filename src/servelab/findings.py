@@ -4,12 +4,12 @@ one ``--fail-on`` grammar of every command (:func:`parse_fail_on`, docs/output.m
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from servelab.errors import InputError
+from servelab.record import Record
 
 CheckT = TypeVar("CheckT", bound=Callable[..., Any])
 
@@ -59,8 +59,7 @@ FAIL_ON_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class FailOn:
+class FailOn(NamedTuple):
     """A parsed ``--fail-on`` value: what fails, in both vocabularies (:func:`parse_fail_on`)."""
 
     #: the value, canonical: levels lower case, Trivy severities upper case, "none" alone
@@ -129,8 +128,7 @@ def reaches(severity: Severity, fail_on: str) -> bool:
     return _parsed(fail_on).fails(severity)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """A rule's public description: its id is part of servelab's interface."""
 
     id: str
@@ -141,18 +139,34 @@ class Rule:
     help_uri: str = ""
 
 
-@dataclass
-class Finding:
-    rule_id: str
-    severity: Severity
-    message: str
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    fix: str | None = None
-    source: str = "servelab"
-    #: Extra location context (JSON path, object, container, stage, ...).
-    context: dict[str, str] = field(default_factory=dict)
+class Finding(Record):
+    """One problem found: a rule, its severity, a message, and where (file, line, column)."""
+
+    __slots__ = (
+        "column",
+        "context",
+        "file",
+        "fix",
+        "line",
+        "message",
+        "rule_id",
+        "severity",
+        "source",
+    )
+
+    def __init__(self, rule_id: str, severity: Severity, message: str, file: str | None = None,  # noqa: PLR0917
+                 line: int | None = None, column: int | None = None, fix: str | None = None,
+                 source: str = "servelab", context: dict[str, str] | None = None) -> None:
+        self.rule_id = rule_id
+        self.severity = severity
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.fix = fix
+        self.source = source
+        #: Extra location context (JSON path, object, container, stage, ...).
+        self.context: dict[str, str] = {} if context is None else context
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.file or "", self.line or 0, self.column or 0, self.rule_id)
@@ -173,15 +187,18 @@ class Finding:
         return out
 
 
-@dataclass
-class FindingsReport:
+class FindingsReport(Record):
     """What a checker returns: findings, the rules they refer to, and what was checked."""
 
-    tool: str
-    findings: list[Finding]
-    rules: dict[str, Rule]
-    files: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("files", "findings", "notes", "rules", "tool")
+
+    def __init__(self, tool: str, findings: list[Finding], rules: dict[str, Rule],
+                 files: list[str] | None = None, notes: list[str] | None = None) -> None:
+        self.tool = tool
+        self.findings = findings
+        self.rules = rules
+        self.files: list[str] = [] if files is None else files
+        self.notes: list[str] = [] if notes is None else notes
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)
@@ -223,7 +240,7 @@ class RuleRegistry(Generic[CheckT]):
         if rule.id in self.rules:
             raise ValueError(f"rule {rule.id!r} is registered twice")
         if not rule.help_uri and self.docs_uri:
-            rule = replace(rule, help_uri=f"{self.docs_uri}{rule.id}")
+            rule = rule._replace(help_uri=f"{self.docs_uri}{rule.id}")
         self.rules[rule.id] = rule
         return rule
 

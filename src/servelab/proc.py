@@ -15,7 +15,6 @@ goes on up, so the command exits 130/143 within a second, not when the child is 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shlex
 import shutil
@@ -27,9 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from servelab import logs
 from servelab.errors import CommandError, ToolMissingError
 
-log = logging.getLogger("servelab.proc")
+log = logs.get("servelab.proc")
 
 DEFAULT_TIMEOUT = 300.0
 #: After Ctrl-C/SIGTERM, how long a child's process group has between SIGTERM and SIGKILL.

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import math
 import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from servelab.errors import InputError, UsageError
 
@@ -41,8 +39,7 @@ _SIZE = re.compile(r"^([0-9]{1,15})\s*(k|m|g|ki|mi|gi|kib|mib|gib|kb|mb|gb)?$", 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
-@dataclass(frozen=True)
-class Limit:
+class Limit(NamedTuple):
     """A documented cap: *default*, or the value of the environment variable *env*."""
 
     env: str
@@ -335,6 +332,8 @@ def loads_json(text: str, name: str, *, hint: str | None = None,
     """Strict JSON: no NaN/Infinity, finite numbers, integers of at most
     :data:`MAX_JSON_INT_DIGITS` digits, nesting Python can handle; InputError with line and
     column otherwise."""
+    import json  # here, not at the top: `servelab lint` reads no JSON (3 ms of its start)
+
     try:
         return json.loads(text, parse_constant=_no_constant, parse_int=_json_int,
                           parse_float=_json_float)

@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "servelab"
 STAGE_PACKAGES = ("build", "image", "scan", "smoke", "run", "lint", "k8s", "gpu", "commands")
-TOP_LEVEL_LIMIT = 12
+#: cross-cutting modules only (docs/architecture.md lists each); 14 since logs.py and
+#: record.py came with lint's start-time work (no logging or dataclasses import there)
+TOP_LEVEL_LIMIT = 14
 
 
 def _module_name(path: Path) -> str:

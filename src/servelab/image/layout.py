@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import shutil
 import tarfile
 import tempfile
@@ -31,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from servelab import proc
+from servelab import logs, proc
 from servelab.errors import CommandError, InputError, ToolMissingError
 from servelab.image import platforms
 from servelab.image.blob import open_regular, path_kind, read_all
@@ -44,7 +43,7 @@ from servelab.image.oci import (
 )
 from servelab.image.ref import check_digest
 
-log = logging.getLogger("servelab.image.layout")
+log = logs.get("servelab.image.layout")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ unresolved variables (``FROM ${BASE}``, ``image: $(IMAGE)``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from servelab.errors import InputError
 
@@ -55,8 +55,7 @@ def check_digest(digest: str, where: str = "") -> str:
     return digest
 
 
-@dataclass(frozen=True)
-class ImageRef:
+class ImageRef(NamedTuple):
     """An image reference split into registry host, repository, tag and digest."""
 
     registry: str

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 
 from servelab.image.diff import VERDICT_TEXT, DiffResult
 from servelab.image.pin import PinReport
@@ -80,5 +79,5 @@ def render_pin(report: PinReport, fmt: str) -> str:
     notes = [f"pinned line {p['line']}: {p['from']} -> {p['to']}" for p in report.pinned]
     if not report.pinned and not report.findings.findings:
         notes.append("every base is pinned by digest")
-    findings = replace(report.findings, notes=[*report.findings.notes, *notes])
+    findings = report.findings.copy(notes=[*report.findings.notes, *notes])
     return get_reporter(fmt).render(findings)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from servelab.errors import InputError
 from servelab.findings import Severity
@@ -27,10 +27,11 @@ _SUPPRESS = re.compile(r"#\s*servelab:\s*ignore\s*=\s*([A-Za-z0-9_,\s.-]+)")
 _KEYS = {"disable", "severity", "hadolint"}
 
 
-@dataclass(frozen=True)
-class LintConfig:
+class LintConfig(NamedTuple):
+    """Lint settings: rules off, severities changed, whether hadolint runs, and where from."""
+
     disable: frozenset[str] = frozenset()
-    severity: Mapping[str, Severity] = field(default_factory=dict)
+    severity: Mapping[str, Severity] = MappingProxyType({})
     hadolint: bool = True
     #: the file the settings came from, if any
     source: str | None = None
@@ -85,12 +86,17 @@ def from_mapping(data: Any, source: str, known: set[str]) -> LintConfig:
     )
 
 
-def _from_toml(path: Path, known: set[str]) -> LintConfig | None:
-    import tomllib
-
+def _from_toml(path: Path, known: set[str], *, found: bool = False) -> LintConfig | None:
+    """``[tool.servelab.lint]`` of *path*, None when absent. *found*: a pyproject.toml met
+    while searching upwards, which most often belongs to someone else: one without the word
+    ``servelab`` is skipped without parsing it (tomllib costs ~7 ms of a lint start)."""
     from servelab.textio import read_text
 
     text = read_text(path, what="TOML settings file")
+    if found and "servelab" not in text:
+        return None
+    import tomllib
+
     try:
         data = tomllib.loads(text)
     except (ValueError, RecursionError) as e:  # TOMLDecodeError, 5000-digit numbers, nesting
@@ -150,7 +156,7 @@ def discover(start: Path, known: set[str]) -> LintConfig:
                 if cfg is not None:
                     return cfg
         if (d / "pyproject.toml").is_file():
-            cfg = _from_toml(d / "pyproject.toml", known)
+            cfg = _from_toml(d / "pyproject.toml", known, found=True)
             if cfg is not None:
                 return cfg
         if (d / ".git").exists():

@@ -9,11 +9,10 @@ comment suppresses the servelab finding it stands for.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from servelab.findings import Finding, Rule, Severity
+from servelab.record import Record
 
 WIKI = "https://github.com/hadolint/hadolint/wiki/"
 #: hadolint code -> (the servelab rule that judges the same thing, the package managers it
@@ -48,15 +47,21 @@ _LEVELS = {
 CHUNK = 200
 
 
-@dataclass
-class HadolintResult:
-    findings: list[Finding]
-    rules: dict[str, Rule]
-    notes: list[str]
+class HadolintResult(Record):
+    """What the hadolint runs gave: findings, the rules they name, and notes."""
+
+    __slots__ = ("findings", "notes", "rules")
+
+    def __init__(self, findings: list[Finding], rules: dict[str, Rule], notes: list[str]) -> None:
+        self.findings = findings
+        self.rules = rules
+        self.notes = notes
 
 
 def parse_output(text: str) -> tuple[list[Finding], dict[str, Rule], list[str]]:
     """hadolint ``--format json`` output -> findings, rule descriptions, notes."""
+    import json  # only when hadolint ran: `servelab lint --no-hadolint` needs no json
+
     findings: list[Finding] = []
     rules: dict[str, Rule] = {}
     notes: list[str] = []

@@ -10,13 +10,13 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from servelab.errors import InputError
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
 from servelab.lint.words import expand, unquote
+from servelab.record import Record
 from servelab.textio import read_bytes
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -37,23 +37,47 @@ class FileSource(NamedTuple):
     inline: str | None = None
 
 
-@dataclass
-class StageState:
-    env: dict[str, str] = field(default_factory=dict)
-    args: dict[str, str | None] = field(default_factory=dict)
-    workdir: str = "/"
-    #: (resolved user or None when it cannot be resolved, the USER instruction)
-    user: tuple[str | None, Instruction] | None = None
-    entrypoint: Instruction | None = None
-    cmd: Instruction | None = None
-    healthcheck: Instruction | None = None
-    #: whether this stage itself set CMD (an ENTRYPOINT then keeps it)
-    cmd_set: bool = False
-    files: dict[str, FileSource] = field(default_factory=dict)
-    #: (image directory, context directory, COPY instruction), latest last
-    dirs: list[tuple[str, Path, Instruction]] = field(default_factory=list)
-    #: workdir in effect at each instruction line
-    workdirs: dict[int, str] = field(default_factory=dict)
+class StageState(Record):
+    """What a stage has set by a given instruction: ENV, ARG values, WORKDIR, USER, start
+    command, HEALTHCHECK, and the image paths whose content is known."""
+
+    __slots__ = (
+        "args",
+        "cmd",
+        "cmd_set",
+        "dirs",
+        "entrypoint",
+        "env",
+        "files",
+        "healthcheck",
+        "user",
+        "workdir",
+        "workdirs",
+    )
+
+    def __init__(self, env: dict[str, str] | None = None,  # noqa: PLR0917
+                 args: dict[str, str | None] | None = None, workdir: str = "/",
+                 user: tuple[str | None, Instruction] | None = None,
+                 entrypoint: Instruction | None = None, cmd: Instruction | None = None,
+                 healthcheck: Instruction | None = None, cmd_set: bool = False,
+                 files: dict[str, FileSource] | None = None,
+                 dirs: list[tuple[str, Path, Instruction]] | None = None,
+                 workdirs: dict[int, str] | None = None) -> None:
+        self.env: dict[str, str] = {} if env is None else env
+        self.args: dict[str, str | None] = {} if args is None else args
+        self.workdir = workdir
+        #: (resolved user or None when it cannot be resolved, the USER instruction)
+        self.user = user
+        self.entrypoint = entrypoint
+        self.cmd = cmd
+        self.healthcheck = healthcheck
+        #: whether this stage itself set CMD (an ENTRYPOINT then keeps it)
+        self.cmd_set = cmd_set
+        self.files: dict[str, FileSource] = {} if files is None else files
+        #: (image directory, context directory, COPY instruction), latest last
+        self.dirs: list[tuple[str, Path, Instruction]] = [] if dirs is None else dirs
+        #: workdir in effect at each instruction line
+        self.workdirs: dict[int, str] = {} if workdirs is None else workdirs
 
     def lookup(self, name: str) -> str | None:
         if name in self.env:
@@ -62,8 +86,7 @@ class StageState:
 
     def inherit(self) -> StageState:
         """The state a child stage starts from (ARG values are per stage)."""
-        return replace(
-            self,
+        return self.copy(
             env=dict(self.env),
             args={},
             cmd_set=False,
@@ -255,7 +278,7 @@ class Analysis:
                     binds.append((src, image_path(dst, state.workdir)))
         if not binds:
             return state
-        out = replace(state, files=dict(state.files), dirs=list(state.dirs))
+        out = state.copy(files=dict(state.files), dirs=list(state.dirs))
         for src, dst in binds:
             for ctx in self.context_matches(src):
                 self._map(out, ins, ctx, dst, False)

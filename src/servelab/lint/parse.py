@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from servelab.errors import InputError
 from servelab.lint.words import PREDEFINED, expand, unquote
+from servelab.record import Record
 from servelab.textio import TEXT_BYTES, Limit, ascii_int, decode, read_bytes
 
 _T = TypeVar("_T")
@@ -75,14 +75,12 @@ _HEREDOC = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w.-]*)\2")
 _LOCATE_BLOCK = 200
 
 
-@dataclass(frozen=True)
-class Heredoc:
+class Heredoc(NamedTuple):
     name: str
     content: str
 
 
-@dataclass(frozen=True)
-class Instruction:
+class Instruction(NamedTuple):
     """One instruction as the parser saw it; ``cmd`` upper-cased, lines 1-based."""
 
     cmd: str
@@ -117,35 +115,66 @@ class Instruction:
         return body
 
 
-@dataclass
-class Stage:
-    index: int
-    name: str | None
-    from_instr: Instruction
-    #: the reference as written and after substitution (None when an ARG has no value)
-    base_raw: str
-    base: str | None
-    unresolved: list[str]
-    #: index of the earlier stage this one is built FROM, if any
-    parent: int | None
-    instructions: list[Instruction] = field(default_factory=list)
+class Stage(Record):
+    """One build stage: its FROM, base image and instructions."""
+
+    __slots__ = (
+        "base",
+        "base_raw",
+        "from_instr",
+        "index",
+        "instructions",
+        "name",
+        "parent",
+        "unresolved",
+    )
+
+    def __init__(self, index: int, name: str | None, from_instr: Instruction, base_raw: str,  # noqa: PLR0917
+                 base: str | None, unresolved: list[str], parent: int | None,
+                 instructions: list[Instruction] | None = None) -> None:
+        self.index = index
+        self.name = name
+        self.from_instr = from_instr
+        #: the reference as written and after substitution (None when an ARG has no value)
+        self.base_raw = base_raw
+        self.base = base
+        self.unresolved = unresolved
+        #: index of the earlier stage this one is built FROM, if any
+        self.parent = parent
+        self.instructions: list[Instruction] = [] if instructions is None else instructions
 
     @property
     def label(self) -> str:
         return self.name or str(self.index)
 
 
-@dataclass
-class Dockerfile:
-    path: Path
-    display: str
-    lines: list[str]
-    escape: str
-    global_args: list[Instruction]
-    stages: list[Stage]
-    instructions: list[Instruction]
-    #: global ARG values after build arguments (None: declared without a value)
-    global_scope: dict[str, str | None]
+class Dockerfile(Record):
+    """A parsed Dockerfile: its lines, global ARGs, stages and every instruction."""
+
+    __slots__ = (
+        "display",
+        "escape",
+        "global_args",
+        "global_scope",
+        "instructions",
+        "lines",
+        "path",
+        "stages",
+    )
+
+    def __init__(self, path: Path, display: str, lines: list[str], escape: str,  # noqa: PLR0917
+                 global_args: list[Instruction], stages: list[Stage],
+                 instructions: list[Instruction],
+                 global_scope: dict[str, str | None]) -> None:
+        self.path = path
+        self.display = display
+        self.lines = lines
+        self.escape = escape
+        self.global_args = global_args
+        self.stages = stages
+        self.instructions = instructions
+        #: global ARG values after build arguments (None: declared without a value)
+        self.global_scope = global_scope
 
     @property
     def final(self) -> Stage:

@@ -11,13 +11,13 @@ order (the order of the imports at the bottom).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from servelab.findings import RuleRegistry, Severity
 from servelab.lint.image import Analysis
 from servelab.lint.parse import Dockerfile
+from servelab.record import Record
 
 if TYPE_CHECKING:
     from servelab.lint.basecfg import BaseFacts
@@ -27,25 +27,38 @@ __all__ = ["DOCS", "RULES", "Check", "Context", "Hit", "run_checks"]
 DOCS = "https://github.com/servelab/servelab/blob/main/docs/lint.md#"
 
 
-@dataclass
-class Hit:
-    rule: str
-    line: int
-    message: str
-    fix: str | None = None
-    context: dict[str, str] = field(default_factory=dict)
-    #: this finding's severity when it differs from the rule's default
-    severity: Severity | None = None
+class Hit(Record):
+    """What a check found: the rule, the line, the message, and optionally a fix, context and
+    a severity other than the rule's."""
+
+    __slots__ = ("context", "fix", "line", "message", "rule", "severity")
+
+    def __init__(self, rule: str, line: int, message: str, fix: str | None = None,  # noqa: PLR0917
+                 context: dict[str, str] | None = None,
+                 severity: Severity | None = None) -> None:
+        self.rule = rule
+        self.line = line
+        self.message = message
+        self.fix = fix
+        self.context: dict[str, str] = {} if context is None else context
+        #: this finding's severity when it differs from the rule's default
+        self.severity = severity
 
 
-@dataclass
-class Context:
-    df: Dockerfile
-    analysis: Analysis
-    context_dir: Path
-    health_declared: bool = False
-    #: reads a base image's config (``--resolve-base``); None: the base's config is unknown
-    resolve_base: Callable[[str], BaseFacts | None] | None = None
+class Context(Record):
+    """What a check reads: the parsed Dockerfile, its stage analysis, the build context."""
+
+    __slots__ = ("analysis", "context_dir", "df", "health_declared", "resolve_base")
+
+    def __init__(self, df: Dockerfile, analysis: Analysis, context_dir: Path,
+                 health_declared: bool = False,
+                 resolve_base: Callable[[str], BaseFacts | None] | None = None) -> None:
+        self.df = df
+        self.analysis = analysis
+        self.context_dir = context_dir
+        self.health_declared = health_declared
+        #: reads a base image's config (``--resolve-base``); None: the base's config is unknown
+        self.resolve_base = resolve_base
 
 
 Check = Callable[[Context], Iterable[Hit]]

@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.lint.image import Analysis, FileSource, StageState
@@ -77,7 +76,7 @@ def scripts(ctx: Context, text: str, state: StageState,
     """Files the commands of *text* run (or read) whose content is known, two levels deep.
     *workdir* is the WORKDIR the commands run in (default: the state's last)."""
     if workdir is not None and workdir != state.workdir:
-        state = replace(state, workdir=workdir)
+        state = state.copy(workdir=workdir)
     seen: set[str] = set()
     todo = [(text, 0)]
     while todo:
