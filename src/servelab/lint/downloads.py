@@ -47,6 +47,7 @@ _MODEL_OPTS = frozenset(
     }
 )
 _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_PYTHON_NAME = LazyPattern(r"^python(\d+(\.\d+)?)?$")
 _TRUE = {"1", "true", "yes", "on"}
 _INSTALLERS = {
     ("pip", "install"),
@@ -194,6 +195,12 @@ def _pair(cmd: SimpleCommand) -> tuple[str, str]:
     return (cmd.name, args[0] if args else "")
 
 
+#: tools that fetch the hub model they are given: converters and exporters (optimum-cli,
+#: CTranslate2's converter, MLC), downloaders (litgpt download), llama.cpp's ``-hf``
+_BUILD_MODEL_TOOLS = frozenset({"optimum-cli", "ct2-transformers-converter", "litgpt",
+                                "mlc_llm", "llama-cli", "llama-server", "openllm"})
+
+
 def build_weight_downloads(text: str) -> list[str]:
     """What in a RUN's text downloads model weights at build time (one phrase each)."""
     out: list[str] = []
@@ -209,6 +216,8 @@ def build_weight_downloads(text: str) -> list[str]:
             for u in urls(cmd.argv):
                 if is_weight_path(u) or _HUB_URL.search(u):
                     out.append(f"{cmd.name} {u}")
+        elif program(cmd)[0] in _BUILD_MODEL_TOOLS:
+            out += [f"{program(cmd)[0]} {x}" for x in model_args(cmd) if _hub_id(x)][:1]
     out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text) if not _local_load(text, m)]
     return out
 
@@ -254,24 +263,67 @@ def _script_offline(text: str) -> bool:
 _VAR = LazyPattern(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 
 
-def _hub_ids(cmd: SimpleCommand, env: Mapping[str, str]) -> list[str]:
-    ids: list[str] = []
+#: programs (or ``python -m`` modules) whose model is a positional argument after these
+#: subcommand words: ``vllm serve ORG/NAME``, ``lmdeploy serve api_server ORG/NAME``
+_POSITIONAL_MODEL: dict[str, tuple[tuple[str, ...], ...]] = {
+    "vllm": (("serve",),),
+    "lmdeploy": (("serve", "api_server"), ("serve", "gradio"), ("chat",)),
+    "petals.cli.run_server": ((),),
+    "mlc_llm": (("serve",), ("chat",)),
+    "openllm": (("start",), ("serve",)),
+    "litgpt": (("download",), ("serve",)),
+}
+#: short options that name a hub model: llama.cpp's ``-hf``/``-hfr`` (it downloads the repo),
+#: and ``-m`` (mistral.rs, most servers' short --model); ``python -m module`` never has a
+#: hub-id shaped value
+_SHORT_MODEL_OPTS = frozenset({"-m", "-hf", "-hfr", "--hf-repo", "--hf_model_repo_id"})
+
+
+def program(cmd: SimpleCommand) -> tuple[str, list[str]]:
+    """(the program, its arguments): ``python -m pkg.mod args`` is the program ``pkg.mod``."""
     argv = cmd.argv
-    if cmd.name == "vllm" and len(argv) > 2 and argv[1] == "serve":
-        ids.append(argv[2])
-    for i, a in enumerate(argv):
-        name, eq, value = a.partition("=")
-        if name in _MODEL_OPTS:
-            ids.append(value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+    if _PYTHON_NAME.match(cmd.name) and len(argv) > 2 and argv[1] == "-m":
+        return argv[2], argv[3:]
+    return cmd.name, argv[1:]
+
+
+def _positional_model(name: str, args: list[str]) -> str | None:
+    for words in _POSITIONAL_MODEL.get(name, ()):
+        n = len(words)
+        if tuple(args[:n]) == words and len(args) > n and not args[n].startswith("-"):
+            return args[n]
+    return None
+
+
+def model_args(cmd: SimpleCommand) -> list[str]:
+    """What *cmd* passes as its model: the value of a model option (``--model``,
+    ``--model-id``, ``-m``, llama.cpp's ``-hf``) or a server's positional model argument."""
+    name, args = program(cmd)
+    out: list[str] = []
+    positional = _positional_model(name, args)
+    if positional is not None:
+        out.append(positional)
+    for i, a in enumerate(args):
+        opt, eq, value = a.partition("=")
+        if opt in _MODEL_OPTS or opt in _SHORT_MODEL_OPTS:
+            out.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+    return out
+
+
+def _hub_ids(cmd: SimpleCommand, env: Mapping[str, str]) -> list[str]:
     values = []
-    for x in ids:
+    for x in model_args(cmd):
         m = _VAR.match(x)
         values.append(env.get(m.group(1), "") if m else x)
     return [x for x in values if _hub_id(x)]
 
 
 def _hub_id(value: str) -> bool:
-    """``org/name`` and not a relative path (``models/x.gguf``, ``weights/llama``)."""
+    """``org/name`` (``HF://org/name`` as MLC writes it, ``org/name:quant`` as llama.cpp's
+    ``-hf`` takes it) and not a relative path (``models/x.gguf``, ``weights/llama``)."""
+    if value[:5].lower() == "hf://":
+        value = value[5:]
+    value = value.split(":", 1)[0]
     if not _HUB_ID.match(value) or value.startswith((".", "/")):
         return False
     first, name = value.split("/", 1)
@@ -309,7 +361,7 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
         for model in _hub_ids(cmd, {**env, **cmd.env}):
             out.append(
                 StartProblem(
-                    f"passes the hub model id {model!r} to `{cmd.name}` with HF_HUB_OFFLINE "
+                    f"passes the hub model id {model!r} to `{program(cmd)[0]}` with HF_HUB_OFFLINE "
                     "unset: the model is downloaded at start",
                     model,
                     cmd.line,
@@ -323,7 +375,7 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
                 out.append(
                     StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
                 )
-            elif m := _START_HUB_LOAD.search(line):
+            elif m := _START_HUB_LOAD.search(line) or _START_PIPELINE.search(line):
                 out.append(StartProblem(
                     f"loads the hub model {m.group(2)!r} at start ({m.group(1)}) with "
                     "HF_HUB_OFFLINE unset: it is downloaded at start", m.group(2), n))
@@ -334,5 +386,11 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
 _START_HUB_LOAD = LazyPattern(
     r"\b((?:\w+\.)?from_pretrained|SentenceTransformer|CrossEncoder)\(\s*"
     r"(?:pretrained_model_name_or_path\s*=\s*|model_name_or_path\s*=\s*)?"
+    r"[\"']([A-Za-z0-9][\w.-]*/[\w.-]+)[\"']"
+)
+#: a transformers pipeline of a literal hub model: ``pipeline("asr", model="org/name")``,
+#: ``pipeline(task="asr", model="org/name")``, ``pipeline("asr", "org/name")``
+_START_PIPELINE = LazyPattern(
+    r"\b(pipeline)\(\s*(?:(?:task\s*=\s*)?[\"'][\w-]+[\"']\s*,\s*)?(?:model\s*=\s*)?"
     r"[\"']([A-Za-z0-9][\w.-]*/[\w.-]+)[\"']"
 )

@@ -1,0 +1,5 @@
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+# expect: startup-download
+CMD ["mlc_llm", "serve", "HF://mlc-ai/Llama-3.2-1B-Instruct-q4f16_1-MLC", "--port", "8000"]

@@ -1,0 +1,6 @@
+# lmdeploy's api_server and petals' run_server take the hub model as a positional argument
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+USER 10001
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+# expect: startup-download
+CMD ["lmdeploy", "serve", "api_server", "internlm/internlm2_5-7b-chat", "--server-port", "8000"]
