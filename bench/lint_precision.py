@@ -11,8 +11,9 @@ comments above instructions:
 A finding with neither a truth nor a false comment is "unjudged" and counted as false.
 Precision = found truths / all findings; recall = found truths / (truths + misses).
 ``corpus`` was written while the rules were improved; ``corpus-heldout`` was written after,
-and measured without changing a rule for it; ``corpus-heldout2`` (2026-12-01) is a fresh set of
-25 written with the judgements decided before servelab was run on it.
+and measured without changing a rule for it; ``corpus-heldout2`` and ``corpus-heldout3``
+(2026-12-01) are fresh sets of 25 written with the judgements decided before servelab was
+run on them (each README gives its first-run figure and what changed after).
 
     python bench/lint_precision.py                     # every set, serving rules and all
     python bench/lint_precision.py --baseline-src DIR  # also an older servelab (its src/)
@@ -35,7 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "lint"
-SETS = [DATA / "corpus", DATA / "corpus-heldout", DATA / "corpus-heldout2"]
+SETS = [DATA / "corpus", DATA / "corpus-heldout", DATA / "corpus-heldout2",
+        DATA / "corpus-heldout3"]
 #: servelab's own serving rules (the ones hadolint and Trivy have no equivalent of)
 SERVING = ("weights-baked", "startup-download", "no-health", "root-user", "devel-base",
            "context-leak", "secret-in-build")

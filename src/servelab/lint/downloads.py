@@ -29,10 +29,13 @@ WEIGHT_DIRS = frozenset({"models", "weights", "checkpoints"})
 _BIN_NAME = LazyPattern(r"^(pytorch_model|adapter_model|model|consolidated)[\w.-]*\.bin$", re.I)
 _URL = LazyPattern(r"^(https?|ftp)://([^/:@]+@)?(\[[^\]]+\]|[^/:]+)", re.I)
 _LOOPBACK = {"localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1"}  # noqa: S104
-_HUB_URL = LazyPattern(r"huggingface\.co/|hf\.co/|/resolve/[^/]+/", re.I)
+#: the hub's model and LFS hosts (not cdn-media.huggingface.co, which serves site assets and
+#: tools such as gradio's frpc binary), or a ``/resolve/<revision>/`` file URL
+HUB_URL = LazyPattern(
+    r"//(?:www\.|cdn-lfs[\w.-]*\.)?(?:huggingface\.co|hf\.co)/|/resolve/[^/]+/", re.I)
 _HUB_CALL = LazyPattern(
     r"\b(snapshot_download|hf_hub_download|torch\.hub\.load(_state_dict_from_url)?|"
-    r"from_pretrained)\s*\(",
+    r"from_pretrained|SentenceTransformer|CrossEncoder|WhisperModel)\s*\(",
 )
 _START_HUB_CALL = LazyPattern(r"\b(snapshot_download|hf_hub_download|torch\.hub\.load)\s*\(")
 _MODEL_OPTS = frozenset(
@@ -88,6 +91,24 @@ def is_weight_path(path: str) -> bool:
     return bool(dirs & WEIGHT_DIRS)
 
 
+_ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst", ".zip")
+#: words in an archive's name that say it packs a model (PaddlePaddle ships
+#: ``*_infer.tar`` inference models, TF Hub and ONNX zoos ``*-model.tar.gz``)
+_MODEL_WORDS = frozenset({"model", "models", "weights", "ckpt", "checkpoint", "checkpoints",
+                          "infer", "inference"})
+_WORD_SPLIT = LazyPattern(r"[-_.]+")
+
+
+def is_model_archive(url: str) -> bool:
+    """Whether a URL names an archive of a model: ``.../ch_ppocr_det_infer.tar``."""
+    name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1].lower()
+    suffix = next((a for a in _ARCHIVES if name.endswith(a)), None)
+    if suffix is None:
+        return False
+    words = {w for w in _WORD_SPLIT.compiled.split(name[: -len(suffix)]) if w}
+    return bool(words & _MODEL_WORDS)
+
+
 #: below this, a file with a weight name but no weight header is a stub or a test fixture
 MIN_WEIGHT_BYTES = 1024 * 1024
 _HEADERS = (b"GGUF", b"ggml", b"ggjt", b"ggmf", b"ggla", b"lmgg")
@@ -137,6 +158,25 @@ def weight_file(path: Path) -> int | None:
     if head.startswith(_CONTAINER_HEADERS) or head[4:8] == b"TFL3" or size >= MIN_WEIGHT_BYTES:
         return size
     return None
+
+
+_FILE_ARG = LazyPattern(r"^[\w./-]*[\w-]\.([A-Za-z][A-Za-z0-9]{0,11})$")
+_SCRIPT_EXT = frozenset({"py", "sh", "bash"})
+
+
+def names_only_other_files(text: str) -> bool:
+    """Whether the commands of *text* (a RUN that runs a downloading script) name files and
+    every one is a config, tokenizer or text file: ``python cache_warmer.py config.json
+    org/model`` fetches config.json, not weights. Scripts themselves are not counted."""
+    named = []
+    for cmd in commands(text):
+        for word in cmd.argv[1:]:
+            m = _FILE_ARG.match(word)
+            if m and not _URL.match(word) and m.group(1).lower() not in _SCRIPT_EXT:
+                named.append(word)
+    return bool(named) and all(
+        "." + w.rsplit(".", 1)[1].lower() in _NOT_WEIGHT_EXT and not is_weight_path(w)
+        for w in named)
 
 
 def find_weight_files(
@@ -201,6 +241,10 @@ _BUILD_MODEL_TOOLS = frozenset({"optimum-cli", "ct2-transformers-converter", "li
                                 "mlc_llm", "llama-cli", "llama-server", "openllm"})
 
 
+#: commands whose job is to fetch a model into a cache: NVIDIA NIM's ``download-to-cache``
+_BUILD_FETCHERS = frozenset({"download-to-cache"})
+
+
 def build_weight_downloads(text: str) -> list[str]:
     """What in a RUN's text downloads model weights at build time (one phrase each)."""
     out: list[str] = []
@@ -210,16 +254,27 @@ def build_weight_downloads(text: str) -> list[str]:
             out.append(" ".join(cmd.argv[:2]))
         elif pair == ("git", "lfs") and "pull" in cmd.argv:
             out.append("git lfs pull")
-        elif pair == ("git", "clone") and any(_HUB_URL.search(u) for u in urls(cmd.argv)):
+        elif pair == ("git", "clone") and any(HUB_URL.search(u) for u in urls(cmd.argv)):
             out.append("git clone of a model repository")
         elif cmd.name in {"curl", "wget"}:
             for u in urls(cmd.argv):
-                if is_weight_path(u) or _HUB_URL.search(u):
+                if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u):
                     out.append(f"{cmd.name} {u}")
         elif program(cmd)[0] in _BUILD_MODEL_TOOLS:
             out += [f"{program(cmd)[0]} {x}" for x in model_args(cmd) if _hub_id(x)][:1]
+        elif cmd.name in _BUILD_FETCHERS:
+            out.append(cmd.name)
     out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text) if not _local_load(text, m)]
+    out += [f"pipeline({m.group(2)!r})" for m in _START_PIPELINE.finditer(text)]
+    out += [f"{m.group(1)}({m.group(2)})" for m in _PY_FETCH.finditer(text)
+            if is_weight_path(m.group(2)) or is_model_archive(m.group(2))]
     return out
+
+
+#: a Python download of a literal (or f-string) URL: ``urlretrieve(f"{BASE}/model.pth", ...)``
+_PY_FETCH = LazyPattern(
+    r"\b(urlretrieve|urlopen|requests\.get|httpx\.get|download_url|wget\.download)\(\s*"
+    r"f?[\"']([^\"'\s]+)[\"']")
 
 
 _LOCAL_ARG = LazyPattern(
@@ -235,7 +290,8 @@ _NOT_WEIGHTS = LazyPattern(
 def _local_load(text: str, m: re.Match[str]) -> bool:
     """Whether a ``from_pretrained(`` loads no weights: a literal local path, or a config,
     tokenizer or processor class (``AutoConfig.from_pretrained("org/m")``)."""
-    if m.group(1) != "from_pretrained":
+    if m.group(1) not in {"from_pretrained", "SentenceTransformer", "CrossEncoder",
+                          "WhisperModel"}:
         return False
     return bool(_LOCAL_ARG.match(text, m.end())) or bool(
         _NOT_WEIGHTS.search(text, max(0, m.start() - 60), m.start()))

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from servelab.lint.downloads import is_loopback, is_weight_path, urls
+from servelab.lint.downloads import HUB_URL, is_loopback, is_weight_path, urls
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import SimpleCommand, assignments, commands, options_and_operands
 from servelab.lint.words import expand
@@ -41,7 +41,6 @@ _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", "
 _INSTALLER = (".sh", ".bash", ".run", ".py", ".pl", ".deb", ".rpm", ".whl", ".jar",
               ".appimage", ".bin", ".apk")
 _BIN_DIR = LazyPattern(r"(^|/)s?bin/[^/]+$")
-_HUB_URL = LazyPattern(r"huggingface\.co/|hf\.co/|/resolve/[^/]+/", re.I)
 _FED_TO_SHELL = LazyPattern(
     r"\b(?:ba|da|z|k)?sh\s+(?:-\w+\s+)*(?:-c\s+[\"']?\$\(|<\()\s*(curl|wget)\b([^)]*)\)"
 )
@@ -163,7 +162,7 @@ def _reads_stdin(cmd: SimpleCommand) -> bool:
 
 def _kind(url: str, out: str | None, made_executable: set[str]) -> str | None:
     """What an unverified download to a file is (installer, archive, program), or None."""
-    if is_loopback(url) or is_weight_path(url) or _HUB_URL.search(url):
+    if is_loopback(url) or is_weight_path(url) or HUB_URL.search(url):
         return None
     name = posixpath.basename((out or url).split("?", 1)[0]).lower()
     if name.endswith(_ARCHIVE):
@@ -271,7 +270,7 @@ def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
     rest = argv[argv.index("clone") + 1:]
     opts, operands = options_and_operands(rest, _CLONE_WITH_VALUE)
     found = urls(operands) or [o for o in operands if o.startswith("git@")]
-    if not found or _HUB_URL.search(found[0]):
+    if not found or HUB_URL.search(found[0]):
         return None
     branch = None
     for i, o in enumerate(opts):

@@ -71,6 +71,13 @@ def start_texts(state: StageState) -> list[tuple[Instruction, str]]:
     return [(ep, shlex.join([*ep.args, *tail]))]
 
 
+#: commands that change or inspect a file without running it
+_FILE_TOOLS = frozenset({"chmod", "chown", "chgrp", "cp", "mv", "rm", "ln", "mkdir", "touch",
+                         "install", "dos2unix", "sed", "ls", "stat", "test", "[", "echo",
+                         "printf", "head", "tail", "wc", "file", "sha256sum", "md5sum", "cmp",
+                         "diff"})
+
+
 def scripts(ctx: Context, text: str, state: StageState,
             workdir: str | None = None) -> Iterator[tuple[FileSource, str]]:
     """Files the commands of *text* run (or read) whose content is known, two levels deep.
@@ -82,6 +89,8 @@ def scripts(ctx: Context, text: str, state: StageState,
     while todo:
         body, depth = todo.pop()
         for cmd in commands(body):
+            if cmd.name in _FILE_TOOLS:  # `chmod +x start.sh` does not run start.sh
+                continue
             for word in [*cmd.argv, *_modules(cmd.argv)]:
                 path = ctx.analysis.resolve_in_image(word, state)
                 src = ctx.analysis.source_of(path, state) if path else None

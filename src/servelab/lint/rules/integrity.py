@@ -28,14 +28,14 @@ def check_remote_add(ctx: Context) -> Iterator[Hit]:
         for ins in st.instructions:
             if ins.cmd != "ADD" or ins.flag("checksum"):
                 continue
-            for src in values(ctx, st, ins.args[:-1]):
-                if is_url(src):
-                    yield Hit(
-                        "remote-add",
-                        ins.line,
-                        f"ADD {src} without --checksum",
-                        context={"stage": st.label},
-                    )
+            remote = [src for src in values(ctx, st, ins.args[:-1]) if is_url(src)]
+            if remote:  # one finding per ADD, naming every URL it fetches
+                yield Hit(
+                    "remote-add",
+                    ins.line,
+                    f"ADD {', '.join(remote)} without --checksum",
+                    context={"stage": st.label},
+                )
 
 
 def _run_problems(ctx: Context, st: Stage, state: StageState,

@@ -68,7 +68,8 @@ def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
     stage_or_image = ins.flag("from")
     for src in srcs:
         if stage_or_image is not None or is_url(src):
-            if _named(src) or (is_url(src) and downloads.is_weight_path(src)):
+            if _named(src) or (is_url(src) and (downloads.is_weight_path(src)
+                                                or downloads.is_model_archive(src))):
                 what = f"{ins.cmd} --from={stage_or_image}" if stage_or_image else ins.cmd
                 yield Hit("weights-baked", ins.line,
                           f"{what} puts model weights ({src}) into the image",
@@ -83,7 +84,10 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     text = expand_known(ins.text(), state.lookup)
     whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
     run_state = ctx.analysis.with_binds(state, ins)
+    other_files = downloads.names_only_other_files(text)  # `warm.py config.json org/m`
     for src, content in scripts(ctx, ins.text(), run_state, state.workdirs.get(ins.line)):
+        if other_files:
+            continue
         for what in dict.fromkeys(downloads.build_weight_downloads(content)):
             whats.append(f"{what} in {script_name(src)}")
     if whats:

@@ -1,0 +1,2 @@
+// Supervises the bundled llama-server process used for inference.
+pub fn start() {}

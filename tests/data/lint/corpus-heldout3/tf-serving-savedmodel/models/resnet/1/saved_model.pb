@@ -1,0 +1,2 @@
+
+serving_dflt

@@ -1,0 +1,3 @@
+#!/bin/sh
+set -e
+huggingface-cli download "$MODEL_ID" --local-dir /models

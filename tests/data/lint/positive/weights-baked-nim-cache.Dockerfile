@@ -1,0 +1,7 @@
+# an NGC-style image that pre-fills its model cache at build time
+FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1
+USER 10001
+# expect: weights-baked
+RUN download-to-cache --profile "$NIM_MODEL_PROFILE"
+HEALTHCHECK --interval=5s CMD curl -fsS http://127.0.0.1:8000/health || exit 1
+CMD ["python", "-m", "http.server", "8000"]
