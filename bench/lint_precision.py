@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "lint"
 SETS = [DATA / "corpus", DATA / "corpus-heldout", DATA / "corpus-heldout2",
-        DATA / "corpus-heldout3"]
+        DATA / "corpus-heldout3", DATA / "corpus-heldout4"]
 #: servelab's own serving rules (the ones hadolint and Trivy have no equivalent of)
 SERVING = ("weights-baked", "startup-download", "no-health", "root-user", "devel-base",
            "context-leak", "secret-in-build")

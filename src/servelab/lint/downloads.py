@@ -241,6 +241,10 @@ _BUILD_MODEL_TOOLS = frozenset({"optimum-cli", "ct2-transformers-converter", "li
                                 "mlc_llm", "llama-cli", "llama-server", "openllm"})
 
 
+#: (program, subcommand) pairs that download a model: ``rembg d u2net`` fetches the u2net
+#: ONNX model into ~/.u2net
+_BUILD_PULLS = frozenset({("huggingface-cli", "download"), ("hf", "download"),
+                          ("ollama", "pull"), ("rembg", "d")})
 #: commands whose job is to fetch a model into a cache: NVIDIA NIM's ``download-to-cache``
 _BUILD_FETCHERS = frozenset({"download-to-cache"})
 
@@ -250,7 +254,7 @@ def build_weight_downloads(text: str) -> list[str]:
     out: list[str] = []
     for cmd in commands(text):
         pair = _pair(cmd)
-        if pair in {("huggingface-cli", "download"), ("hf", "download"), ("ollama", "pull")}:
+        if pair in _BUILD_PULLS:
             out.append(" ".join(cmd.argv[:2]))
         elif pair == ("git", "lfs") and "pull" in cmd.argv:
             out.append("git lfs pull")

@@ -271,7 +271,7 @@ class Analysis:
         binds = []
         for m in ins.flag_values("mount"):
             opts = dict(p.partition("=")[::2] for p in m.split(","))
-            if opts.get("type") == "bind" and "from" not in opts:
+            if opts.get("type", "bind") == "bind" and "from" not in opts:  # bind is the default
                 src = opts.get("source") or opts.get("src") or "."
                 dst = opts.get("target") or opts.get("dst") or opts.get("destination")
                 if dst:

@@ -126,6 +126,8 @@ def pip_spec_pinned(spec: str) -> bool:
         return _variable_pinned(s)
     if s.startswith((".", "/", "~")) or s.endswith((".whl", ".tar.gz", ".zip")):
         return True
+    if "/" in s and "://" not in s and not re.search(r"[<>=!~@]", s):
+        return True  # pip reads a word with a slash as a local path: `pip install csrc/ln`
     if s.startswith(("git+", "hg+", "svn+", "bzr+")) or " @ git+" in s:
         return bool(_VCS_PINNED.search(s))
     if re.match(r"^[a-z]+://", s) or " @ " in s:
@@ -146,12 +148,30 @@ def _requirements_unpinned(text: str) -> list[str]:
     return bad
 
 
+#: pip's general options that take a value (``pip --cache-dir /c install x``)
+_PIP_GENERAL_WITH_VALUE = frozenset({"--cache-dir", "--log", "--proxy", "--retries", "--timeout",
+                                     "--exists-action", "--trusted-host", "--cert",
+                                     "--client-cert", "--python", "--keyring-provider"})
+
+
+def _pip_subcommand(argv: list[str]) -> int | None:
+    """Index of pip's subcommand in *argv* (``pip [general options] install ...``)."""
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        if not word.startswith("-"):
+            return i
+        i += 2 if word in _PIP_GENERAL_WITH_VALUE else 1
+    return None
+
+
 def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
     """Unpinned requirements of a ``pip install`` (empty when pinned, locked or hashed)."""
     argv = cmd.argv
-    if argv[:2] != ["pip", "install"]:
+    sub = _pip_subcommand(argv)
+    if sub is None or argv[sub] != "install":
         return []
-    args = argv[2:]
+    args = argv[1:sub] + argv[sub + 1:]  # pip's general options may come first
     if "--require-hashes" in args:
         return []
     opts, operands = options_and_operands(args, PIP_WITH_VALUE)

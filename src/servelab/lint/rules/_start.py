@@ -31,7 +31,7 @@ _SERVER = LazyPattern(
 )
 _JOB = LazyPattern(
     r"initiali[sz]er|download|pytest|\bbench(mark)?|migrat|convert|quantiz|/tests?/|"
-    r"\btrain(ing)?\b|finetune|\bcron\b"
+    r"\btrain(ing)?\b|finetune|\bcron\b|\b(model-)?load(er)?\b"
 )
 _BARE = LazyPattern(r"^(/\S*/)?(sh|bash|zsh|dash|ash|python[\d.]*|node|irb|ipython)$")
 

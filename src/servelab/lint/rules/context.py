@@ -48,7 +48,8 @@ def _git_mounted(ctx: Context) -> bool:
         for m in ins.flag_values("mount") if ins.cmd == "RUN" else []:
             opts = dict(p.partition("=")[::2] for p in m.split(","))
             src = opts.get("source") or opts.get("src") or ""
-            if opts.get("type") == "bind" and "from" not in opts and src.strip("./") == "git":
+            bind = opts.get("type", "bind") == "bind"  # a --mount without type= is a bind
+            if bind and "from" not in opts and src.strip("./") == "git":
                 return True
     return False
 

@@ -9,7 +9,7 @@ from servelab.lint import packages as pkg
 from servelab.lint.fetch import expander
 from servelab.lint.image import Analysis, StageState
 from servelab.lint.parse import Instruction, Stage
-from servelab.lint.shell import SimpleCommand, commands
+from servelab.lint.shell import SimpleCommand, commands, normalise
 
 from . import RULES, Context, Hit
 from ._common import listing
@@ -55,7 +55,9 @@ def _expanded(ctx: Context, state: StageState, text: str) -> list[SimpleCommand]
         for word in cmd.argv:
             value = exp(word)
             argv += value.split() if value != word and " " in value else [value]
-        out.append(SimpleCommand(argv, cmd.env, cmd.line, cmd.piped))
+        # `ENV PIP_INSTALL="python -m pip install"` then `RUN $PIP_INSTALL x`: the program
+        # itself came from a variable, so it is normalised again (python -m pip -> pip)
+        out.append(SimpleCommand(normalise(argv), cmd.env, cmd.line, cmd.piped))
     return out
 
 

@@ -1,11 +1,11 @@
 #!/bin/bash
-
+# optional overrides
 [ -f speech.env ] && . speech.env
 
-echo "First startup may download 2GB of speech models. Please wait."
+echo "The first start may download about 2 GB of voices and models."
 
-# piper voices for tts-1, then the XTTS model for tts-1-hd when one is named
+# tts-1: piper voices; tts-1-hd: the XTTS model named in PRELOAD_MODEL, if any
 bash download_voices_tts-1.sh
 bash download_voices_tts-1-hd.sh $PRELOAD_MODEL
 
-python speech.py ${PRELOAD_MODEL:+--preload $PRELOAD_MODEL} $EXTRA_ARGS $@
+exec python speech.py ${PRELOAD_MODEL:+--preload $PRELOAD_MODEL} $EXTRA_ARGS "$@"

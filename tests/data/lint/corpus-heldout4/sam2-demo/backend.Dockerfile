@@ -33,7 +33,7 @@ COPY README.md .
 # truth: unpinned-packages
 RUN pip install --upgrade pip setuptools
 # setup.py declares every dependency as a lower bound
-# truth: unpinned-packages
+# miss: unpinned-packages (pip install -e ".[interactive-demo]" of the local project counts as pinned whatever setup.py declares)
 RUN pip install -e ".[interactive-demo]"
 
 # conda's ffmpeg lacks the codecs the demo needs: use the system one

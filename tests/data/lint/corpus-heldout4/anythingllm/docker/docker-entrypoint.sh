@@ -1,16 +1,15 @@
 #!/bin/bash
-# Without STORAGE_DIR the workspace data lives in the container layer and is lost on restart.
-if [ -z "$STORAGE_DIR" ]; then
-    echo "WARNING: STORAGE_DIR is not set; data will not survive a restart."
-fi
+# Starts the API server and the document collector; exits when either stops.
+[ -n "$STORAGE_DIR" ] || echo "WARNING: STORAGE_DIR is not set; workspaces will not survive a restart."
 
-{
-  cd /app/server/ &&
-    export CHECKPOINT_DISABLE=1 &&
-    npx prisma generate --schema=./prisma/schema.prisma &&
+(
+  cd /app/server/ || exit 1
+  export CHECKPOINT_DISABLE=1   # no Prisma telemetry
+  npx prisma generate --schema=./prisma/schema.prisma &&
     npx prisma migrate deploy --schema=./prisma/schema.prisma &&
     node /app/server/index.js
-} &
-{ node /app/collector/index.js; } &
+) &
+node /app/collector/index.js &
+
 wait -n
 exit $?

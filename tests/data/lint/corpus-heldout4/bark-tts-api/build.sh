@@ -1,0 +1,1 @@
+docker build . -t tts_api

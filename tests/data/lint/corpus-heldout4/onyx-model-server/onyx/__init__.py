@@ -1,0 +1,3 @@
+import os
+
+__version__ = os.environ.get("ONYX_VERSION", "") or "Development"
