@@ -124,7 +124,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             name,
             **listed,
             description=(mod.__doc__ or help_text).strip(),
-            )
+        )
         mod.configure(p)
         p.set_defaults(_module=modname)
     return parser

@@ -18,13 +18,21 @@ from typing import Any, TypeVar
 R = TypeVar("R", bound="Record")
 
 
+#: field names per class, worked out once: copy() runs for every RUN a lint reads
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _fields(cls: type) -> tuple[str, ...]:
+    known = _FIELDS.get(cls)
+    if known is not None:
+        return known
     names: list[str] = []
     for klass in reversed(cls.__mro__):
         for name in klass.__dict__.get("__slots__", ()):
             if name not in names:
                 names.append(name)
-    return tuple(names)
+    _FIELDS[cls] = tuple(names)
+    return _FIELDS[cls]
 
 
 class Record:

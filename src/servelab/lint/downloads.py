@@ -50,7 +50,6 @@ _MODEL_OPTS = frozenset(
     }
 )
 _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-_PYTHON_NAME = LazyPattern(r"^python(\d+(\.\d+)?)?$")
 _TRUE = {"1", "true", "yes", "on"}
 _INSTALLERS = {
     ("pip", "install"),
@@ -91,7 +90,9 @@ def is_weight_path(path: str) -> bool:
     return bool(dirs & WEIGHT_DIRS)
 
 
-_ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst", ".zip")
+#: archive and compressed-file endings (longest first where one ends another)
+ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz",
+            ".tar.zst", ".zip", ".7z", ".gz", ".xz", ".bz2", ".zst")
 #: words in an archive's name that say it packs a model (PaddlePaddle ships
 #: ``*_infer.tar`` inference models, TF Hub and ONNX zoos ``*-model.tar.gz``)
 _MODEL_WORDS = frozenset({"model", "models", "weights", "ckpt", "checkpoint", "checkpoints",
@@ -102,7 +103,7 @@ _WORD_SPLIT = LazyPattern(r"[-_.]+")
 def is_model_archive(url: str) -> bool:
     """Whether a URL names an archive of a model: ``.../ch_ppocr_det_infer.tar``."""
     name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1].lower()
-    suffix = next((a for a in _ARCHIVES if name.endswith(a)), None)
+    suffix = next((a for a in ARCHIVES if name.endswith(a)), None)
     if suffix is None:
         return False
     words = {w for w in _WORD_SPLIT.compiled.split(name[: -len(suffix)]) if w}
@@ -264,8 +265,8 @@ def build_weight_downloads(text: str) -> list[str]:
             for u in urls(cmd.argv):
                 if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u):
                     out.append(f"{cmd.name} {u}")
-        elif program(cmd)[0] in _BUILD_MODEL_TOOLS:
-            out += [f"{program(cmd)[0]} {x}" for x in model_args(cmd) if _hub_id(x)][:1]
+        elif cmd.name in _BUILD_MODEL_TOOLS:
+            out += [f"{cmd.name} {x}" for x in model_args(cmd) if _hub_id(x)][:1]
         elif cmd.name in _BUILD_FETCHERS:
             out.append(cmd.name)
     out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text) if not _local_load(text, m)]
@@ -323,8 +324,9 @@ def _script_offline(text: str) -> bool:
 _VAR = LazyPattern(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 
 
-#: programs (or ``python -m`` modules) whose model is a positional argument after these
-#: subcommand words: ``vllm serve ORG/NAME``, ``lmdeploy serve api_server ORG/NAME``
+#: programs (``python -m`` modules too: :func:`servelab.lint.shell.commands` names them by
+#: their module) whose model is a positional argument after these subcommand words:
+#: ``vllm serve ORG/NAME``, ``lmdeploy serve api_server ORG/NAME``
 _POSITIONAL_MODEL: dict[str, tuple[tuple[str, ...], ...]] = {
     "vllm": (("serve",),),
     "lmdeploy": (("serve", "api_server"), ("serve", "gradio"), ("chat",)),
@@ -334,17 +336,8 @@ _POSITIONAL_MODEL: dict[str, tuple[tuple[str, ...], ...]] = {
     "litgpt": (("download",), ("serve",)),
 }
 #: short options that name a hub model: llama.cpp's ``-hf``/``-hfr`` (it downloads the repo),
-#: and ``-m`` (mistral.rs, most servers' short --model); ``python -m module`` never has a
-#: hub-id shaped value
+#: and ``-m`` (mistral.rs, most servers' short --model; ``python -m`` is gone by then)
 _SHORT_MODEL_OPTS = frozenset({"-m", "-hf", "-hfr", "--hf-repo", "--hf_model_repo_id"})
-
-
-def program(cmd: SimpleCommand) -> tuple[str, list[str]]:
-    """(the program, its arguments): ``python -m pkg.mod args`` is the program ``pkg.mod``."""
-    argv = cmd.argv
-    if _PYTHON_NAME.match(cmd.name) and len(argv) > 2 and argv[1] == "-m":
-        return argv[2], argv[3:]
-    return cmd.name, argv[1:]
 
 
 def _positional_model(name: str, args: list[str]) -> str | None:
@@ -358,9 +351,9 @@ def _positional_model(name: str, args: list[str]) -> str | None:
 def model_args(cmd: SimpleCommand) -> list[str]:
     """What *cmd* passes as its model: the value of a model option (``--model``,
     ``--model-id``, ``-m``, llama.cpp's ``-hf``) or a server's positional model argument."""
-    name, args = program(cmd)
+    args = cmd.argv[1:]
     out: list[str] = []
-    positional = _positional_model(name, args)
+    positional = _positional_model(cmd.name, args)
     if positional is not None:
         out.append(positional)
     for i, a in enumerate(args):
@@ -421,7 +414,7 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
         for model in _hub_ids(cmd, {**env, **cmd.env}):
             out.append(
                 StartProblem(
-                    f"passes the hub model id {model!r} to `{program(cmd)[0]}` with HF_HUB_OFFLINE "
+                    f"passes the hub model id {model!r} to `{cmd.name}` with HF_HUB_OFFLINE "
                     "unset: the model is downloaded at start",
                     model,
                     cmd.line,

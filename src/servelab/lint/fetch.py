@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from servelab.lint.downloads import HUB_URL, is_loopback, is_weight_path, urls
+from servelab.lint.downloads import ARCHIVES, HUB_URL, is_loopback, is_weight_path, urls
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import SimpleCommand, assignments, commands, options_and_operands
 from servelab.lint.words import expand
@@ -36,8 +36,6 @@ VERIFY = LazyPattern(
     r"\b(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|cksum|gpgv?|cosign|minisign|signify|"
     r"slsa-verifier)\b|openssl\s+(dgst|sha256)|--checksum|--hash[= ]|hashlib"
 )
-_ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz",
-            ".tar.zst", ".zip", ".7z", ".gz", ".xz", ".bz2", ".zst")
 _INSTALLER = (".sh", ".bash", ".run", ".py", ".pl", ".deb", ".rpm", ".whl", ".jar",
               ".appimage", ".bin", ".apk")
 _BIN_DIR = LazyPattern(r"(^|/)s?bin/[^/]+$")
@@ -165,7 +163,7 @@ def _kind(url: str, out: str | None, made_executable: set[str]) -> str | None:
     if is_loopback(url) or is_weight_path(url) or HUB_URL.search(url):
         return None
     name = posixpath.basename((out or url).split("?", 1)[0]).lower()
-    if name.endswith(_ARCHIVE):
+    if name.endswith(ARCHIVES):
         return "an archive"
     if name.endswith(_INSTALLER):
         return "an installer"

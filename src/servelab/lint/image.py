@@ -131,8 +131,7 @@ class Analysis:
             if ins.cmd in {"COPY", "ADD"} and ins.flag("from"):
                 refs.append(ins.flag("from") or "")
             if ins.cmd == "RUN":
-                for m in ins.flag_values("mount"):
-                    refs += [p[5:] for p in m.split(",") if p.startswith("from=")]
+                refs += [m["from"] for m in ins.mounts() if "from" in m]
             for ref in refs:
                 st = self.df.stage_by_ref(ref)
                 if st is not None and st.index < stage.index:
@@ -269,9 +268,8 @@ class Analysis:
         """*state* plus what a RUN's ``--mount=type=bind`` mounts from the build context
         (``source=`` to ``target=``), so that a script run from the mount can be read."""
         binds = []
-        for m in ins.flag_values("mount"):
-            opts = dict(p.partition("=")[::2] for p in m.split(","))
-            if opts.get("type", "bind") == "bind" and "from" not in opts:  # bind is the default
+        for opts in ins.mounts():
+            if opts["type"] == "bind" and "from" not in opts:
                 src = opts.get("source") or opts.get("src") or "."
                 dst = opts.get("target") or opts.get("dst") or opts.get("destination")
                 if dst:

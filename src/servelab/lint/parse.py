@@ -105,6 +105,16 @@ class Instruction(NamedTuple):
     def flag_values(self, name: str) -> list[str]:
         return [f[len(name) + 3 :] for f in self.flags if f.startswith(f"--{name}=")]
 
+    def mounts(self) -> list[dict[str, str]]:
+        """The options of each ``--mount=k=v,...``, with ``type`` filled in as BuildKit
+        does when it is left out (``bind``)."""
+        out = []
+        for m in self.flag_values("mount"):
+            opts = dict(p.partition("=")[::2] for p in m.split(","))
+            opts.setdefault("type", "bind")
+            out.append(opts)
+        return out
+
     def text(self) -> str:
         """Shell text of a RUN/CMD/ENTRYPOINT: the command plus heredoc bodies."""
         import shlex

@@ -47,8 +47,7 @@ def _external_refs(ctx: Context, st: Stage, ins: Instruction) -> list[str]:
     if ins.cmd in {"COPY", "ADD"} and ins.flag("from"):
         refs.append(ins.flag("from") or "")
     elif ins.cmd == "RUN":
-        for m in ins.flag_values("mount"):
-            refs += [p[5:] for p in m.split(",") if p.startswith("from=")]
+        refs += [m["from"] for m in ins.mounts() if "from" in m]
     out = []
     for raw in values(ctx, st, refs):
         if "$" in raw or ctx.df.stage_by_ref(raw) is not None:

@@ -45,11 +45,9 @@ def _copies(ctx: Context) -> tuple[list[_Copy], list[_Copy]]:
 def _git_mounted(ctx: Context) -> bool:
     """Whether a RUN bind-mounts .git from the context (setuptools-scm, version stamps)."""
     for ins in ctx.df.instructions:
-        for m in ins.flag_values("mount") if ins.cmd == "RUN" else []:
-            opts = dict(p.partition("=")[::2] for p in m.split(","))
+        for opts in ins.mounts() if ins.cmd == "RUN" else []:
             src = opts.get("source") or opts.get("src") or ""
-            bind = opts.get("type", "bind") == "bind"  # a --mount without type= is a bind
-            if bind and "from" not in opts and src.strip("./") == "git":
+            if opts["type"] == "bind" and "from" not in opts and src.strip("./") == "git":
                 return True
     return False
 

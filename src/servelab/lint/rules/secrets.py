@@ -74,9 +74,8 @@ def _secret_fix(name: str) -> str:
 
 def _secret_mount_env(ins: Instruction) -> set[str]:
     out = set()
-    for m in ins.flag_values("mount"):
-        opts = dict(p.partition("=")[::2] for p in m.split(","))
-        if opts.get("type") == "secret" and opts.get("env"):
+    for opts in ins.mounts():
+        if opts["type"] == "secret" and opts.get("env"):
             out.add(opts["env"])
     return out
 

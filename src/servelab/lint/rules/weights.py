@@ -83,11 +83,10 @@ def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
 def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> Iterator[Hit]:
     text = expand_known(ins.text(), state.lookup)
     whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
-    run_state = ctx.analysis.with_binds(state, ins)
-    other_files = downloads.names_only_other_files(text)  # `warm.py config.json org/m`
-    for src, content in scripts(ctx, ins.text(), run_state, state.workdirs.get(ins.line)):
-        if other_files:
-            continue
+    # a script given only config or tokenizer files (`warm.py config.json org/m`) fetches those
+    ran = [] if downloads.names_only_other_files(text) else scripts(
+        ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line))
+    for src, content in ran:
         for what in dict.fromkeys(downloads.build_weight_downloads(content)):
             whats.append(f"{what} in {script_name(src)}")
     if whats:
