@@ -16,6 +16,16 @@ from collections.abc import Iterable, Sequence
 from enum import IntEnum
 
 
+def tail(text: str, lines: int = 12, *, width: int = 300, inline: bool = False) -> str:
+    """The last *lines* non-blank lines of a program's output, each cut to its last *width*
+    characters: one per line as ``  | line``, or with *inline* on one line joined by `` | ``
+    (here, not in :mod:`servelab.proc`, so that :class:`CommandError` needs no import of it;
+    ``proc.tail`` is the same function)."""
+    rows = [r.strip() if inline else r for r in text.strip().splitlines() if r.strip()]
+    rows = [r[-width:] for r in rows[-lines:]]
+    return " | ".join(rows) if inline else "\n".join("  | " + r for r in rows)
+
+
 class ExitCode(IntEnum):
     OK = 0
     FINDINGS = 1
@@ -125,11 +135,9 @@ class CommandError(ServelabError):
             msg = f"command timed out: {shown}"
         else:
             msg = f"command failed with exit code {returncode}: {shown}"
-        from servelab.proc import tail as tail_of  # proc imports this module
-
-        tail = tail_of(stderr)
-        if tail:
-            msg += f"\n{tail}"
+        shown_tail = tail(stderr)
+        if shown_tail:
+            msg += f"\n{shown_tail}"
         super().__init__(msg, hint=hint)
 
 

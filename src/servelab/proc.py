@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servelab import logs
-from servelab.errors import CommandError, ToolMissingError
+from servelab.errors import CommandError, ToolMissingError, tail
+
+#: ``proc.tail`` is :func:`servelab.errors.tail` (CommandError formats its message with it)
+__all__ = [
+    "DEFAULT_TIMEOUT", "DRAIN_S", "INSTALL_HINTS", "KILL_GRACE_S", "Completed", "kill_group",
+    "require", "run", "start", "tail", "which",
+]
 
 log = logs.get("servelab.proc")
 
@@ -109,14 +115,6 @@ def which(tool: str) -> str | None:
         if beside.is_file() and os.access(beside, os.X_OK):
             return str(beside)
     return found
-
-
-def tail(text: str, lines: int = 12, *, width: int = 300, inline: bool = False) -> str:
-    """The last *lines* non-blank lines of a program's output, each cut to its last *width*
-    characters: one per line as ``  | line``, or with *inline* on one line joined by `` | ``."""
-    rows = [r.strip() if inline else r for r in text.strip().splitlines() if r.strip()]
-    rows = [r[-width:] for r in rows[-lines:]]
-    return " | ".join(rows) if inline else "\n".join("  | " + r for r in rows)
 
 
 def require(tool: str) -> str:

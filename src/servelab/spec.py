@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +344,35 @@ def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
     return err.message, None, path, False
 
 
+
+# ---------------------------------------------------------------- the schemas shipped
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """``load_schema("experiment")`` -> the parsed ``schemas/experiment.schema.json`` (the
+    experiment's schema, and those of the result and summary documents servelab writes and
+    reads back), loaded with :mod:`importlib.resources`."""
+    from importlib import resources
+
+    text = resources.files("servelab").joinpath("schemas", f"{name}.schema.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@cache
+def validator(name: str, pointer: str | None = None) -> Any:
+    """A Draft 2020-12 validator for schema *name*, or for its sub-schema at ``#/$defs/X``."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    schema = load_schema(name)
+    if pointer is None:
+        return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    resource: Resource[Any] = Resource.from_contents(schema)
+    registry: Registry[Any] = Registry().with_resource(schema["$id"], resource)
+    return Draft202012Validator({"$ref": f"{schema['$id']}#{pointer}"}, registry=registry)
+
+
 def _schema_findings(
     data: Any,
     doc: yamlsafe.Document,
@@ -352,8 +382,6 @@ def _schema_findings(
     prefix: tuple[Any, ...] = (),
     line_offset: int | None = None,
 ) -> list[Finding]:
-    from servelab.schema import validator
-
     out: list[Finding] = []
     errors = sorted(validator("experiment", pointer).iter_errors(data), key=lambda e: list(
         map(str, e.absolute_path)

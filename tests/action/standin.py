@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
         return 3
     _write_tree(out, args.repeats)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from servelab.run.github import publish_run
+        from servelab.github import publish_run
 
         publish_run(out)
     return int(os.environ.get("SERVELAB_STANDIN_EXIT", "0"))

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from servelab import github
 from servelab.run import explain as ex
-from servelab.run import github, summary
+from servelab.run import summary
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "action" / "results"
 

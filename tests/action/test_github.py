@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from action_testlib import ROOT, parse_output_file, write_standin
 
+from servelab import github
 from servelab.errors import InputError, UsageError
-from servelab.run import github
+from servelab.github import outputs as github_outputs
+from servelab.run import summary
 
 # ------------------------------------------------------------------------------------------
 # outputs
@@ -46,7 +48,7 @@ def test_delimiter_is_redrawn_when_the_value_contains_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     draws = iter(["aaaa", "aaaa", "bbbb"])
-    monkeypatch.setattr(github.secrets, "token_hex", lambda n: next(draws))
+    monkeypatch.setattr(github_outputs.secrets, "token_hex", lambda n: next(draws))
     value = "x\nghadelimiter_aaaa\nverdict=improved"
     text = github.format_output("digest", value)
     assert text == f"digest<<ghadelimiter_bbbb\n{value}\nghadelimiter_bbbb\n"
@@ -126,7 +128,7 @@ def test_truncation_drops_a_half_mermaid_chart_and_closes_details() -> None:
         + "  start :a, 0, 1s\n" * 500
         + "```\n</details>\n"
     )
-    out = github.truncate_markdown(md, 2000, "see summary.md")
+    out = summary.truncate_markdown(md, 2000, "see summary.md")
     assert len(out.encode()) <= 2000
     assert "```mermaid" not in out
     assert out.count("<details>") == out.count("</details>") == 1
@@ -136,7 +138,7 @@ def test_truncation_drops_a_half_mermaid_chart_and_closes_details() -> None:
 def test_truncation_keeps_a_whole_chart_before_the_cut() -> None:
     chart = "```mermaid\ngantt\n  a :a, 0, 1s\n```\n"
     md = chart + "| row |\n" * 1000
-    out = github.truncate_markdown(md, 1000, "n")
+    out = summary.truncate_markdown(md, 1000, "n")
     assert out.startswith(chart)
     assert len(out.encode()) <= 1000
 

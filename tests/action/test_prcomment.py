@@ -24,8 +24,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from action_testlib import parse_output_file
 
+from servelab import github
 from servelab.errors import CapabilityError
-from servelab.run import github, prcomment
+from servelab.github import prcomment
 
 TOKEN = "ghs_loopback-test-token"  # noqa: S105 (a test value for the loopback stand-in)
 REPO = "acme/model-server"

@@ -18,7 +18,7 @@ import yaml
 from action_policy import pin_problems, workflow_problems
 from action_testlib import ACTION, EXAMPLES, PINNED, ROOT, load_action
 
-from servelab.run.github import MAX_ARTIFACT_SLOTS
+from servelab.github import MAX_ARTIFACT_SLOTS
 
 BIN = Path(sys.executable).parent
 NEGATIVE = ROOT / "tests" / "data" / "action" / "negative"

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from servelab.run import aggregate, github, summary
+from servelab import github
+from servelab.node import Blob, ImageLayers, LayerPull, NodeCost, NodeStart, PullRecord
+from servelab.run import aggregate, summary
 from servelab.run.merge import compare_runs
 from servelab.run.outcomes import BuildOutcome, Inputs, RepeatResult, ScanOutcome, SmokeOutcome
 from servelab.run.results import assemble, validate_result, write_json
-from servelab.smoke.coldstart import Blob, ImageLayers, LayerPull, NodeCost, NodeStart, PullRecord
 from servelab.smoke.gpuphases import GpuPhases
 from servelab.smoke.modelload import ModelLoad
 from servelab.spec import Arm

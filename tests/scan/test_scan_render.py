@@ -12,7 +12,7 @@ import pytest
 
 from servelab.findings import TRIVY_LEVEL, parse_fail_on
 from servelab.report import SARIF_LEVEL, SARIF_SCHEMA, get_reporter
-from servelab.scan import render, trivy
+from servelab.scan import render, result, trivy
 from servelab.scan import stage as scan
 from servelab.spec import ScanPolicy
 
@@ -67,7 +67,7 @@ def test_a_rule_per_advisory_described_by_its_most_severe_finding() -> None:
     doc = render.sarif_document(res, policy)
     ids = [r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]]
     assert len(ids) == len(set(ids))
-    assert ids == list(dict.fromkeys(f.id for f in scan._sort(res.findings)))
+    assert ids == list(dict.fromkeys(f.id for f in result._sort(res.findings)))
 
 
 def test_report_of_several_targets_says_what_was_shared() -> None:

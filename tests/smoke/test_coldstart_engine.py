@@ -22,7 +22,7 @@ from servelab.cleanup import Cleanup
 from servelab.errors import CapabilityError, InputError
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
-from servelab.smoke.coldstart import NodeSettings, NodeStarts, read_layers
+from servelab.node import NodeSettings, NodeStarts, read_layers
 from servelab.smoke.stage import SmokeResult, smoke_image
 from servelab.spec import Model, Request
 

@@ -1,4 +1,4 @@
-"""servelab.smoke.coldstart without an engine: progress events, bytes, names, the timeline.
+"""servelab.node without an engine: progress events, bytes, names, the timeline.
 
 The event streams in tests/data/smoke/pull-events are a recording of Docker 26's containerd
 image store (no unpack events), the classic store's shape (per-layer Extracting and Pull
@@ -14,14 +14,8 @@ from typing import Any
 import pytest
 
 from servelab.errors import InputError
-from servelab.smoke.coldstart import (
-    Blob,
-    ImageLayers,
-    NodeSettings,
-    NodeStart,
-    _name_of,
-    pull_record,
-)
+from servelab.node import Blob, ImageLayers, NodeSettings, NodeStart, pull_record
+from servelab.node.session import _name_of
 
 EVENTS = Path(__file__).resolve().parent.parent / "data" / "smoke" / "pull-events"
 IMG_DIGEST = "sha256:" + "a" * 64

@@ -160,7 +160,7 @@ def test_cdi_device_missing_is_explained(
 
 
 def test_doctor_sees_the_cdi_gpu(synthetic_gpu: Path) -> None:
-    from servelab import doctor
+    from servelab.run import doctor
 
     check = doctor.check_gpu_containers(required=True)
     assert check.ok, check
@@ -168,7 +168,7 @@ def test_doctor_sees_the_cdi_gpu(synthetic_gpu: Path) -> None:
 
 
 def test_doctor_says_when_no_gpu_can_reach_a_container(cdi_dir: Path) -> None:
-    from servelab import doctor
+    from servelab.run import doctor
 
     check = doctor.check_gpu_containers(required=False)
     if shutil.which("nvidia-container-runtime-hook"):  # a machine with the NVIDIA toolkit

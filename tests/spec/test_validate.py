@@ -153,7 +153,7 @@ def test_spec_docs_are_generated_from_the_current_schema() -> None:
 
 
 def test_schema_lists_match_the_code() -> None:
-    from servelab.schema import load_schema
+    from servelab.spec import load_schema
 
     schema = load_schema("experiment")
     metric_enum = set(schema["$defs"]["metric"]["enum"])
@@ -170,7 +170,7 @@ def test_top_level_schema_is_the_shipped_one() -> None:
 
 
 def test_every_schema_field_has_a_description() -> None:
-    from servelab.schema import load_schema
+    from servelab.spec import load_schema
 
     missing: list[str] = []
 

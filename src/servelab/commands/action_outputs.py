@@ -9,7 +9,7 @@ Reads DIR/summary.json and appends to GITHUB_OUTPUT: the action's outputs (verdi
 reproducible, digest, size, startup-p50, findings-*, summary-path, results-dir) and the
 artifact plan (artifact-name-<i>/artifact-path-<i> for each upload slot, then the summary and
 overflow artifacts). Artifact names are <prefix>-<job>[-<leg>]-<arm>-repeat-<n>: the action's
-run step names the matrix leg (servelab.run.github.matrix_leg, from the matrix and strategy
+run step names the matrix leg (servelab.github.matrix_leg, from the matrix and strategy
 contexts), so matrix legs never collide. With more repeat directories than slots it writes a
 warning.
 
@@ -51,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(default: $GITHUB_RUN_ATTEMPT, else 1)")
     parser.add_argument("--slots", type=ascii_int, metavar="N",
                         help="upload slots (default: action.yml's, "
-                        "servelab.run.github.MAX_ARTIFACT_SLOTS)")
+                        "servelab.github.MAX_ARTIFACT_SLOTS)")
     # GitHub compares strings case-insensitively in `if:`; so does this.
     parser.add_argument("--upload", default="true",
                         help="true (any case) to plan the uploads; else no slot is filled")
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from servelab.errors import ServelabError
-    from servelab.run.github import MAX_ARTIFACT_SLOTS, action_outputs, annotate, artifact_name
+    from servelab.github import MAX_ARTIFACT_SLOTS, action_outputs, annotate, artifact_name
 
     leg = args.leg.strip()
     results = Path(args.results_dir)
@@ -124,7 +124,7 @@ def _comment(results: object, key: str) -> None:
     from pathlib import Path
 
     from servelab.errors import ServelabError
-    from servelab.run.github import annotate, comment_on_pr
+    from servelab.github import annotate, comment_on_pr
 
     try:
         outcome = comment_on_pr(Path(str(results)), key=key,

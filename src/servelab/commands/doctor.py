@@ -27,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from servelab.doctor import render, run_doctor
     from servelab.errors import ExitCode
+    from servelab.run.doctor import render, run_doctor
 
     result = run_doctor(gpu_required=args.gpu, build_probe=not args.no_build)
     sys.stdout.write(render(result, args.format))

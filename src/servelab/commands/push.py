@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _github(tested: object, pushed: object) -> None:
     """Step outputs, only when running under GitHub Actions."""
+    from servelab import github
     from servelab.image.push import PushResult, TestedImage
-    from servelab.run import github
 
     if not github.in_github_actions() or not isinstance(tested, TestedImage):
         return

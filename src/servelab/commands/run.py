@@ -102,7 +102,7 @@ def _annotate_spec(path: object, document: str | None) -> None:
     import sys
     from pathlib import Path
 
-    from servelab.run import github
+    from servelab import github
 
     if not github.in_github_actions():
         return
@@ -117,7 +117,7 @@ def _github(out_dir: object) -> None:
     """Outputs, job summary and annotations, only when running under GitHub Actions."""
     from pathlib import Path
 
-    from servelab.run import github
+    from servelab import github
 
     if github.in_github_actions():
         github.publish_run(Path(str(out_dir)))

@@ -10,8 +10,11 @@
   :mod:`~servelab.run.summary` and :mod:`~servelab.run.explain` (summary.md and its Why),
   :mod:`~servelab.run.render` (the closing text), :mod:`~servelab.run.merge` (``report`` and
   ``compare``).
-* :mod:`~servelab.run.github` (the only module that knows GitHub) and
-  :mod:`~servelab.run.prcomment` (the sticky pull-request comment).
+* :mod:`~servelab.run.doctor`: ``servelab doctor``, what this machine can do for a run, each
+  part tried for real.
+
+GitHub's protocols (outputs, annotations, the stop report, artifacts, the PR comment) are
+:mod:`servelab.github`.
 
 Names are imported on first use.
 """

@@ -3,7 +3,7 @@
 Works on result.json dicts, as :mod:`servelab.run.aggregate` does, so a fresh run and artifacts
 merged from several machines are explained alike. :func:`explain` hands back one
 :class:`ArmExplanation` per arm; :mod:`servelab.run.summary` renders them in summary.md and
-:mod:`servelab.run.github` turns the treatment's into annotations.
+:mod:`servelab.github` turns the treatment's into annotations.
 
 The evidence is what the stages measured, not the rule restated: the bytes of baked weights
 and the layer (with the instruction that made it) that holds them, the uid the server ran as

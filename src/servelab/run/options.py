@@ -31,7 +31,7 @@ class RunOptions:
     run_name: str | None = None
     keep: bool = False
     #: ``host[:port][/path]``: push each tested image there and time its pulls before each
-    #: start (:mod:`servelab.smoke.coldstart`); None: no cold-start measurement
+    #: start (:mod:`servelab.node`); None: no cold-start measurement
     cold_start_registry: str | None = None
     #: images a node is assumed to hold, for what it would pull (``--node-has``)
     node_has: list[str] = field(default_factory=list)

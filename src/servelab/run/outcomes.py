@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord
-    from servelab.smoke.coldstart import NodeStart
+    from servelab.node import NodeStart
     from servelab.smoke.gpuphases import GpuPhases
     from servelab.smoke.modelload import ModelLoad
     from servelab.spec import Arm

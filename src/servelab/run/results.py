@@ -103,7 +103,7 @@ def _metrics(rec: BuildRecord | None, scan: ScanOutcome,
 
 
 def validate_result(data: dict[str, Any]) -> list[str]:
-    from servelab.schema import validator
+    from servelab.spec import validator
 
     return [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
             for e in validator("result").iter_errors(data)]
@@ -156,7 +156,7 @@ def _result_files(path: Path) -> list[Path]:
 def _summary_results(path: Path, data: dict[str, Any]) -> list[Any]:
     """The results of a summary.json checked against schemas/summary.schema.json: a
     non-empty list of objects (a summary without results proves nothing about digests)."""
-    from servelab.schema import validator
+    from servelab.spec import validator
 
     problems = sorted(validator("summary").iter_errors(data), key=lambda e: list(e.path))
     if problems:

@@ -40,8 +40,8 @@ from servelab.spec import Arm, Experiment
 
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
+    from servelab.node import NodeSettings, NodeStart, NodeStarts
     from servelab.scan.stage import Scanner
-    from servelab.smoke.coldstart import NodeSettings, NodeStart, NodeStarts
     from servelab.smoke.result import SmokeResult
 
 SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")
@@ -307,7 +307,7 @@ class Stages:
         if self._node_settings is None:
             return None
         if self._nodes is None:
-            from servelab.smoke.coldstart import NodeStarts
+            from servelab.node import NodeStarts
 
             self._nodes = NodeStarts(self._node_settings, run_id=self.run_id,
                                      cleanup=self.cleanup, keep=self.opts.keep,
@@ -324,7 +324,7 @@ def _node_settings(opts: RunOptions) -> NodeSettings | None:
     """Checked at the start of the run: a bad registry is bad input before any build."""
     if not opts.cold_start_registry:
         return None
-    from servelab.smoke.coldstart import NodeSettings
+    from servelab.node import NodeSettings
 
     return NodeSettings(opts.cold_start_registry, list(opts.node_has))
 

@@ -2,8 +2,10 @@
 
 * :mod:`~servelab.scan.trivy`: Trivy only: its DB (checked, aged, downloaded or not), running
   it offline-safe, parsing its JSON into :class:`TrivyReport`.
-* :mod:`~servelab.scan.stage`: the stage: :class:`Scanner` (one scan per distinct digest),
-  the gate (:func:`gate`, fails closed), the control comparison (:func:`compare`).
+* :mod:`~servelab.scan.result`: a scan's result (:class:`ScanResult`), the gate (:func:`gate`,
+  fails closed), the control comparison (:func:`compare`), a stored result read back.
+* :mod:`~servelab.scan.stage`: the stage: :class:`Scanner` (one scan per distinct digest) and
+  the files it writes.
 * :mod:`~servelab.scan.render`: its text, Markdown, JSON and SARIF (through the one SARIF
   writer in :mod:`servelab.report`).
 
@@ -18,12 +20,13 @@ from typing import TYPE_CHECKING
 from servelab import lazy_exports
 
 if TYPE_CHECKING:
-    from servelab.scan.stage import GateOutcome, ScanDiff, Scanner, ScanResult, compare, gate
+    from servelab.scan.result import GateOutcome, ScanDiff, ScanResult, compare, gate
+    from servelab.scan.stage import Scanner
     from servelab.scan.trivy import Trivy, TrivyConfig, TrivyReport, parse_report
 
 _WHERE = {
-    "Scanner": "stage", "ScanResult": "stage", "ScanDiff": "stage", "GateOutcome": "stage",
-    "gate": "stage", "compare": "stage", "Trivy": "trivy", "TrivyConfig": "trivy",
+    "Scanner": "stage", "ScanResult": "result", "ScanDiff": "result", "GateOutcome": "result",
+    "gate": "result", "compare": "result", "Trivy": "trivy", "TrivyConfig": "trivy",
     "TrivyReport": "trivy", "parse_report": "trivy",
 }
 __all__ = [

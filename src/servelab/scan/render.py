@@ -22,7 +22,7 @@ from typing import Any
 from servelab import __version__
 from servelab.findings import TRIVY_LEVEL
 from servelab.report import SARIF_LEVEL, SarifLocation, SarifResult, SarifRule, sarif_log
-from servelab.scan.stage import DESCENDING, ScanDiff, ScanResult, _sort, normalise_fail_on
+from servelab.scan.result import DESCENDING, ScanDiff, ScanResult, _sort, normalise_fail_on
 from servelab.scan.trivy import TrivyFinding
 from servelab.spec import ScanPolicy
 

@@ -8,9 +8,11 @@
   :mod:`~servelab.smoke.diagnose`: likely causes of a failed start (a new cause goes there).
 * :mod:`~servelab.smoke.weights` (baked weights in layers), :mod:`~servelab.smoke.model`
   (model hashing), :mod:`~servelab.smoke.modelload` (bytes read before ready),
-  :mod:`~servelab.smoke.coldstart` (pull and unpack as a node pays them),
   :mod:`~servelab.smoke.gpu` and :mod:`~servelab.smoke.gpuphases` (GPU start and phases).
 * :mod:`~servelab.smoke.render`: its text and Markdown.
+
+How a node gets the image before this start (push, cold and warm-base pulls) is
+:mod:`servelab.node`.
 
 Names are imported on first use.
 """

@@ -348,7 +348,7 @@ class SmokeResult:
     weights: WeightsReport | None = None
     gpu: dict[str, Any] | None = None
     model_load: ModelLoad | None = None
-    #: the pulls before this start (:meth:`servelab.smoke.coldstart.NodeStart.to_dict`)
+    #: the pulls before this start (:meth:`servelab.node.NodeStart.to_dict`)
     node: dict[str, Any] | None = None
     probe: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -78,7 +78,7 @@ from servelab.smoke.weights import scan_archive, scan_image
 from servelab.spec import Experiment, Request
 
 if TYPE_CHECKING:
-    from servelab.smoke.coldstart import NodeStart
+    from servelab.node import NodeStart
 
 __all__ = [
     "VERDICTS", "SmokeResult", "SmokeSettings", "Timeline", "check_response", "config_uid",

@@ -19,6 +19,7 @@ Enterprise Server has its own), so a test can point it at a loopback stand-in.
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -181,3 +182,33 @@ def post_sticky_comment(api: GitHubApi, pr: PullRequest, key: str,
         action = "created"
     url = got.get("html_url") if isinstance(got, Mapping) else None
     return CommentOutcome(action, url=str(url) if url else None)
+
+
+def comment_on_pr(
+    results_dir: Path,
+    *,
+    key: str,
+    token: str,
+    env: Mapping[str, str] | None = None,
+) -> CommentOutcome:
+    """The sticky PR comment (:mod:`servelab.github.prcomment`) with the run's summary.md up to its
+    per-repeat table: the verdict, why, and the control-vs-treatment table. Skipped outside a
+    pull request and on a fork's."""
+    e = os.environ if env is None else env
+    event_path = e.get("GITHUB_EVENT_PATH")
+    pr = pull_request(load_event(Path(event_path)), e.get("GITHUB_REPOSITORY", "")) \
+        if event_path else None
+    if pr is None:
+        return CommentOutcome("skipped", "not a pull_request event: no PR to comment on")
+    if pr.from_fork:
+        return CommentOutcome("skipped", f"pull request #{pr.number} comes from the fork "
+                              f"{pr.head_repository}: no comment (its token is read-only)")
+    md_path = results_dir / "summary.md"
+    md = md_path.read_text(encoding="utf-8") if md_path.is_file() else \
+        "# servelab: no summary\n\nservelab run wrote no summary.md; see the workflow run.\n"
+    head = md.split("\n## Per repeat", 1)[0]
+    server, repo, run_id = (e.get("GITHUB_SERVER_URL"), e.get("GITHUB_REPOSITORY"),
+                            e.get("GITHUB_RUN_ID"))
+    run_url = f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
+    api = GitHubApi(e.get("GITHUB_API_URL") or "https://api.github.com", token)
+    return post_sticky_comment(api, pr, key, comment_body(head, key, run_url))

@@ -1,0 +1,315 @@
+"""One run's node measurements (:class:`NodeStarts`): each tested image pushed once to the
+registry, pulled cold and warm-base every repeat, and removed at the end unless kept."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servelab import proc
+from servelab.errors import CapabilityError, InputError, ServelabError
+from servelab.image.ref import ImageRef, is_digest
+from servelab.image.registry import RegistryClient
+from servelab.node.engine import engine_pull, pull_quietly, push_archive
+from servelab.node.fetch import fetch_cold
+from servelab.node.layers import ImageLayers, NodeCost, read_layers
+from servelab.node.pull import PullRecord
+from servelab.node.start import NodeStart
+
+REPOSITORY = "servelab-coldstart"
+
+
+@dataclass
+class NodeSettings:
+    """``registry``: ``host[:port][/path]`` the tested images are pushed to; ``node_has``:
+    images a node is assumed to hold (a named base), compared by layer."""
+
+    registry: str
+    node_has: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        reg = self.registry.strip().rstrip("/")
+        if not reg or "://" in reg or not re.fullmatch(r"[A-Za-z0-9.\-\[\]:]+(/[a-z0-9._/-]+)?",
+                                                         reg):
+            raise InputError(f"invalid cold-start registry {self.registry!r}",
+                             hint="give host[:port][/path], e.g. 127.0.0.1:5000 or "
+                             "ghcr.io/acme/servelab")
+        self.registry = reg
+
+
+def _part(x: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", x.lower()).strip("-") or "x"
+
+
+class NodeStarts:
+    """One run's cold-start measurements: each image pushed once, pulled every repeat."""
+
+    def __init__(self, settings: NodeSettings, *, run_id: str, cleanup: Any,
+                 client: Any = None, keep: bool = False,
+                 progress: Callable[[str], None] | None = None,
+                 registry_client: RegistryClient | None = None) -> None:
+        from servelab import cleanup as cleanup_mod
+
+        self.settings = settings
+        self.run_id = run_id
+        self.cleanup = cleanup
+        self.client = client or cleanup_mod.shared_client()
+        self.keep = keep
+        self.progress = progress or (lambda _m: None)
+        self.reg = registry_client or RegistryClient(timeout=120)
+        #: manifest digest (image ID for a prebuilt image) -> what the registry serves for it
+        self.published: dict[str, ImageLayers] = {}
+        #: arm -> its image's layers (the last one measured)
+        self.arms: dict[str, ImageLayers] = {}
+        self._layers_of: dict[str, frozenset[str] | str] = {}
+        self._registered: set[str] = set()
+        #: manifest digest -> (servelab's name of it, the name it was pulled under): the
+        #: images this run measured, set aside during another image's warm-base pull
+        self._in_engine: dict[str, tuple[str, str]] = {}
+
+    # -- push once
+    def repository(self, arm: str) -> str:
+        return f"{self.settings.registry}/{REPOSITORY}/{_part(self.run_id)}/{_part(arm)}"
+
+    def publish(self, image: str, arm: str, archive: Path | None = None,
+                digest: str | None = None) -> ImageLayers:
+        """Push *image* once, byte for byte, and read its manifest back from the registry.
+
+        *archive* and *digest*: the build's OCI archive and manifest digest (what the engine
+        loaded); without them (a prebuilt image) the engine's copy is saved to one first.
+        Pushed with :func:`servelab.image.push.push_tested`."""
+        key = digest or str(self._inspect(image)["Id"])
+        if key in self.published:
+            return self.published[key]
+        repo = self.repository(arm)
+        self.progress(f"  cold start: pushing {key[:19]} to {repo}")
+        if archive is None or digest is None:
+            archive, digest = self._save(image)
+        pushed = push_archive(archive, digest, arm, f"{repo}:{digest.partition(':')[2][:16]}",
+                       self.reg)
+        img = read_layers(self.reg, ImageRef.parse(pushed))
+        if not self.keep:
+            self.cleanup.callback(lambda: self._unpublish(pushed), f"registry manifest {pushed}")
+        self.published[key] = img
+        return img
+
+    def _save(self, image: str) -> tuple[Path, str]:
+        """``docker save`` of a prebuilt image into a temporary OCI archive; its top digest."""
+        from servelab.image.oci import OciArchive
+
+        work = Path(tempfile.mkdtemp(prefix="servelab-save-"))
+        self.cleanup.path(work)
+        path = work / "image.oci.tar"
+        proc.run(["docker", "save", "-o", str(path), image], timeout=3600,
+                 hint="the engine could not save the image to push it")
+        with OciArchive(path) as saved:
+            entries = saved.top()[1].get("manifests") or [{}]
+        digest = str(entries[0].get("digest") or "")
+        if not is_digest(digest):
+            raise CapabilityError(f"docker save of {image} gave no OCI index.json",
+                                  hint="use a Docker engine of version 25 or newer")
+        return path, digest
+
+    def _unpublish(self, ref: str) -> None:
+        with contextlib.suppress(ServelabError):
+            self.reg.delete_manifest(ImageRef.parse(ref))
+
+    def _inspect(self, image: str) -> dict[str, Any]:
+        try:
+            return dict(self.client.api.inspect_image(image))
+        except Exception as e:
+            raise InputError(f"image {image!r} is not in the engine's image store",
+                             hint="build or pull it first") from e
+
+    # -- one repeat
+    def measure(self, arm: str, image: str, bases: list[str], *, archive: Path | None = None,
+                digest: str | None = None) -> NodeStart:
+        """Both pulls of *image* (the arm's tested image; *archive* and *digest* as for
+        :meth:`publish`) and what other nodes would pull; afterwards *image* is in the engine
+        again, under the same name."""
+        img = self.publish(image, arm, archive, digest)
+        held = [*bases, *self.settings.node_has]
+        node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases))
+        node.cold = self._cold(img)
+        node.warm = self._warm_base(img, image, held, node.notes)
+        self.arms[arm] = img
+        return node
+
+    def _cold(self, img: ImageLayers) -> PullRecord:
+        work = Path(tempfile.mkdtemp(prefix="servelab-cold-"))
+        self.cleanup.path(work)
+        self.progress(f"  cold start: fetching {len(img.layers)} layers "
+                      f"({img.total_bytes} bytes) into an empty directory")
+        try:
+            return fetch_cold(self.reg, img, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _warm_base(self, img: ImageLayers, image: str, held: list[str],
+                   notes: list[str]) -> PullRecord | None:
+        name = _name_of(image)
+        if name is None:
+            notes.append(f"warm-base pull not measured: {image!r} has no name servelab can "
+                         "remove and restore")
+            return None
+        holds = self._ensure_present(held, notes)
+        aside = self._set_aside(img)
+        self._take_out(name, img.ref)
+        others = self._other_names(img)
+        if others:
+            notes.append("the engine holds this image under other names too ("
+                         + ", ".join(others[:5]) + "): its layers stayed and show as present")
+        source = img.ref
+        self.progress(f"  cold start: engine pull of {source} (holding "
+                      f"{', '.join(holds) or 'no base'})")
+        self._remove_at_end(source)
+        try:
+            rec = engine_pull(self.client, source, img, holds)
+        except Exception:
+            self._bring_back([*aside, (name, source)])  # not on Ctrl-C/SIGTERM: the run ends
+            raise
+        self._bring_back([*aside, (name, source)])
+        self._in_engine[img.manifest.digest] = (name, source)
+        rec.notes += self._held_elsewhere(rec, holds)
+        return rec
+
+    def _take_out(self, name: str, pulled: str) -> None:
+        """Remove servelab's names of an image: the build's (or the arm's) and, after an
+        earlier repeat, the name it was pulled under."""
+        self._untag(name)
+        if pulled in self._registered:
+            self._untag(pulled)
+
+    def _set_aside(self, img: ImageLayers) -> list[tuple[str, str]]:
+        """This run's other images (the other arm's, measured before) out of the engine, so
+        that the warm-base node holds the base and nothing else; what to bring back."""
+        aside = [(name, ref) for digest, (name, ref) in self._in_engine.items()
+                 if digest != img.manifest.digest]
+        for name, ref in aside:
+            self.progress(f"  cold start: setting {name} aside for the pull")
+            self._take_out(name, ref)
+        return aside
+
+    def _bring_back(self, images: list[tuple[str, str]]) -> None:
+        for name, ref in images:
+            self._restore(name, ref)
+
+    def _held_elsewhere(self, rec: PullRecord, holds: list[str]) -> list[str]:
+        """A note when the engine already had layers the held images do not explain (another
+        image in the engine holds them, e.g. the other arm's): a node holding only those
+        images would pull them too."""
+        known: set[str] = set()
+        for ref in holds:
+            digests = self._digests(ref)
+            if isinstance(digests, str):
+                return []  # the held images' layers are unknown: nothing to tell apart
+            known |= digests
+        extra = [x for x in rec.layers
+                 if not x.pulled and not x.in_store and x.digest not in known]
+        if not extra:
+            return []
+        size = sum(x.size for x in extra)
+        return [f"{len(extra)} layer(s), {size} bytes, were already in the engine though no "
+                "held image has them (something else there holds them: an image that is not "
+                "this run's, or a lease of an earlier operation): the engine did not pull "
+                "them, a node holding only "
+                f"{', '.join(holds) or 'nothing'} would (node_holds gives its exact bytes)"]
+
+    def _untag(self, name: str) -> None:
+        try:
+            self.client.api.remove_image(name)
+        except Exception as e:
+            if type(e).__name__ in ("ImageNotFound", "NotFound"):
+                return
+            raise CapabilityError(f"could not remove {name} from the engine to pull it: {e}",
+                                  hint="is a container still using it?") from e
+
+    def _other_names(self, img: ImageLayers) -> list[str]:
+        try:
+            attrs = self.client.api.inspect_image(img.manifest.digest)
+        except Exception:
+            return []
+        return [str(t) for t in (attrs.get("RepoTags") or []) + (attrs.get("RepoDigests") or [])]
+
+    def _restore(self, name: str, source: str) -> None:
+        """Give the pulled image *name* back (pull it again when the measured pull failed)."""
+        try:
+            self.client.api.inspect_image(source)
+        except Exception:
+            pull_quietly(self.client, source)
+        repo, _, tag = name.rpartition(":")
+        try:
+            self.client.api.tag(source, repo, tag)
+        except Exception as e:
+            raise CapabilityError(f"could not give the pulled image its name {name} back: {e}",
+                                  hint=f"docker pull {source} && docker tag {source} "
+                                  f"{name}") from e
+
+    def _ensure_present(self, refs: list[str], notes: list[str]) -> list[str]:
+        """The images a warm-base node holds, pulled into the engine when missing."""
+        holds = []
+        for ref in refs:
+            try:
+                self.client.api.inspect_image(ref)
+            except Exception:
+                try:
+                    pull_quietly(self.client, ref)
+                except CapabilityError as e:
+                    notes.append(f"warm-base: {ref} could not be pulled, so the node does not "
+                                 f"hold it: {e.message}")
+                    continue
+                self._remove_at_end(ref)
+            holds.append(ref)
+        return holds
+
+    def _remove_at_end(self, ref: str) -> None:
+        if ref not in self._registered:
+            self._registered.add(ref)
+            self.cleanup.image(ref)
+
+    # -- what other nodes would pull
+    def costs(self, arm: str, img: ImageLayers, bases: list[str]) -> list[NodeCost]:
+        """What a node pulls holding nothing, the control (for another arm), the base images
+        (all of them together), and each ``node_has`` image ("named")."""
+        out = [NodeCost("nothing", None, img.total_bytes, len(img.layers))]
+        control = self.arms.get("control")
+        if arm != "control" and control is not None:
+            out.append(NodeCost("control", control.ref,
+                                *img.bytes_without(control.layer_digests)))
+        if bases:
+            out.append(self._cost("base", bases, img))
+        out += [self._cost("named", [ref], img) for ref in self.settings.node_has]
+        return out
+
+    def _cost(self, kind: str, refs: list[str], img: ImageLayers) -> NodeCost:
+        held: set[str] = set()
+        for ref in refs:
+            digests = self._digests(ref)
+            if isinstance(digests, str):
+                return NodeCost(kind, ", ".join(refs), None, None, f"{ref}: {digests}")
+            held |= digests
+        return NodeCost(kind, ", ".join(refs), *img.bytes_without(frozenset(held)))
+
+    def _digests(self, ref: str) -> frozenset[str] | str:
+        """The layer digests of *ref* from its registry, or why they are not known."""
+        if ref not in self._layers_of:
+            try:
+                self._layers_of[ref] = read_layers(self.reg, ImageRef.parse(ref)).layer_digests
+            except ServelabError as e:
+                self._layers_of[ref] = f"layers not known: {e.message}"
+        return self._layers_of[ref]
+
+
+def _name_of(image: str) -> str | None:
+    """``name:tag`` of a reference (``name:tag@sha256:...`` included); None for an ID or a
+    digest-only reference."""
+    name, tag, _digest = ImageRef.split(image)
+    if not tag or is_digest(image) or image.startswith("sha256:"):
+        return None
+    return f"{name}:{tag}"

@@ -1,0 +1,59 @@
+"""One repeat's start-up cost on a node (:class:`NodeStart`): both pulls, what other nodes
+would pull, and the start phases that followed, as ``metrics.coldstart`` of result.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from servelab.node.layers import ImageLayers, NodeCost
+from servelab.node.pull import COLD, WARM_BASE, PullRecord, round6
+
+
+@dataclass
+class NodeStart:
+    """One repeat's start-up cost on a node: both pulls, what other nodes would pull, and
+    (after :meth:`with_start`) the start phases that followed the warm-base pull."""
+
+    registry: str
+    image: ImageLayers
+    cold: PullRecord | None
+    warm: PullRecord | None
+    holds: list[NodeCost]
+    start: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def with_start(self, durations: dict[str, Any]) -> NodeStart:
+        """Take create, start -> ready and start -> first good request from the timeline's
+        durations of the start after the warm-base pull."""
+        self.start = {k: durations.get(k) for k in (
+            "create_s", "start_call_s", "start_to_tcp_accept_s", "start_to_ready_s",
+            "start_to_first_good_request_s")}
+        return self
+
+    def _to(self, pull: PullRecord | None, key: str) -> float | None:
+        """Pull + unpack + create + the start call + started -> *key*: the phases laid end
+        to end (servelab's own work between the pull and the create is left out)."""
+        parts = [self.start.get(k) for k in ("create_s", "start_call_s", key)]
+        if pull is None or any(p is None for p in parts):
+            return None
+        return round(pull.download_s + (pull.unpack_s or 0.0)
+                     + sum(float(p) for p in parts if p is not None), 6)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``metrics.coldstart`` of result.json."""
+        variants = {COLD: self.cold, WARM_BASE: self.warm}
+        return {
+            "registry": self.registry, "ref": self.image.ref,
+            "image_bytes": self.image.total_bytes, "layers": len(self.image.layers),
+            "cold": self.cold.summary() if self.cold else None,
+            "warm_base": self.warm.summary() if self.warm else None,
+            "node_holds": [c.to_dict() for c in self.holds],
+            "start": {k: round6(v) for k, v in self.start.items()},
+            "to_ready_s": {k.replace("-", "_"): self._to(p, "start_to_ready_s")
+                           for k, p in variants.items()},
+            "to_first_request_s": {k.replace("-", "_"):
+                                   self._to(p, "start_to_first_good_request_s")
+                                   for k, p in variants.items()},
+            "notes": list(self.notes),
+        }
