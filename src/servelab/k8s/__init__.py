@@ -102,12 +102,14 @@ def check_manifests(
 
 
 def _unique(findings: Iterable[Finding]) -> list[Finding]:
-    """One finding per rule, place and message: a ConfigMap script run by several pod
-    templates is reported once."""
-    seen: set[tuple[str, str | None, int | None, int | None, str]] = set()
+    """One finding per rule, place, message and container: a ConfigMap script run by several
+    pod templates is reported once, but what an init container does never hides what the
+    serving container does at the same place (findings are per container and per source)."""
+    seen: set[tuple[str | None, ...]] = set()
     out: list[Finding] = []
     for f in findings:
-        key = (f.rule_id, f.file, f.line, f.column, f.message)
+        key = (f.rule_id, f.file, str(f.line), str(f.column), f.message,
+               f.context.get("container"), f.context.get("pair"))
         if key not in seen:
             seen.add(key)
             out.append(f)

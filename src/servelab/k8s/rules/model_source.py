@@ -307,11 +307,14 @@ def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
     for _, r in (kr for kr in kinds if kr[0] == "unresolved"):
         ctx.note(f"model-mount: {w.ref}: the model is named by {r.value!r}, a value the "
                  "manifests do not set: not checked")
-    fetched = script or any(fetch_of(cmd) for i in w.init_containers
-                            for cmd in container_commands(w, i, ctx.inventory))
+    init_fetches = [cmd for i in w.init_containers
+                    for cmd in container_commands(w, i, ctx.inventory) if fetch_of(cmd)]
+    fetched = script or bool(init_fetches)
     remote = [r for k, r in kinds if k in ("hub", "remote")]
     if remote:
-        if not fetched:
+        # per source: an init container's download hides the server's own pull only when it
+        # fetches that same model (its finding is the init container's)
+        if not script and not any(remote[0].value in cmd.text for cmd in init_fetches):
             yield from _remote(w, c, ctx, remote[0])
         return
     yield from _local(w, c, [r.value for k, r in kinds if k == "local"], fetched, script)

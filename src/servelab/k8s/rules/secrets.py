@@ -32,6 +32,13 @@ PLACEHOLDER = re.compile(
     r"^\$|^<.*>$|^\{\{.*\}\}$|your|xxx|changeme|change-me|change_me|replace|example|dummy|"
     r"placeholder|redacted|^\*+$|^(empty|none|null|true|false|unused|not-?needed|token)$",
     re.IGNORECASE)
+#: Variables that hold an access token (``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``, ``*_TOKEN``,
+#: ``*_API_KEY``): any literal value is reported, a placeholder too (the pattern puts the real
+#: token into git as soon as someone fills it in).
+TOKEN_VARIABLE = re.compile(r"(^|_)(TOKEN|API_?KEY)$")
+#: Values that reference the token instead of holding it: Kubernetes' ``$(VAR)``, an
+#: unrendered template, nothing.
+REFERENCE = re.compile(r"^\$\([A-Za-z_]\w*\)$|^\{\{.*\}\}$|^$")
 FIX = ("store it in a Secret and reference it: env: [{name: NAME, valueFrom: {secretKeyRef: "
        "{name: <secret>, key: <key>}}}]; revoke the exposed value, it is in the manifest's "
        "history")
@@ -46,12 +53,22 @@ class Value:
     line: int | None = None
 
 
+def token_variable(name: str) -> bool:
+    """``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``, ``NGC_API_KEY``, ``VLLM_APIKEY`` (not
+    ``TOKENIZERS_PARALLELISM``, ``MAX_NUM_TOKENS``)."""
+    return bool(TOKEN_VARIABLE.search(name.upper().replace("-", "_")))
+
+
 def secret_kind(name: str, value: str) -> tuple[str, Severity] | None:
     """What *value* of variable *name* is, when it is a secret in plain text."""
     value = value.strip()
     for pattern, what in TOKEN_FORMATS:
         if pattern.match(value):
             return what, Severity.ERROR
+    if token_variable(name) and not REFERENCE.match(value) and not re.fullmatch(r"[\d.]+", value):
+        placeholder = PLACEHOLDER.search(value) or len(value) < 8 or " " in value
+        return ("a literal value, a placeholder for now" if placeholder else "a token"), \
+            Severity.WARNING
     parts = name.upper().replace("-", "_").split("_")
     named = bool(SECRET_WORDS & set(parts)) or any(p in SECRET_PAIRS for p in pairwise(parts))
     if not named or len(value) < 8 or " " in value or PLACEHOLDER.search(value):
@@ -117,6 +134,8 @@ def plaintext_secret(w: Workload, ctx: Context) -> Iterator[Finding]:
         if kind is None:
             continue
         what, severity = kind
-        yield hit("plaintext-secret", w, f"{v.name} holds {what} in plain text "
-                  f"({_masked(v.value)})", v.path, container=c, at=v.obj, line=v.line,
+        said = (f"{v.name} is given {what} ({v.value.strip()[:30]!r}): filled in, the token goes "
+                "into git with the manifest" if what.startswith("a literal") else
+                f"{v.name} holds {what} in plain text ({_masked(v.value)})")
+        yield hit("plaintext-secret", w, said, v.path, container=c, at=v.obj, line=v.line,
                   severity=severity, fix=FIX.replace("NAME", v.name))
