@@ -44,6 +44,12 @@ def _rank(rule_id: str) -> int:
     return RULE_ORDER.index(rule_id) if rule_id in RULE_ORDER else len(RULE_ORDER)
 
 
+#: The rules that also judge a CPU Ray head next to GPU workers: it runs the Serve proxy (the
+#: HTTP entry of a RayService) and the GCS, so what it runs and how it is locked down matter.
+HEAD_RULES = frozenset({"image-not-digest", "security-context", "plaintext-secret"})
+RAY_CLUSTERS = ("RayService", "RayCluster")
+
+
 def _targets(inv: Inventory) -> tuple[list[Workload], list[Workload]]:
     """(checked, skipped): the GPU workloads, or every workload when none requests a GPU."""
     gpu = [w for w in inv.workloads if w.is_gpu]
@@ -52,13 +58,23 @@ def _targets(inv: Inventory) -> tuple[list[Workload], list[Workload]]:
     return gpu, [w for w in inv.workloads if not w.is_gpu]
 
 
+def _ray_heads(skipped: list[Workload]) -> list[Workload]:
+    """The CPU heads of Ray clusters among the pods not checked as GPU servers."""
+    return [w for w in skipped if w.part == "head" and w.kind in RAY_CLUSTERS]
+
+
 def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
            checked: list[Workload]) -> list[str]:
     notes: list[str] = []
     if not any(w.is_gpu for w in checked):
         notes.append("no workload requests a GPU: every workload was checked as the GPU server")
-    if skipped:
-        notes.append("not checked (no GPU): " + ", ".join(w.ref for w in skipped))
+    heads = _ray_heads(skipped)
+    if heads:
+        notes.append("checked for image pinning, security context and secrets only (a Ray head: "
+                     "no GPU, but it runs the Serve proxy): " + ", ".join(w.ref for w in heads))
+    rest = [w for w in skipped if w not in heads]
+    if rest:
+        notes.append("not checked (no GPU): " + ", ".join(w.ref for w in rest))
     if inv.unread:
         notes.append("not read (kinds k8s-check cannot read; their pods are not checked): "
                      + ", ".join(unread_refs(inv)))
@@ -90,8 +106,12 @@ def check_manifests(
     inv = load_inventory(expand_paths(paths), serving_container)
     measured = read_measured(result_paths)
     checked, skipped = _targets(inv)
-    ctx = Context(inv, measured, startup_margin, checked)
-    findings = _unique(f for w in checked for _, check in CHECKS for f in check(w, ctx))
+    heads = _ray_heads(skipped)
+    ctx = Context(inv, measured, startup_margin, [*checked, *heads])
+    findings = _unique([
+        *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
+        *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
+          for f in check(w, ctx))])
     return FindingsReport(
         tool=TOOL,
         findings=findings,
