@@ -51,11 +51,13 @@ RAY_CLUSTERS = ("RayService", "RayCluster")
 
 
 def _targets(inv: Inventory) -> tuple[list[Workload], list[Workload]]:
-    """(checked, skipped): the GPU workloads, or every workload when none requests a GPU."""
-    gpu = [w for w in inv.workloads if w.is_gpu]
+    """(checked, skipped): the GPU workloads, or every workload when none requests a GPU. A
+    runtime merged into the InferenceServices that use it is judged there, not alone."""
+    alone = [w for w in inv.workloads if not w.merged_into]
+    gpu = [w for w in alone if w.is_gpu]
     if not gpu:
-        return list(inv.workloads), []
-    return gpu, [w for w in inv.workloads if not w.is_gpu]
+        return alone, []
+    return gpu, [w for w in alone if not w.is_gpu]
 
 
 def _ray_heads(skipped: list[Workload]) -> list[Workload]:
@@ -79,6 +81,8 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
         notes.append("not read (kinds k8s-check cannot read; their pods are not checked): "
                      + ", ".join(unread_refs(inv)))
     notes += [n for w in checked for n in w.inherited_notes()]
+    notes += [f"{w.ref}: judged with each InferenceService that uses it, as KServe merges "
+              f"them: {', '.join(w.merged_into)}" for w in inv.workloads if w.merged_into]
     if inv.duplicates:
         notes.append("defined more than once (the last one applied wins): "
                      + "; ".join(inv.duplicates))

@@ -309,12 +309,12 @@ def container_commands(w: Workload, c: Container, inv: Inventory) -> list[Comman
     if not argv:
         return []
     at = _shell_script(argv)
-    if at is None:
-        line = w.obj.locate(argv[0][1]).line
-        cmds = [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], line,
+    if at is None:  # exec form: each word's field, its object resolved where it is reported
+        cmds = [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], None,
                         word_paths=tuple(p for _, p in argv))]
     else:
-        cmds = list(_commands(_Source(argv[at][0], w.obj, argv[at][1]), env))
+        obj, path = c.where(argv[at][1]) or (w.obj, argv[at][1])
+        cmds = list(_commands(_Source(argv[at][0], obj, path), env))
     return cmds + _from_configmaps(w, c, inv, cmds, env)
 
 
