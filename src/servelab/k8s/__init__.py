@@ -81,6 +81,9 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
         notes.append("not read (kinds k8s-check cannot read; their pods are not checked): "
                      + ", ".join(unread_refs(inv)))
     notes += [n for w in checked for n in w.inherited_notes()]
+    notes += [f"{w.ref}: used by no InferenceService here, checked as a GPU server: it runs "
+              f"{w.known_gpu_server} (a known GPU server, see 'Known GPU servers' in "
+              "docs/k8s-check.md)" for w in checked if w.known_gpu_server and not w.gpu_users]
     notes += [f"{w.ref}: judged with each InferenceService that uses it, as KServe merges "
               f"them: {', '.join(w.merged_into)}" for w in inv.workloads if w.merged_into]
     if inv.duplicates:

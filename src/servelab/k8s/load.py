@@ -28,7 +28,10 @@ from servelab.k8s.model import (
     as_dict,
     json_path,
 )
+from servelab.k8s.servers import gpu_server
 from servelab.yamlsafe import Document, JsonPath, load_documents, read_text
+
+RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 
 #: The kinds whose pods are read, for messages.
 READ_KINDS_TEXT = ", ".join([*PLAIN, *(k for kinds in READ_KINDS.values() for k in kinds
@@ -164,7 +167,16 @@ def _workload(obj: K8sObject, t: PodTemplate, serving_container: str | None) -> 
     return Workload(obj, t.pod_path, pod, t.labels, containers, inits, serving, part=t.part,
                     takes_traffic=t.takes_traffic, template=t.template,
                     scheduling_from=t.scheduling_from, model_uri=t.model_uri,
-                    model_paths=t.model_paths, base=t.base, origins=t.pod_origins)
+                    model_paths=t.model_paths, base=t.base, origins=t.pod_origins,
+                    known_gpu_server=_known_gpu_server(obj, t, serving))
+
+
+def _known_gpu_server(obj: K8sObject, t: PodTemplate, serving: Container) -> str | None:
+    """The known GPU server a ServingRuntime runs (see servelab.k8s.servers), else None."""
+    if obj.kind not in RUNTIMES or not t.template:
+        return None
+    found = gpu_server(str(serving.data.get("image") or ""), serving.argv())
+    return found.name if found else None
 
 
 def _template_containers(obj: K8sObject, t: PodTemplate, pod: dict[str, Any]) -> list[Container]:

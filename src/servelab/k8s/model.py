@@ -226,6 +226,9 @@ class Workload:
     origins: Origins = field(default_factory=dict)
     #: The InferenceService parts judged merged with this runtime (it is then not judged alone)
     merged_into: list[str] = field(default_factory=list)
+    #: A runtime given alone that the table of known servers (servelab.k8s.servers) names as a
+    #: GPU server: the server's name
+    known_gpu_server: str | None = None
 
     @property
     def pair(self) -> str | None:
@@ -261,7 +264,7 @@ class Workload:
 
     @property
     def is_gpu(self) -> bool:
-        return bool(self.gpu_users) or any(
+        return bool(self.gpu_users) or bool(self.known_gpu_server) or any(
             c.gpu_resources() for c in (*self.containers, *self.init_containers))
 
     @property
