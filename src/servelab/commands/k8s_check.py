@@ -75,6 +75,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--container", metavar="NAME",
         help="the serving container (default: the one with a GPU, else the first)",
     )
+    parser.add_argument(
+        "--image", metavar="IMAGE",
+        help="the serving image, available locally (a servelab run directory, an OCI archive "
+        "or layout, an image in the local engine or in a registry on 127.0.0.1): the scripts "
+        "the containers run are read from its layers",
+    )
     add_format(parser)
     add_fail_on(parser)
 
@@ -88,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         result_paths=args.result,
         startup_margin=args.startup_margin,
         serving_container=args.container,
+        image=args.image,
     )
     emit(get_reporter(args.format).render(report), args.output)
     return 1 if report.fails(args.fail_on) else 0

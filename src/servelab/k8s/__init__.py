@@ -99,14 +99,34 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
     return notes
 
 
+def _attach_image(image: str, workloads: list[Workload]) -> list[str]:
+    """Give the checked image to the containers that run it (same digest, or same repository
+    without a digest); when none names it, to every serving container. The notes to add."""
+    from servelab.k8s.imagefiles import read_image
+
+    files = read_image(image)
+    everyone = [c for w in workloads for c in (*w.init_containers, *w.containers)]
+    named = [c for c in everyone if files.names(str(c.data.get("image") or ""))]
+    chosen = named or [w.serving for w in workloads]
+    for c in chosen:
+        c.image_files = files
+    shown = ", ".join(sorted({c.name for c in chosen}))
+    how = "" if named else (" (no container image names it by digest or repository: read as "
+                            "the image of every serving container)")
+    return [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its layers "
+            f"(every blob verified) for container(s) {shown}{how}"]
+
+
 def check_manifests(
     paths: Sequence[str | Path],
     *,
     result_paths: Sequence[str | Path] = (),
     startup_margin: float = 1.5,
     serving_container: str | None = None,
+    image: str | None = None,
 ) -> FindingsReport:
-    """Check the manifests in *paths* (files, directories, ``-`` for stdin)."""
+    """Check the manifests in *paths* (files, directories, ``-`` for stdin); with *image*, the
+    scripts the containers run are also read from that image's layers."""
     if not startup_margin >= 1.0:
         raise UsageError(f"startup margin {startup_margin} is below 1",
                          hint="use a factor of at least 1, e.g. --startup-margin 1.5")
@@ -115,6 +135,8 @@ def check_manifests(
     checked, skipped = _targets(inv)
     heads = _ray_heads(skipped)
     ctx = Context(inv, measured, startup_margin, [*checked, *heads])
+    if image is not None:
+        ctx.notes += _attach_image(image, checked)
     findings = _unique([
         *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab.textio import ascii_int
 from servelab.yamlsafe import Document, JsonPath, Position
+
+if TYPE_CHECKING:
+    from servelab.k8s.imagefiles import ImageFiles
 
 #: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices.
 _GPU_RESOURCE = re.compile(r"^[^/\s]+/gpu$|^nvidia\.com/mig-[\w.-]+$")
@@ -138,6 +141,8 @@ class Container:
     #: For a container merged from several objects (KServe's model spec and its runtime): where
     #: each field was written
     origins: Origins = field(default_factory=dict)
+    #: The checked image (--image) when it is this container's: its scripts are read
+    image_files: ImageFiles | None = None
 
     def where(self, path: JsonPath) -> tuple[K8sObject, JsonPath] | None:
         """The object and field that wrote *path* of a merged container; None otherwise."""

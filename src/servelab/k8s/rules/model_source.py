@@ -62,6 +62,8 @@ class ModelRef:
     path: JsonPath
     obj: K8sObject | None = None
     line: int | None = None
+    #: Where it was found when not in the field itself (a script inside the image)
+    note: str = ""
 
 
 def _flag_values(argv: list[str] | tuple[str, ...],
@@ -89,7 +91,7 @@ def _served(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
 def _command_refs(cmd: Command) -> Iterator[ModelRef]:
     for i, value in [*_flag_values(cmd.words, MODEL_FLAGS), *_served(cmd.words)]:
         path, line = cmd.where(i)
-        yield ModelRef(value, path, cmd.obj, line)
+        yield ModelRef(value, path, cmd.obj, line, cmd.note)
 
 
 def model_refs(w: Workload, c: Container, ctx: Context) -> list[ModelRef]:
@@ -220,7 +222,7 @@ def _script_downloads(w: Workload, c: Container, ctx: Context) -> Iterator[Findi
         where = f"into {target}, on no persistent volume" if target else "into a cache that " \
             "dies with the pod"
         yield hit("model-mount", w, f"the start command downloads the model at every start "
-                  f"({what}{_revision(cmd)}) {where}", cmd.path, container=c, at=cmd.obj,
+                  f"({what}{_revision(cmd)}){cmd.note} {where}", cmd.path, container=c, at=cmd.obj,
                   line=cmd.line, fix=ALTERNATIVES)
 
 
@@ -273,9 +275,9 @@ def _remote(w: Workload, c: Container, ctx: Context, ref: ModelRef) -> Iterator[
     if _persistent_cache(w, c, ctx):
         return
     shown = f" from {ref.value.split('://', 1)[0]}://" if "://" in ref.value else " from a hub"
-    yield hit("model-mount", w, f"the server fetches model {ref.value!r}{shown} at every start: "
-              "no volume keeps a copy", ref.path, container=c, at=ref.obj, line=ref.line,
-              fix=ALTERNATIVES)
+    yield hit("model-mount", w, f"the server fetches model {ref.value!r}{shown} at every start"
+              f"{ref.note}: no volume keeps a copy", ref.path, container=c, at=ref.obj,
+              line=ref.line, fix=ALTERNATIVES)
 
 
 @rule(
