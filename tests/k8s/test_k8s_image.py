@@ -22,6 +22,7 @@ import pytest
 
 from servelab import proc
 from servelab.errors import InputError
+from servelab.image import push as push_mod
 from servelab.k8s import check_manifests
 from servelab.k8s.imagefiles import _apply
 
@@ -119,9 +120,8 @@ spec:
 """
 
 
-@pytest.mark.docker
-def test_a_run_directory_gives_its_tested_image(archive: Path, tmp_path: Path,
-                                               k8s_fixture: Reader) -> None:
+def _run_dir(archive: Path, tmp_path: Path) -> Path:
+    """A servelab run directory whose treatment arm built and kept *archive*."""
     digest = _manifest_digest(archive)
     run = tmp_path / "run"
     (run / "images").mkdir(parents=True)
@@ -132,8 +132,26 @@ def test_a_run_directory_gives_its_tested_image(archive: Path, tmp_path: Path,
     (repeat / "result.json").write_text(json.dumps(
         {"repeat": 1, "arm": "treatment", "image": {"digest": digest},
          "stages": {"build": {"status": "ok"}}}))
+    return run
+
+
+@pytest.mark.docker
+def test_a_run_directory_gives_its_tested_image(archive: Path, tmp_path: Path,
+                                               k8s_fixture: Reader) -> None:
     fx = k8s_fixture(DATA / "positive" / "entrypoint-in-image.yaml")
-    assert _findings(fx.path, str(run), fx.only) == fx.expect
+    assert _findings(fx.path, str(_run_dir(archive, tmp_path)), fx.only) == fx.expect
+
+
+@pytest.mark.docker
+@pytest.mark.registry
+def test_an_image_in_the_local_registry(archive: Path, tmp_path: Path, registry: str,
+                                        k8s_fixture: Reader) -> None:
+    ref = f"{registry}/servelab-test/k8s-image-{uuid.uuid4().hex[:10]}:1.0"
+    push_mod.push_tested(push_mod.tested_image(_run_dir(archive, tmp_path)), ref)
+    fx = k8s_fixture(DATA / "positive" / "entrypoint-in-image.yaml")
+    path = tmp_path / "registry.yaml"
+    path.write_text(fx.path.read_text().replace(NAME, ref))
+    assert _findings(path, ref, fx.only) == fx.expect
 
 
 @pytest.fixture
@@ -162,6 +180,15 @@ def test_a_missing_image_is_bad_input(tmp_path: Path) -> None:
     path = DATA / "positive" / "entrypoint-in-image.yaml"
     with pytest.raises(InputError, match="no such file"):
         check_manifests([path], image=str(tmp_path / "absent.oci.tar"))
+
+
+@pytest.mark.docker
+def test_an_image_the_engine_lacks_is_bad_input_and_nothing_is_pulled(
+        docker_client: Any) -> None:
+    path = DATA / "positive" / "entrypoint-in-image.yaml"
+    absent = f"docker.io/servelab-test/absent-{uuid.uuid4().hex[:10]}:1.0"
+    with pytest.raises(InputError, match="the local engine has no such image"):
+        check_manifests([path], image=absent)
 
 
 def _layer(*entries: tuple[str, bytes | None, int]) -> tarfile.TarFile:

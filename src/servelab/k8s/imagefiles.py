@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from servelab.errors import InputError
+from servelab.errors import CommandError, InputError
 from servelab.image.oci import CHUNK, ImageSource, PlatformManifest, open_image
 from servelab.image.ref import ImageRef
 
@@ -116,7 +116,15 @@ def _open(text: str) -> tuple[ImageSource, set[str]]:
     if ref.registry.split(":")[0] in LOOPBACK or ref.registry.startswith("[::1]"):
         return open_image(text), repos
     # not on this machine's loopback: only the local engine may hold it, nothing is fetched
-    return open_image("docker-daemon:" + text.removeprefix("docker://")), repos
+    try:
+        return open_image("docker-daemon:" + text.removeprefix("docker://")), repos
+    except CommandError as e:
+        raise InputError(
+            f"--image {text}: the local engine has no such image (k8s-check reads images "
+            "available on this machine only, it pulls nothing)",
+            hint="pass the servelab run directory or the OCI archive of the image, load it "
+            "into the engine (docker load -i FILE), or push it to a registry on 127.0.0.1",
+        ) from e
 
 
 def _pick(manifests: list[PlatformManifest]) -> PlatformManifest:
