@@ -119,7 +119,9 @@ def _ray(w: Workload) -> Iterator[Value]:
     "read the Deployment or ConfigMap; a Hugging Face, NGC or cloud token there leaks gated "
     "models, registries and buckets. Known token formats (hf_..., nvapi-..., AKIA...) are "
     "errors; other values of variables named like a secret (*_TOKEN, *_API_KEY, *PASSWORD) "
-    "are warnings. Placeholders ($HF_TOKEN, <token>, {{ .Values.token }}) are not reported.",
+    "are warnings. A token variable (HF_TOKEN, *_TOKEN, *_API_KEY) given any literal value, a "
+    "placeholder such as <secret> or changeme included, is the pattern that puts the token "
+    "into git: a warning too.",
     fix="move the value into a Secret and reference it with valueFrom.secretKeyRef; revoke "
     "the exposed token",
 )
