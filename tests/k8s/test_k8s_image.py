@@ -223,3 +223,21 @@ def test_layers_apply_in_order_with_whiteouts() -> None:
     _apply_layer(_layer(("opt/.wh.a.sh", b"", 0o644), ("etc/d/.wh..wh..opq", b"", 0o644),
                         ("opt/run", b"binary now", 0o755)), files)
     assert files == {}
+
+
+@pytest.mark.docker
+def test_a_tampered_layer_is_refused(archive: Path, tmp_path: Path) -> None:
+    """Every blob is verified: a layer whose bytes no longer match its digest is bad input."""
+    bad = tmp_path / "tampered.oci.tar"
+    with tarfile.open(archive) as src, tarfile.open(bad, "w") as dst:
+        members = [(m, src.extractfile(m)) for m in src.getmembers()]
+        blobs = [m for m, _ in members if m.name.startswith("blobs/") and m.isfile()]
+        layer = max(blobs, key=lambda m: m.size)  # the rootfs layer, the largest blob
+        for m, f in members:
+            data = f.read() if f is not None else None
+            if m is layer and data is not None:
+                data = data[:-1] + bytes([data[-1] ^ 0xFF])
+            dst.addfile(m, io.BytesIO(data) if data is not None else None)
+    path = DATA / "positive" / "entrypoint-in-image.yaml"
+    with pytest.raises(InputError, match="sha256"):
+        check_manifests([path], image=str(bad))

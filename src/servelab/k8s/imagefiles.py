@@ -100,9 +100,14 @@ def _open(text: str) -> tuple[ImageSource, set[str]]:
     """The image source for *text*, and the repositories the text names."""
     if _is_run_dir(text):
         from servelab.image.oci import OciArchive
-        from servelab.image.push import tested_image
+        from servelab.image.push import NotReproducible, tested_image
 
-        return OciArchive(tested_image(Path(text)).archive), set()
+        try:
+            return OciArchive(tested_image(Path(text)).archive), set()
+        except NotReproducible as e:
+            raise InputError(f"--image {text}: {e}",
+                             hint="pass the archive of the image you deploy: --image "
+                             f"{Path(text) / 'images' / '<digest>.oci.tar'}") from e
     if text.startswith(("oci:", "oci-archive:", "docker-daemon:")) or Path(text).exists():
         given = text.split(":", 1)[1] if text.startswith("docker-daemon:") else ""
         return open_image(text), {_repo(ImageRef.split(given)[0])} if given else set()
