@@ -357,14 +357,25 @@ def container_commands(w: Workload, c: Container, inv: Inventory) -> list[Comman
         obj, path = c.where(argv[at][1]) or (w.obj, argv[at][1])
         cmds = list(_commands(_Source(argv[at][0], obj, path), env))
     cmds += _from_configmaps(w, c, inv, cmds, env)
-    return cmds + (_from_image(img, cmds, env) if img is not None else [])
+    return cmds + (_from_image(c, img, cmds, env) if img is not None else [])
 
 
-def _from_image(img: ImageFiles, cmds: list[Command], env: dict[str, str]) -> list[Command]:
+def _mounted_over(c: Container, path: str) -> bool:
+    """Whether a volume of the container hides the image's file at *path*."""
+    for m in as_list(c.data.get("volumeMounts")):
+        root = str(as_dict(m).get("mountPath") or "").rstrip("/")
+        if root and (path == root or path.startswith(root + "/")):
+            return True
+    return False
+
+
+def _from_image(c: Container, img: ImageFiles, cmds: list[Command],
+                env: dict[str, str]) -> list[Command]:
     """The commands of the image's scripts that *cmds* run (and those they run, up to
-    MAX_DEPTH), each reported at the field of the command that runs the first script."""
+    MAX_DEPTH), each reported at the field of the command that runs the first script. A
+    script under one of the container's volume mounts is not the image's: not read."""
     out: list[Command] = []
-    seen: set[str] = set()
+    seen = {p for p in img.scripts if _mounted_over(c, p)}
     todo = cmds
     for _ in range(MAX_DEPTH):
         found: list[Command] = []
@@ -376,7 +387,7 @@ def _from_image(img: ImageFiles, cmds: list[Command], env: dict[str, str]) -> li
                 seen.add(hit[0])
                 path, line = cmd.where(i) if cmd.word_paths else (cmd.path, cmd.line)
                 src = _ImageScript(hit[1], cmd.obj, path, at_line=line, file=hit[0])
-                found += [dataclasses.replace(c, word_paths=()) for c in _commands(src, env)]
+                found += [dataclasses.replace(k, word_paths=()) for k in _commands(src, env)]
         out += found
         todo = found
     return out
