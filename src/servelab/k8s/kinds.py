@@ -64,10 +64,6 @@ FRAMEWORKS = ("model", "huggingface", "sklearn", "xgboost", "lightgbm", "tensorf
               "triton", "onnx", "pmml", "paddle", "art", "alibi")
 #: Where KServe puts the model of a storageUri or model.uri.
 KSERVE_MODEL_DIR = "/mnt/models"
-#: Pod-level fields a ServingRuntime adds to the pods of the InferenceServices that use it.
-RUNTIME_POD_FIELDS = ("nodeSelector", "affinity", "priorityClassName", "securityContext",
-                      "hostIPC", "hostNetwork", "hostPID", "runtimeClassName")
-RUNTIME_POD_LISTS = ("tolerations", "volumes")
 PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
 #: What a KServe model spec or an LLMInferenceService's main container may leave to its
 #: runtime or base config (see model.GROUPS).
@@ -246,19 +242,6 @@ def _storage_uri(comp: dict[str, Any], fw: str | None,
     return None
 
 
-def _merged_pod(own: dict[str, Any], runtime: K8sObject) -> dict[str, Any]:
-    """The pod fields an InferenceService component gets from its runtime, added to its own."""
-    spec = as_dict(runtime.data.get("spec"))
-    pod = dict(own)
-    for key in RUNTIME_POD_FIELDS:
-        if key not in pod and key in spec:
-            pod[key] = spec[key]
-    for key in RUNTIME_POD_LISTS:
-        if key in own or key in spec:
-            pod[key] = [*as_list(own.get(key)), *as_list(spec.get(key))]
-    return pod
-
-
 def model_format(model: dict[str, Any], fw: str) -> ModelFormat | None:
     """The model format KServe selects a runtime for (a framework field names its own)."""
     if fw != "model":
@@ -311,7 +294,7 @@ def _inference_service(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
                 containers_optional=True, inheriting=str(model.get("name") or "kserve-container"),
                 inherit=dict.fromkeys(groups, source), model_uri=uri,
                 model_paths=(KSERVE_MODEL_DIR,), base=runtime,
-                pod=_merged_pod(comp, runtime) if runtime else None)
+                pod=merge_pod(runtime, obj, base, comp)[0] if runtime else None)
         workers = comp.get("workerSpec")
         if isinstance(workers, dict):
             yield PodTemplate(
