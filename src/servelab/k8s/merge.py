@@ -8,7 +8,9 @@ key, the predictor's values winning; ``env`` merges by ``name``, ``ports`` by
 ``containerPort``, ``volumeMounts`` by ``mountPath``; ``args`` are the runtime's followed by
 the predictor's; any other list (``command``) and any scalar (``image``) is the predictor's
 when it sets one. The pod merges the runtime's ``nodeSelector``, ``affinity``,
-``tolerations``, ``volumes`` (by ``name``) and a few other pod fields the same way.
+``tolerations`` (a list without a merge key: the predictor's replaces it), ``volumes`` (by
+``name``, a volume the predictor names replacing the runtime's whole) and a few other pod
+fields the same way.
 
 Each merged field remembers where it was written (:class:`Origins`), so that a finding on
 the merged pod points at the runtime's line or the InferenceService's line, whichever holds
@@ -25,6 +27,9 @@ from servelab.yamlsafe import JsonPath
 #: Lists merged item by item (strategic merge patch keys of the Kubernetes API).
 MERGE_KEYS = {"env": "name", "ports": "containerPort", "volumeMounts": "mountPath",
               "volumeDevices": "devicePath", "volumes": "name"}
+#: Keyed lists whose items the patch replaces whole ("retainKeys": a volume's source is the
+#: patch's, never a mix of two sources).
+RETAIN_KEYS = {"volumes"}
 #: Lists that KServe concatenates (runtime first) instead of replacing.
 CONCATENATED = {"args"}
 #: The runtime's container that the model spec completes.
@@ -96,11 +101,13 @@ class _Merge:
         keys = [as_dict(o).get(key) for o in over]
         out: list[Any] = []
         used: set[int] = set()
+        whole = rel[-1] in RETAIN_KEYS
         for i, item in enumerate(base):
             j = keys.index(as_dict(item).get(key)) if as_dict(item).get(key) in keys else None
             if j is not None:
                 used.add(j)
-            out.append(self.value(item, _sub(base_at, i), over[j] if j is not None else None,
+            kept = None if whole and j is not None else item
+            out.append(self.value(kept, _sub(base_at, i), over[j] if j is not None else None,
                                   _sub(over_at, j) if j is not None else None,
                                   (*rel, len(out))))
         for j, item in enumerate(over):
