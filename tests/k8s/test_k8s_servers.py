@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from servelab.k8s.servers import KNOWN_SERVERS, gpu_server, known_server
+from servelab.k8s.servers import KNOWN_SERVERS, default_cache, gpu_server, known_server
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "k8s-check.md"
 
@@ -60,4 +60,13 @@ def test_the_docs_list_every_known_server() -> None:
                    None)
         assert row is not None, f"docs/k8s-check.md lacks a row for {server.name}"
         assert f"| {server.gpu} |" in row, f"{server.name}: the docs say another condition"
+        cells = [c.strip().strip("`") for c in row.strip("|").split("|")]
+        assert cells[-1] == server.cache, f"{server.name}: the docs give another cache"
     assert "src/servelab/k8s/servers.py" in section
+
+
+def test_default_caches_come_from_the_table() -> None:
+    assert default_cache("ghcr.io/huggingface/text-generation-inference:3.0.1") == "/data"
+    assert default_cache("nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3") == "/opt/nim/.cache"
+    assert default_cache("vllm/vllm-openai:v0.8.5") is None
+    assert default_cache("") is None

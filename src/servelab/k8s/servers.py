@@ -10,6 +10,9 @@ recognised (image repository, command) and when it is a GPU server:
 * ``GPU resources``: CPU or GPU by configuration; a GPU server when the runtime itself requests
   a GPU (any runtime that does is one, listed here for the documentation).
 
+An entry may also name the server's default download cache (TGI's ``/data``, NIM's
+``/opt/nim/.cache``): model-mount looks for a persistent volume there.
+
 docs/k8s-check.md ("Known GPU servers") shows this table; tests keep the two in step.
 """
 
@@ -29,6 +32,8 @@ class Server(NamedTuple):
     commands: tuple[str, ...]
     #: ``always``, ``gpu tag`` or ``GPU resources``
     gpu: str
+    #: Where the server keeps its model download cache when no variable says (model-mount)
+    cache: str = ""
 
 
 ALWAYS, GPU_TAG, GPU_RESOURCES = "always", "gpu tag", "GPU resources"
@@ -37,13 +42,13 @@ KNOWN_SERVERS: tuple[Server, ...] = (
     Server("vLLM", r"(^|/)vllm(-openai|-tpu)?$|(^|/)vllmserver(-gpu)?$|/lmcache/vllm-openai$",
            ("vllm", "vllm.entrypoints.openai.api_server"), ALWAYS),
     Server("Text Generation Inference", r"(^|/)text-generation-inference$",
-           ("text-generation-launcher",), ALWAYS),
+           ("text-generation-launcher",), ALWAYS, cache="/data"),
     Server("NVIDIA Triton Inference Server", r"(^|/)tritonserver$", ("tritonserver",), ALWAYS),
     Server("TensorRT-LLM", r"(^|/)(tensorrt-llm|tensorrt_llm|trtllm)[\w/-]*$",
            ("trtllm-serve", "trtllm-build"), ALWAYS),
     Server("SGLang", r"(^|/)sglang$", ("sglang.launch_server",), ALWAYS),
     Server("LMDeploy", r"(^|/)lmdeploy$", ("lmdeploy",), ALWAYS),
-    Server("NVIDIA NIM", r"^nim/", (), ALWAYS),
+    Server("NVIDIA NIM", r"^nim/", (), ALWAYS, cache="/opt/nim/.cache"),
     Server("KServe Hugging Face server", r"(^|/)huggingfaceserver$", ("huggingfaceserver",),
            GPU_TAG),
     Server("TorchServe", r"(^|/)torchserve(-kfs)?$", ("torchserve",), GPU_TAG),
@@ -70,6 +75,12 @@ def known_server(image: str, argv: list[str]) -> Server | None:
         if (repo and re.search(server.image, repo)) or words & set(server.commands):
             return server
     return None
+
+
+def default_cache(image: str) -> str | None:
+    """The download cache the server *image* runs keeps when no variable says, if known."""
+    server = known_server(image, []) if image else None
+    return server.cache if server is not None and server.cache else None
 
 
 def gpu_server(image: str, argv: list[str]) -> Server | None:

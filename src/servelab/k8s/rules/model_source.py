@@ -13,6 +13,7 @@ from servelab.k8s.model import Container, K8sObject, Workload, as_dict
 from servelab.k8s.rayenv import runtime_envs, serve_model_args
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
 from servelab.k8s.script import Command, container_commands, env_values
+from servelab.k8s.servers import default_cache
 from servelab.yamlsafe import JsonPath
 
 #: Command-line flags whose value names the model (vLLM, SGLang, TGI, Triton, TorchServe,
@@ -25,8 +26,6 @@ MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY",
 CACHE_FLAGS = ("--download-dir", "--download_dir", "--huggingface-hub-cache")
 CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
              "NIM_CACHE_PATH")
-#: Where a server keeps its download cache when no variable says, by image.
-IMAGE_CACHES = (("text-generation-inference", "/data"), ("nvcr.io/nim/", "/opt/nim/.cache"))
 #: Volume names or mount paths that hold a model.
 MODEL_NAME = re.compile(r"model|weight|checkpoint|ckpt", re.IGNORECASE)
 #: Programs (and subcommands) that download a model or other artifacts.
@@ -168,7 +167,8 @@ def _cache_paths(w: Workload, c: Container, ctx: Context) -> list[str]:
     for cmd in container_commands(w, c, ctx.inventory):
         paths += [v for _, v in _flag_values(cmd.words, CACHE_FLAGS)]
     image = str(c.data.get("image") or "")
-    return paths + [p for name, p in IMAGE_CACHES if name in image]
+    cache = default_cache(image)  # the table of known servers (servelab.k8s.servers)
+    return paths + ([cache] if cache else [])
 
 
 def _persistent_cache(w: Workload, c: Container, ctx: Context) -> bool:
