@@ -311,7 +311,6 @@ def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
                  "manifests do not set: not checked")
     init_fetches = [cmd for i in w.init_containers
                     for cmd in container_commands(w, i, ctx.inventory) if fetch_of(cmd)]
-    fetched = script or bool(init_fetches)
     remote = [r for k, r in kinds if k in ("hub", "remote")]
     if remote:
         # per source: an init container's download hides the server's own pull only when it
@@ -319,4 +318,6 @@ def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
         if not script and not any(remote[0].value in cmd.text for cmd in init_fetches):
             yield from _remote(w, c, ctx, remote[0])
         return
-    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], fetched, script)
+    # an init container's download cannot put the model at a path on none of the server's
+    # volumes: only the server's own start script can (per source, again)
+    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], script, script)
