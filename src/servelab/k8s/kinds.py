@@ -296,9 +296,17 @@ def _inference_service(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
                 model_paths=(KSERVE_MODEL_DIR,), base=runtime,
                 pod=merge_pod(runtime, obj, base, comp)[0] if runtime else None)
         workers = comp.get("workerSpec")
-        if isinstance(workers, dict):
+        if not isinstance(workers, dict):
+            continue
+        wpath: JsonPath = (*base, "workerSpec")
+        merged_workers = _merged_workers(obj, wpath, workers, runtime)
+        if merged_workers is not None:
+            yield PodTemplate(wpath, labels, part=f"{name} workers", takes_traffic=False,
+                              model_uri=uri, model_paths=(KSERVE_MODEL_DIR,), base=runtime,
+                              **merged_workers)
+        else:
             yield PodTemplate(
-                (*base, "workerSpec"), labels, part=f"{name} workers", takes_traffic=False,
+                wpath, labels, part=f"{name} workers", takes_traffic=False,
                 containers_optional=True, inherit=dict.fromkeys(groups, source),
                 model_uri=uri, model_paths=(KSERVE_MODEL_DIR,), base=runtime)
 
@@ -315,6 +323,23 @@ def _merged(obj: K8sObject, base: JsonPath, comp: dict[str, Any], fw: str,
     return {"lead": ((*base, fw), data), "lead_origins": origins, "pod": pod,
             "pod_origins": pod_origins, "containers_optional": True,
             "extra": [(("spec", "containers", i), c) for i, c in sidecars(runtime, at)]}
+
+
+def _merged_workers(obj: K8sObject, wpath: JsonPath, workers: dict[str, Any],
+                    runtime: K8sObject | None) -> dict[str, Any] | None:
+    """The predictor's workers merged with the runtime's workerSpec, as KServe builds the
+    worker pod: the runtime's ``worker-container`` patched by the InferenceService's first
+    worker container, the pods merged, and that one container in the pod."""
+    at = target_index(runtime, "workers") if runtime is not None else None
+    if runtime is None or at is None:
+        return None
+    own = as_list(workers.get("containers"))
+    data, origins = merge_container(runtime, at, obj, (*wpath, "containers", 0),
+                                    as_dict(own[0]) if own else {}, part="workers")
+    pod, pod_origins = merge_pod(runtime, obj, wpath, workers, part="workers")
+    pod.pop("containers", None)
+    return {"lead": ((*wpath, "containers", 0), data), "lead_origins": origins, "pod": pod,
+            "pod_origins": pod_origins, "containers_optional": True}
 
 
 def _serving_runtime(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:

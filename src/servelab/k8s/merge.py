@@ -32,8 +32,9 @@ MERGE_KEYS = {"env": "name", "ports": "containerPort", "volumeMounts": "mountPat
 RETAIN_KEYS = {"volumes"}
 #: Lists that KServe concatenates (runtime first) instead of replacing.
 CONCATENATED = {"args"}
-#: The runtime's container that the model spec completes.
+#: The runtime's container that the model spec completes, and its workers' one.
 TARGET_CONTAINER = "kserve-container"
+WORKER_CONTAINER = "worker-container"
 #: Pod fields a ServingRuntime gives the pods of the InferenceServices that use it.
 RUNTIME_POD_FIELDS = ("nodeSelector", "affinity", "tolerations", "volumes", "imagePullSecrets",
                       "priorityClassName", "securityContext", "hostIPC", "hostNetwork",
@@ -120,25 +121,45 @@ def _sub(at: Loc | None, key: str | int | None) -> Loc | None:
     return None if at is None or key is None else (at[0], (*at[1], key))
 
 
-def target_index(runtime: K8sObject) -> int | None:
-    """The index of the runtime container a model spec completes (None: the runtime has none)."""
-    containers = [as_dict(c) for c in as_list(as_dict(runtime.data.get("spec")).get("containers"))]
+#: Where a runtime keeps the pod its main part and its workers part are built from, and the
+#: name of the container a model spec (or an InferenceService's workerSpec) completes.
+PARTS: dict[str | None, tuple[JsonPath, str]] = {
+    None: (("spec",), TARGET_CONTAINER),
+    "workers": (("spec", "workerSpec"), WORKER_CONTAINER),
+}
+
+
+def _spec(runtime: K8sObject, part: str | None) -> dict[str, Any]:
+    data: Any = runtime.data
+    for key in PARTS[part][0]:
+        data = as_dict(data).get(str(key))
+    return as_dict(data)
+
+
+def target_index(runtime: K8sObject, part: str | None = None) -> int | None:
+    """The index of the runtime container a model spec completes: the one named
+    ``kserve-container`` (``worker-container`` for the workers), else the first; None when
+    the runtime has none."""
+    containers = [as_dict(c) for c in as_list(_spec(runtime, part).get("containers"))]
     if not containers:
         return None
     names = [c.get("name") for c in containers]
-    return names.index(TARGET_CONTAINER) if TARGET_CONTAINER in names else 0
+    name = PARTS[part][1]
+    return names.index(name) if name in names else 0
 
 
 def merge_container(runtime: K8sObject, index: int, isvc: K8sObject, path: JsonPath,
-                    data: dict[str, Any]) -> tuple[dict[str, Any], Origins]:
-    """The runtime's container *index* with the model spec *data* (at *path* of *isvc*)
-    merged onto it, as KServe does; origins relative to the container."""
-    rt_path: JsonPath = ("spec", "containers", index)
-    base = as_dict(as_list(as_dict(runtime.data.get("spec")).get("containers"))[index])
+                    data: dict[str, Any], *,
+                    part: str | None = None) -> tuple[dict[str, Any], Origins]:
+    """The runtime's container *index* (of its main pod, or of its *part* "workers") with the
+    model spec *data* (at *path* of *isvc*) merged onto it, as KServe does; origins relative
+    to the container."""
+    rt_path: JsonPath = (*PARTS[part][0], "containers", index)
+    base = as_dict(as_list(_spec(runtime, part).get("containers"))[index])
     m = _Merge()
     merged = m.value(base, (runtime, rt_path), data, (isvc, path), ())
     if not merged.get("name"):
-        merged["name"] = base.get("name") or TARGET_CONTAINER
+        merged["name"] = base.get("name") or PARTS[part][1]
     # a field neither side sets is reported at the runtime's container, where the runtime's
     # other InferenceServices get it too
     m.origins[()] = (runtime, rt_path)
@@ -146,12 +167,12 @@ def merge_container(runtime: K8sObject, index: int, isvc: K8sObject, path: JsonP
 
 
 def merge_pod(runtime: K8sObject, isvc: K8sObject, pod_path: JsonPath,
-              own: dict[str, Any]) -> tuple[dict[str, Any], Origins]:
+              own: dict[str, Any], *, part: str | None = None) -> tuple[dict[str, Any], Origins]:
     """The InferenceService component's pod fields with the runtime's merged under them."""
-    spec = as_dict(runtime.data.get("spec"))
+    spec = _spec(runtime, part)
     base = {k: spec[k] for k in RUNTIME_POD_FIELDS if k in spec}
     m = _Merge()
-    merged = m.value(base, (runtime, ("spec",)), own, (isvc, pod_path), ())
+    merged = m.value(base, (runtime, PARTS[part][0]), own, (isvc, pod_path), ())
     return merged, m.origins
 
 
