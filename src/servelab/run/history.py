@@ -420,13 +420,16 @@ CHARTS: tuple[tuple[str, str, str, Callable[[dict[str, Any]], float | None]], ..
 
 
 def labels(rows: list[Row]) -> dict[tuple[str, str], str]:
-    """A short, unique x-axis label per run: ``MM-DD HH:MM`` of its start, numbered when two
-    runs started in the same minute."""
+    """A short, unique x-axis label per run: ``MM-DD`` of its start, with ``HH:MM`` when
+    another run started the same day, numbered when two started in the same minute."""
+    days: dict[str, int] = {}
+    for r in rows:
+        days[r.entry.started_at[:10]] = days.get(r.entry.started_at[:10], 0) + 1
     out: dict[tuple[str, str], str] = {}
     used: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: _order(r.entry)):
         s = r.entry.started_at
-        base = f"{s[5:10]} {s[11:16]}" if len(s) >= 16 else s[:16]
+        base = s[5:10] if days[s[:10]] == 1 else f"{s[5:10]} {s[11:16]}"
         used[base] = used.get(base, 0) + 1
         out[r.entry.key] = base if used[base] == 1 else f"{base} #{used[base]}"
     return out
