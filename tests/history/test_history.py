@@ -279,3 +279,22 @@ def test_the_cli_is_light_to_list(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "servelab", "history", "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and "--append-to" in proc.stdout
+
+
+def test_input_text_cannot_start_a_line_of_its_own(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
+    """A history line is user input: a date that is not one is set aside, and a verdict with
+    a line break stays on its row (it could otherwise start a workflow command in a CI log)."""
+    first = json.loads((POS / "carried" / "history.jsonl").read_text().splitlines()[0])
+    bad_date = json.loads(json.dumps(first))
+    bad_date["run"].update(id="x-date", started_at="::error::not a date")
+    odd = json.loads(json.dumps(first))
+    odd["run"]["id"] = "x-verdict"
+    odd["verdict"] = "passed\n::error title=x::injected\u202e"
+    path = tmp_path / "history.jsonl"
+    path.write_text(json.dumps(bad_date) + "\n" + json.dumps(odd) + "\n")
+    code, out, _ = run(capsys, path)
+    assert code == 0
+    assert not any(line.startswith("::") for line in out.splitlines())
+    assert "passed?::error title=x::injected?" in out
+    assert f"skipped: {path}:1: not a history entry: run/started_at" in out

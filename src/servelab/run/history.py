@@ -243,7 +243,11 @@ def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
         bad = validate_result(r) if isinstance(r, dict) else ["not an object"]
         if bad:
             return Skipped(source, f"results[{i}]: {bad[0]}")
-    return Entry(_entry(data), source)
+    entry = _entry(data)
+    problems = _problems(validator("history"), entry)
+    if problems:  # e.g. a started_at that is not a date
+        return Skipped(source, "cannot be a history entry: " + problems)
+    return Entry(entry, source)
 
 
 def _entry(s: dict[str, Any]) -> dict[str, Any]:

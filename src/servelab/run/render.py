@@ -80,13 +80,20 @@ def _sev(arm: Mapping[str, Any] | None) -> str:
     return "/".join(str(f.get(s, 0)) for s in ("CRITICAL", "HIGH", "MEDIUM", "LOW"))
 
 
+def _plain(text: str) -> str:
+    """Text from an input, on one line: control and format characters shown as ``?``, so a
+    value can neither start a new line (a workflow command in a CI log) nor reorder one."""
+    return "".join("?" if not c.isprintable() else c for c in text)
+
+
 def _cells(row: Row) -> list[str]:
     e = row.entry
     c, t = e.arm("control"), e.arm("treatment")
     mark = "◆ " if row.changes else ""
-    return [mark + e.started_at[:16].replace("T", " "), str(e.data.get("commit") or "–")[:12],
-            _short_digests(c), _short_digests(t), f"{_repro(c)} / {_repro(t)}", _mib(t),
-            _startup(t), _sev(t), str(e.data["verdict"])]
+    cells = [mark + e.started_at[:16].replace("T", " "), str(e.data.get("commit") or "–")[:12],
+             _short_digests(c), _short_digests(t), f"{_repro(c)} / {_repro(t)}", _mib(t),
+             _startup(t), _sev(t), str(e.data["verdict"])[:80]]
+    return [_plain(x) for x in cells]
 
 
 HEADERS = ["date (UTC)", "commit", "control digest", "treatment digest",
@@ -113,7 +120,7 @@ def _set_aside(h: History) -> list[str]:
            f"{min(d)} to {max(d)}" for name, d in others.items()]
     out += [f"duplicate: {d.source}: {d.reason}" for d in h.duplicates]
     out += [f"skipped: {s.source}: {s.reason}" for s in h.skipped]
-    return out
+    return [_plain(x) for x in out]
 
 
 def _history_text(h: History) -> str:
