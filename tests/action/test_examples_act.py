@@ -220,7 +220,8 @@ def test_scheduled_rebuild_carries_its_history_then_checks_a_release_record(
     assert rows[0].startswith("| ◆ ") and not any(r.startswith("| ◆ ") for r in rows[1:])
     change = next(x for x in trend.splitlines() if x.startswith("- ") and "treatment" in x)
     assert "inputs changed: " in change and "commit" in change and "context_sha256" in change
-    assert "## servelab history: " in third.log  # the trend in the job summary
+    shown = third.log.split("Summary - ## servelab history: ", 1)[1]  # the job summary
+    assert len(_trend_rows(shown.split("### Digest changes", 1)[0])) == 3
     assert "xychart-beta" in third.log
     assert (third.artifacts[next(n for n in third.artifacts if n.startswith("servelab-history-"))]
             / "trend" / "history.svg").read_text().startswith("<?xml")
