@@ -124,6 +124,8 @@ def test_bad_input_is_set_aside_and_said(capsys: pytest.CaptureFixture[str]) -> 
     assert "invalid JSON" in reasons[f"{bad}:2"]
     assert "'arms' is a required property" in reasons[f"{bad}:3"]
     assert f"{bad}:4" not in reasons  # the good line of that file is used
+    assert list(NIGHTLY.rglob("probe-events.jsonl"))  # a run's own JSON Lines: not history
+    assert not any("probe-events" in s for s in reasons)
     assert len(doc["duplicates"]) == 1 and "counted once" in doc["duplicates"][0]["reason"]
     ids = [r["run"]["id"] for r in doc["runs"]]
     assert len(ids) == len(set(ids))

@@ -2,7 +2,8 @@
 
 PATH is a run directory (servelab run --out), a summary.json, a history file (JSON Lines,
 *.jsonl, one run a line: what --append-to writes; schemas/history.schema.json), or a folder
-holding any of these (the artifacts of past workflow runs, once downloaded). Every file is
+holding any of these (the artifacts of past workflow runs, once downloaded); in a folder,
+history files are those named history.jsonl or *.history.jsonl. Every file is
 read with servelab's safe reader and checked against its schema.
 
 The trend shows per run: date, commit, digest per arm, reproducible or not, compressed size,

@@ -137,13 +137,20 @@ def _files(path: Path) -> list[Path]:
         return [path]
     found: list[Path] = []
     for p in sorted(path.rglob("*")):  # symbolic links to directories are not followed
-        if p.name == "summary.json" or p.name.endswith(HISTORY_SUFFIX):
+        if p.name == "summary.json" or _is_history_name(p.name):
             found.append(p)
             if len(found) > MAX_FILES:
                 raise InputError(f"more than {MAX_FILES} summary.json and history files under "
                                  "this directory", file=str(path),
                                  hint="point at fewer runs, or fold them into a history file")
     return found
+
+
+def _is_history_name(name: str) -> bool:
+    """In a directory, history files are ``history.jsonl`` or ``*.history.jsonl``: a run's
+    folders hold other JSON Lines (``probe-events.jsonl``) that are not; a file named on the
+    command line is read as a history file when it ends in ``.jsonl``."""
+    return name == "history" + HISTORY_SUFFIX or name.endswith(".history" + HISTORY_SUFFIX)
 
 
 def _read(path: Path) -> tuple[list[Entry], list[Skipped]]:
