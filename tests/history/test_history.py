@@ -113,7 +113,7 @@ def test_bad_input_is_set_aside_and_said(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0
     doc = json.loads(out)
     reasons = {s["source"]: s["reason"] for s in doc["skipped"]}
-    bad = NEG / "bad-lines.jsonl"
+    bad = NEG / "bad-lines.history.jsonl"
     assert "schemaVersion 2" in reasons[str(NEG / "other-schema-version" / "summary.json")]
     assert "missing fields: run.started_at, verdict" in reasons[
         str(NEG / "missing-fields" / "summary.json")]
