@@ -16,10 +16,11 @@ import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from servelab.lint import follow
 from servelab.lint.image import Analysis, FileSource, StageState
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction
-from servelab.lint.shell import commands
+from servelab.lint.shell import SimpleCommand, commands
 
 from . import Context
 from ._common import judged
@@ -88,8 +89,17 @@ def scripts(ctx: Context, text: str, state: StageState,
     todo = [(text, 0)]
     while todo:
         body, depth = todo.pop()
+        # `for f in */install.py; do python "$f"; done`, `find -exec`: once per file found
+        todo += [(b, depth) for b in follow.loop_bodies(body, state, ctx.analysis,
+                                                        state.workdir) if b != body]
         for cmd in commands(body):
             if cmd.name in _FILE_TOOLS:  # `chmod +x start.sh` does not run start.sh
+                continue
+            made = _make(ctx, cmd, state, seen)
+            if made is not None:
+                yield made
+                if depth < 2:
+                    todo.append((made[1], depth + 1))
                 continue
             for word in [*cmd.argv, *_modules(cmd.argv)]:
                 path = ctx.analysis.resolve_in_image(word, state)
@@ -102,6 +112,23 @@ def scripts(ctx: Context, text: str, state: StageState,
                     yield src, content
                     if depth < 2:
                         todo.append((content, depth + 1))
+
+
+def _make(ctx: Context, cmd: SimpleCommand, state: StageState,
+          seen: set[str]) -> tuple[FileSource, str] | None:
+    """The Makefile a ``make TARGET`` command reads, with the recipe it runs as its text
+    (at the recipe's lines in the Makefile)."""
+    call = follow.make_call(cmd, state.workdir)
+    if call is None:
+        return None
+    src = ctx.analysis.source_of(call[0], state)
+    key = f"{call[0]} {' '.join(call[1])}"
+    if src is None or key in seen:
+        return None
+    seen.add(key)
+    content = follow.read_text(src, ctx.analysis.context)
+    recipe = follow.make_recipe(content, call[1]) if content else ""
+    return (src, recipe) if recipe else None
 
 
 _APP_SPEC = LazyPattern(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*(\(\))?$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from servelab.findings import Severity
-from servelab.lint import downloads
+from servelab.lint import downloads, follow, shell
 from servelab.lint.image import StageState
 from servelab.lint.parse import Instruction
 
@@ -38,10 +38,14 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
     if not texts or role(ctx).role == Role.JOB:
         return
     for primary, text in texts:
+        apps = _applications(ctx, text, state)
+        read = {p for app, _token in apps for p in app.read}
         for p in downloads.start_problems(text, state.env):
             ins = _attribute(p.token, primary, state)
             yield Hit("startup-download", ins.line, f"the {ins.cmd} {p.what}")
         for src, content in scripts(ctx, text, state):
+            if src.context_path in read:
+                continue  # Python the application walk read: judged by what runs when
             for p in downloads.start_problems(content, state.env):
                 ins = _attribute(src.image_path.rsplit("/", 1)[-1], primary, state)
                 where = f"{script_name(src)}:{p.line}"
@@ -51,3 +55,55 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
                     f"{src.image_path}, run by {ins.cmd}, {p.what} ({where})",
                     context={"script": where},
                 )
+        for app, token in apps:
+            yield from _app_hits(ctx, app, _attribute(token, primary, state))
+
+
+def _applications(ctx: Context, text: str,
+                  state: StageState) -> list[tuple[follow.Followed, str]]:
+    """The Python applications the start command starts, directly or from the shell scripts
+    it runs, followed into the build context; each with the word that shows which
+    instruction starts it (the app spec, or the script's name)."""
+    found: list[tuple[follow.Followed, str]] = []
+    sources: list[tuple[str, dict[str, str], str]] = [(text, {}, "")]
+    for src, content in scripts(ctx, text, state):
+        if not src.image_path.endswith(".py"):
+            sources.append((content, shell.assignments(content),
+                            src.image_path.rsplit("/", 1)[-1]))
+    seen: set[tuple[str, ...]] = set()
+    for body, env, token in sources:
+        for entry in follow.entries(body, state, state.workdir):
+            if entry.paths in seen:
+                continue
+            seen.add(entry.paths)
+            found.append((follow.follow_app(ctx.analysis, entry, env),
+                          token or entry.shown.split()[-1]))
+    return found
+
+
+def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[Hit]:
+    bound = (f" (the walk stopped at {follow.MAX_MODULES} modules, servelab's bound: loads "
+             "in modules past it were not looked for)") if app.truncated else ""
+    missing = _missing(ctx, app)
+    for when in (follow.START, follow.REQUEST):
+        loads = [f for f in app.loads if f.when == when]
+        if not loads:
+            continue
+        shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in loads)
+        if when == follow.START:
+            what = "downloads from a hub at start"
+        else:
+            what = ("downloads from a hub at the first request, not at start (a request "
+                    "waits for the download)")
+        yield Hit("startup-download", ins.line,
+                  f"{app.entry.shown}, run by {ins.cmd}, {what}: {shown}{bound}{missing}",
+                  context={"script": loads[0].where},
+                  severity=None if when == follow.START else Severity.WARNING)
+
+
+def _missing(ctx: Context, app: follow.Followed) -> str:
+    if not app.missing:
+        return ""
+    return (f"; {', '.join(app.missing[:3])} of the application, copied from the build "
+            f"context, is not in {ctx.context_dir}, so it was not read (pass --context with "
+            "the directory docker build is given)")
