@@ -662,3 +662,33 @@ def reaches_final(analysis: Analysis, stage: Stage) -> list[Instruction]:
                 if other is not None and other.index in family:
                     out.append(ins)
     return out
+
+
+# -- comments ----------------------------------------------------------------------------
+
+
+def without_comments(text: str, python: bool = False) -> str:
+    """*text* with its comments blanked, each line kept where it was: a call that appears
+    only in a comment is never evidence. Python comments are found by :mod:`tokenize`
+    (imported only here, for a Python file); shell comments are whole ``#`` lines."""
+    if python:
+        blanked = _python_without_comments(text)
+        if blanked is not None:
+            return blanked
+    return "\n".join("" if line.lstrip().startswith("#") and not line.startswith("#!")
+                     else line for line in text.split("\n"))
+
+
+def _python_without_comments(text: str) -> str | None:
+    import io
+    import tokenize
+
+    lines = text.split("\n")
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                row, col = tok.start
+                lines[row - 1] = lines[row - 1][:col]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return "\n".join(lines)

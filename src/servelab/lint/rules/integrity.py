@@ -12,6 +12,7 @@ from servelab.lint.parse import Instruction, Stage
 from . import RULES, Context, Hit
 from ._common import values
 from ._start import script_name, scripts
+from .weights import reaches
 
 
 @RULES.rule(
@@ -55,7 +56,7 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
         found += [f"{u.what} in {script_name(src)}:{u.line}"
                   for u in fetch.unverified_downloads(content, exp, known_urls_only=True)]
     if found:
-        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}",
+        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}{reaches(ctx, st)}",
                   context={"stage": st.label})
 
 

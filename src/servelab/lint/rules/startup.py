@@ -46,7 +46,8 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
         for src, content in scripts(ctx, text, state):
             if src.context_path in read:
                 continue  # Python the application walk read: judged by what runs when
-            for p in downloads.start_problems(content, state.env):
+            code = follow.without_comments(content, src.image_path.endswith(".py"))
+            for p in downloads.start_problems(code, state.env):
                 ins = _attribute(src.image_path.rsplit("/", 1)[-1], primary, state)
                 where = f"{script_name(src)}:{p.line}"
                 yield Hit(
