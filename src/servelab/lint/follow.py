@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.errors import InputError
 from servelab.lint.downloads import offline
-from servelab.lint.image import MAX_SCRIPT_BYTES, Analysis, FileSource, StageState
+from servelab.lint.image import MAX_SCRIPT_BYTES, Analysis, FileSource, StageState, image_path
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
 from servelab.lint.shell import SimpleCommand, assignments, commands
@@ -107,8 +107,8 @@ class Followed:
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
         self.loads: list[Found] = []
-        #: image paths the COPY instructions name but the build context lacks
-        self.missing: list[str] = []
+        #: (image path, the COPY that should bring it) where the build context lacks it
+        self.missing: list[tuple[str, Instruction]] = []
         #: context paths of the modules read (their text is judged here, not by patterns)
         self.read: set[Path] = set()
         #: whether :data:`MAX_MODULES` stopped the walk
@@ -158,6 +158,36 @@ def _from_copies(analysis: Analysis, stage: Stage) -> list[tuple[str, str, Stage
             for src in ins.args[:-1]:
                 out.append((posixpath.normpath(dest), src, other, ins))
     return out[::-1]
+
+
+def missing_copy(analysis: Analysis, stage: Stage, path: str) -> Instruction | None:
+    """The COPY/ADD of *stage*'s chain that would put *path* into the image from a build
+    context path that does not exist (the context given is not the one docker build gets)."""
+    for st in reversed(analysis.chain(stage)):
+        state = analysis.state(st)
+        for ins in reversed(st.instructions):
+            if ins.cmd not in {"COPY", "ADD"} or ins.flag("from") is not None or len(
+                    ins.args) < 2:
+                continue
+            dest = image_path(ins.args[-1], state.workdirs.get(ins.line, "/"))
+            for src in ins.args[:-1]:
+                if ("$" in src or src.startswith("<<") or "*" in src or "://" in src
+                        or not _covers(src, dest, path)):
+                    continue
+                rel = posixpath.normpath(src.lstrip("/"))
+                if not rel.startswith("..") and not (analysis.context / rel).exists():
+                    return ins
+    return None
+
+
+def _covers(src: str, dest: str, path: str) -> bool:
+    """Whether COPY *src* *dest* can put the image file *path* there: a folder (``app/``,
+    ``.``, a name without a dot) anywhere below *dest*, a file at *dest* or in it."""
+    d = dest.rstrip("/") or "/"
+    name = posixpath.basename(src.rstrip("/"))
+    if src.endswith("/") or name in {"", "."} or "." not in name:
+        return path == d or path.startswith(d.rstrip("/") + "/")
+    return path in {d, posixpath.join(d, name)}
 
 
 def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0) -> FileSource | None:
@@ -327,10 +357,10 @@ class _Walk:
             return None
         self.absent.add(image_path)  # until it is read
         src = source(self.analysis, image_path, self.stage)
-        if src is None:
-            return None
-        if src.context_path is not None and not src.context_path.is_file():
-            self.result.missing.append(image_path)
+        if src is None or (src.context_path is not None and not src.context_path.is_file()):
+            copy = missing_copy(self.analysis, self.stage, image_path)
+            if copy is not None:
+                self.result.missing.append((image_path, copy))
             return None
         if len(self.modules) >= MAX_MODULES:
             self.result.truncated = True

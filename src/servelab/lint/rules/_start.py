@@ -104,7 +104,7 @@ def scripts(ctx: Context, text: str, state: StageState,
             for word in [*cmd.argv, *_modules(cmd.argv)]:
                 path = ctx.analysis.resolve_in_image(word, state)
                 src = ctx.analysis.source_of(path, state) if path else None
-                if src is None or src.image_path in seen:
+                if src is None or src.image_path in seen or not _in_context(ctx, src):
                     continue
                 seen.add(src.image_path)
                 content = Analysis.read(src)
@@ -112,6 +112,12 @@ def scripts(ctx: Context, text: str, state: StageState,
                     yield src, content
                     if depth < 2:
                         todo.append((content, depth + 1))
+
+
+def _in_context(ctx: Context, src: FileSource) -> bool:
+    """Whether *src* is a heredoc or a file whose real path is inside the build context
+    (a link out of the context is never followed)."""
+    return src.context_path is None or follow.inside(src.context_path, ctx.analysis.context)
 
 
 def _make(ctx: Context, cmd: SimpleCommand, state: StageState,

@@ -86,6 +86,15 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
     bound = (f" (the walk stopped at {follow.MAX_MODULES} modules, servelab's bound: loads "
              "in modules past it were not looked for)") if app.truncated else ""
     missing = _missing(ctx, app)
+    if missing and not app.loads:
+        path, copy = app.missing[0]
+        yield Hit("startup-download", ins.line,
+                  f"{app.entry.shown}, run by {ins.cmd}, was not followed: {path} comes from "
+                  f"the build context ({copy.cmd} at line {copy.line}), which lacks it, so the "
+                  "application's code was not read", severity=Severity.INFO,
+                  fix=f"pass --context with the directory docker build is given (now "
+                  f"{ctx.context_dir})")
+        return
     for when in (follow.START, follow.REQUEST):
         loads = [f for f in app.loads if f.when == when]
         if not loads:
@@ -105,6 +114,7 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
 def _missing(ctx: Context, app: follow.Followed) -> str:
     if not app.missing:
         return ""
-    return (f"; {', '.join(app.missing[:3])} of the application, copied from the build "
-            f"context, is not in {ctx.context_dir}, so it was not read (pass --context with "
-            "the directory docker build is given)")
+    paths = ", ".join(p for p, _c in app.missing[:3])
+    return (f"; {paths} of the application, copied from the build context, is not in "
+            f"{ctx.context_dir}, so it was not read (pass --context with the directory "
+            "docker build is given)")

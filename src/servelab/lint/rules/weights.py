@@ -54,7 +54,7 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
     if not matches:
         if not downloads.is_weight_path(src):
             return None
-        if _named(src):
+        if _named(src) and src.rsplit("/", 1)[-1].lower() not in downloads.WEIGHT_DIRS:
             return Hit("weights-baked", ins.line,
                        f"{ins.cmd} puts model weights ({src}) into the image", context=where)
         return Hit("weights-baked", ins.line,
