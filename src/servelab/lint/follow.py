@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -121,11 +122,17 @@ class Followed:
 def inside(path: Path, context: Path) -> bool:
     """Whether *path*'s real path lies inside the build context (no link leaves it)."""
     try:
-        real = os.path.realpath(path)
-        root = os.path.realpath(context)
+        root = _real(str(context))
+        real = (os.path.realpath(path) if path.is_symlink()
+                else str(Path(_real(str(path.parent))) / path.name))
     except (OSError, ValueError):
         return False
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@lru_cache(maxsize=512)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def read_text(src: FileSource, context: Path) -> str | None:
@@ -190,13 +197,21 @@ def _covers(src: str, dest: str, path: str) -> bool:
     return path in {d, posixpath.join(d, name)}
 
 
-def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0) -> FileSource | None:
+Copies = dict[int, list[tuple[str, str, Stage, Instruction]]]
+
+
+def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0,
+           known: Copies | None = None) -> FileSource | None:
     """Where the image file *path* of *stage* comes from: the build context (directly, or
-    through ``COPY --from`` of an earlier stage), or a heredoc."""
+    through ``COPY --from`` of an earlier stage), or a heredoc. *known* keeps each stage's
+    ``COPY --from`` list between calls."""
     found = analysis.source_of(path, analysis.state(stage))
     if found is not None or depth > 4:
         return found
-    for dest, src, other, _ins in _from_copies(analysis, stage):
+    known = {} if known is None else known
+    if stage.index not in known:
+        known[stage.index] = _from_copies(analysis, stage)
+    for dest, src, other, _ins in known[stage.index]:
         src_path = posixpath.normpath(src if src.startswith("/") else "/" + src)
         if path == dest:
             inner = src_path
@@ -204,7 +219,7 @@ def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0) -> FileS
             inner = posixpath.join(src_path, path[len(dest.rstrip("/")) + 1:])
         else:
             continue
-        got = source(analysis, inner, other, depth + 1)
+        got = source(analysis, inner, other, depth + 1, known)
         if got is not None:
             return got
     return None
@@ -274,7 +289,7 @@ def _python_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None
 
 def _module_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
     """``python -m pkg`` (the shell splitter names the command by its module)."""
-    if not _MODULE.match(cmd.argv[0]) or cmd.name in _ASGI:
+    if not _MODULE.match(cmd.argv[0]):
         return None
     roots = [cwd, *path]
     return Entry(f"python -m {cmd.argv[0]}", _module_paths(cmd.argv[0], roots, main=True),
@@ -304,10 +319,14 @@ def _cli_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
                  (posixpath.dirname(script), cwd, *path), as_main=True, when=_UI_RUNNERS[key])
 
 
+_PY_M = LazyPattern(r"\bpython[\d.]*\s+(?:-[A-Za-z]+\s+)*-m\s+([A-Za-z_][\w.]*)")
+
+
 def entries(text: str, state: StageState, cwd: str) -> list[Entry]:
     """The Python applications the commands of *text* start, run in *cwd*."""
     out: list[Entry] = []
     env = assignments(text)
+    run_as_module = {m.group(1) for m in _PY_M.finditer(text)}
     for cmd in commands(text):
         if cmd.name == "cd" and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
             cwd = posixpath.normpath(posixpath.join(cwd, cmd.argv[1]))
@@ -317,8 +336,10 @@ def entries(text: str, state: StageState, cwd: str) -> list[Entry]:
             found = _server_entry(cmd, cwd, path)
         elif _PYTHON.match(cmd.name):
             found = _python_entry(cmd, cwd, path)
+        elif cmd.argv[0] in run_as_module:
+            found = _module_entry(cmd, cwd, path)
         else:
-            found = _cli_entry(cmd, cwd, path) or _module_entry(cmd, cwd, path)
+            found = _cli_entry(cmd, cwd, path)
         if found is not None:
             out.append(found)
     return out
@@ -342,6 +363,7 @@ class _Walk:
         self.order: list[str] = []
         #: image paths looked for and not found (or not readable)
         self.absent: set[str] = set()
+        self.copies: Copies = {}
 
     def lookup(self, name: str) -> str | None:
         if name in self.env:
@@ -356,7 +378,7 @@ class _Walk:
         if image_path in self.absent:
             return None
         self.absent.add(image_path)  # until it is read
-        src = source(self.analysis, image_path, self.stage)
+        src = source(self.analysis, image_path, self.stage, known=self.copies)
         if src is None or (src.context_path is not None and not src.context_path.is_file()):
             copy = missing_copy(self.analysis, self.stage, image_path)
             if copy is not None:
