@@ -27,8 +27,13 @@ def _attribute(token: str, primary: Instruction, state: StageState) -> Instructi
     rationale="Work done at every start (pip install, model downloads, git clone) makes cold "
     "start slow and fragile: it fails without network, varies with the hub, and runs again "
     "on each replica. Scripts the Dockerfile copies in and the start command runs are read "
-    "too. An image whose start command is a one-shot job (an init container or downloader: "
-    "storage-initializer, download_model.py) is left alone: downloading is its job.",
+    "too (Makefile recipes included), and the Python application it starts (uvicorn or "
+    "gunicorn app specs and factories, python -m, python app.py, fastapi run) is followed "
+    "through its imports: hub loads at import, under __main__, in lifespan and startup hooks "
+    "and app factories are errors; a load in a route handler happens at the first request "
+    "and is a warning. An image whose start command is a one-shot job (an init container or "
+    "downloader: storage-initializer, download_model.py) is left alone: downloading is its "
+    "job.",
     fix="install at build time, mount the weights read-only (-v model:/models:ro) and set "
     "HF_HUB_OFFLINE=1 so hub model ids resolve from the local cache",
 )

@@ -123,8 +123,10 @@ def reaches(ctx: Context, st: Stage) -> str:
     "model weights copied or downloaded into the image",
     rationale="Weights in a layer make the image gigabytes larger: every node pulls them "
     "before the server starts, a new model means a new image, and the pull cache is useless "
-    "across models. Stages the final image copies from count, and so do scripts a RUN runs "
-    "(download_model.py, fetch.sh). Files are judged by content (safetensors/GGUF headers, "
+    "across models. Stages the final image copies from count (the finding names the COPY "
+    "--from that brings the download in), and so do scripts a RUN runs (download_model.py, "
+    "fetch.sh, the recipe of make TARGET, every install.py a loop or find -exec runs). "
+    "Files are judged by content (safetensors/GGUF headers, "
     "weight names with a weight container or of 1 MiB and more), honouring .dockerignore.",
     fix="keep weights out of the image: mount them at run time (-v model:/models:ro, a PVC, "
     "or an init container), and point the server at the mount with HF_HUB_OFFLINE=1",
