@@ -209,3 +209,11 @@ def test_a_plain_lint_never_imports_ast(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, env=env, check=False).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+def test_make_targets_from_variables_and_the_automatic_target_name() -> None:
+    text = ("MODELS := tiny base.en\n.PHONY: $(MODELS)\n$(MODELS):\n"
+            "\tbash ./models/download.sh $@\n\tcmake -B build\n")
+    recipe = make_recipe(text, ["base.en"]).split("\n")
+    assert recipe[3] == "bash ./models/download.sh base.en"
+    assert make_recipe(text, ["large"]) == ""

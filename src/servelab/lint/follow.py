@@ -614,6 +614,7 @@ def loop_bodies(text: str, state: StageState, analysis: Analysis, cwd: str) -> l
 
 _RULE = LazyPattern(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*([^=;#]*?)(?:;\s*(.*))?$")
 _MAKE_VAR = LazyPattern(r"^([A-Za-z_][\w.-]*)\s*(?::{1,3}=|\?=|=|\+=)\s*(.*)$")
+_MAKE_AUTO = LazyPattern(r"\$@|\$\(@\)")
 _MAKE_REF = LazyPattern(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
 
 
@@ -633,7 +634,7 @@ def _make_rules(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, s
         if m := _MAKE_VAR.match(line):
             variables.setdefault(m.group(1), m.group(2))
             current = []
-        elif m := _RULE.match(line):
+        elif m := _RULE.match(_make_expand(line, variables)):
             targets = m.group(1).split()
             current = targets
             for t in targets:
@@ -662,7 +663,7 @@ def make_recipe(text: str, targets: list[str]) -> str:
         prereqs, recipe = rules[t]
         todo += reversed(prereqs)
         for n, line in recipe:
-            keep[n] = _make_expand(line, variables)
+            keep[n] = _make_expand(line, {**variables, "@": t})
     if not keep:
         return ""
     return "\n".join(keep.get(n, "") for n in range(1, max(keep) + 1))
@@ -672,6 +673,8 @@ def _make_expand(line: str, variables: dict[str, str], depth: int = 0) -> str:
     if depth > 4:
         return line
     out = _MAKE_REF.sub(lambda m: variables.get(m.group(1), m.group(0)), line)
+    if "@" in variables:
+        out = _MAKE_AUTO.sub(variables["@"], out)
     out = out.replace("$(MAKE)", "make").replace("${MAKE}", "make").replace("$$", "$")
     return out if out == line else _make_expand(out, variables, depth + 1)
 

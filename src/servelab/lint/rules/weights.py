@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from servelab.findings import Severity
-from servelab.lint import downloads, follow, ignore
+from servelab.lint import downloads, follow, ignore, shell
 from servelab.lint.fetch import expand_known
 from servelab.lint.image import StageState, is_url
 from servelab.lint.parse import Instruction, Stage
@@ -97,7 +97,10 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     ran = [] if downloads.names_only_other_files(text) else scripts(
         ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line))
     for src, content in ran:
-        code = follow.without_comments(content, src.image_path.endswith(".py"))
+        python = src.image_path.endswith(".py")
+        code = follow.without_comments(content, python)
+        if not python:  # a script's own `src=https://...` before `wget "$src/$name.bin"`
+            code = expand_known(code, shell.assignments(code).get)
         for what in dict.fromkeys(downloads.build_weight_downloads(code)):
             whats.append(f"{what} in {script_name(src)}")
     if whats:
