@@ -217,3 +217,28 @@ def test_make_targets_from_variables_and_the_automatic_target_name() -> None:
     recipe = make_recipe(text, ["base.en"]).split("\n")
     assert recipe[3] == "bash ./models/download.sh base.en"
     assert make_recipe(text, ["large"]) == ""
+
+
+CLI_APP = (
+    "import os\nimport fire\n"
+    "try:\n    from transformers import AutoModel\nexcept ImportError:\n    AutoModel = None\n"
+    "\n\ndef main(base_model: str = os.getenv('BASE_MODEL', {default!r}), port: int = 7860):\n"
+    "    model = AutoModel.from_pretrained(base_model)\n    return model\n\n\n"
+    "if __name__ == '__main__':\n    fire.Fire(main)\n"
+)
+
+
+@pytest.mark.parametrize(("default", "env", "found"), [
+    ("h2oai/h2ogpt-4096-llama2-7b-chat", "", True),
+    ("/models/h2ogpt", "", False),
+    ("h2oai/h2ogpt-4096-llama2-7b-chat", "ENV BASE_MODEL=/models/h2ogpt\n", False),
+])
+def test_a_cli_entry_point_runs_with_its_parameter_defaults(  # type: ignore[no-untyped-def]
+        write_dockerfile, default: str, env: str, found: bool) -> None:
+    df = write_dockerfile(f"{HEAD}{env}WORKDIR /w\nCOPY generate.py /w/\n{TAIL}"
+                          'ENTRYPOINT ["python3", "/w/generate.py"]\n',
+                          {"generate.py": CLI_APP.format(default=default)})
+    got = _findings(df)
+    assert bool(got) is found
+    if found:
+        assert "generate.py:10" in got[0][2] and "under __main__" in got[0][2]

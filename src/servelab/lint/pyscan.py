@@ -34,6 +34,11 @@ _ROUTE_DECORATORS = frozenset({"get", "post", "put", "delete", "patch", "head", 
 #: UI callbacks: ``gr.Interface(fn=predict)``, ``button.click(fn=...)``
 _CALLBACK_CALLS = frozenset({"Interface", "ChatInterface", "click", "submit", "change",
                              "add_api_route", "add_url_rule"})
+#: calls that run the function they are given, there and then: ``fire.Fire(main)``
+_RUNNERS = frozenset({"fire.Fire", "Fire", "typer.run", "jsonargparse.CLI", "CLI",
+                      "asyncio.run", "anyio.run", "trio.run"})
+#: fields of compound statements that hold statements
+_BODIES = ("body", "orelse", "finalbody", "handlers")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _NOT_HUB_FIRST = frozenset({"models", "model", "weights", "checkpoints", "data", "cache"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -285,11 +290,6 @@ class _Scanner:
 
     def module(self, tree: ast.Module) -> Module:
         for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                    node.targets[0], ast.Name):
-                value = self.values.of(node.value)
-                if value is not None:
-                    self.values.consts[node.targets[0].id] = value
             if isinstance(node, ast.If) and _is_main_guard(node):
                 for sub in node.body:
                     self.statement(sub, self.mod.main, "")
@@ -309,7 +309,34 @@ class _Scanner:
             self.imports(node, scope)
         if _sets_offline(node):
             self.mod.offline = True
-        self.expressions(node, scope)
+        self.assignment(node)
+        if not self.compound(node, scope, owner):
+            self.expressions(node, scope)
+
+    def assignment(self, node: ast.stmt) -> None:
+        """``NAME = <known string>``: later loads in this scope see the value."""
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name):
+            value = self.values.of(node.value)
+            if value is not None:
+                self.values.consts[node.targets[0].id] = value
+
+    def compound(self, node: ast.stmt, scope: Scope, owner: str) -> bool:
+        """An ``if``/``for``/``with``/``try``: its header's calls, then its bodies statement
+        by statement (so imports and functions inside them count); False for others."""
+        bodies = [f for f in _BODIES if getattr(node, f, None)]
+        if not bodies:
+            return False
+        for name in node._fields:  # the header: `if test:`, `for x in it:`, `with cm:`
+            value = getattr(node, name, None)
+            if name not in _BODIES and isinstance(value, ast.AST):
+                self.expressions(value, scope)
+        for f in bodies:  # the bodies, statement by statement (imports and defs in them)
+            for sub in getattr(node, f):
+                inner = sub.body if isinstance(sub, ast.ExceptHandler) else [sub]
+                for stmt in inner:
+                    self.statement(stmt, scope, owner)
+        return True
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -> None:
         qual = f"{owner}.{node.name}" if owner else node.name
@@ -317,6 +344,8 @@ class _Scanner:
         self.mod.functions[qual] = scope
         for dec in node.decorator_list:
             self.decorator(dec, qual)
+        saved = self.values.consts
+        self.values.consts = {**saved, **self.defaults(node.args)}
         for sub in node.body:
             if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.function(sub, qual)  # nested: its decorators run with its parent
@@ -324,6 +353,22 @@ class _Scanner:
                     self.expressions(dec, scope)
             else:
                 self.statement(sub, scope, owner)
+        self.values.consts = saved
+
+    def defaults(self, args: ast.arguments) -> dict[str, str]:
+        """Parameters whose default is a known string: ``def main(base_model="org/m")``
+        (a command-line entry point such as ``fire.Fire(main)`` runs with it)."""
+        out = {}
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults,
+                         strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                  if d is not None]
+        for arg, default in pairs:
+            value = self.values.of(default)
+            if value is not None:
+                out[arg.arg] = value
+        return out
 
     def decorator(self, dec: ast.expr, qual: str) -> None:
         name = _dotted(dec)
@@ -356,6 +401,8 @@ class _Scanner:
             name = _dotted(sub.func)
             if name:
                 scope.calls.append(Call(name, sub.lineno))
+            if name in _RUNNERS and sub.args and isinstance(sub.args[0], ast.Name | ast.Attribute):
+                scope.calls.append(Call(_dotted(sub.args[0]), sub.lineno))
             self.hook_arguments(sub)
             if _sets_offline(sub):
                 self.mod.offline = True
