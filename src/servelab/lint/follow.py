@@ -465,7 +465,8 @@ class _Reach:
         if key is None:
             return
         mod, _name = walk.modules[key]
-        todo: list[tuple[str, Scope, str, str]] = [(key, mod.top, entry.when, "at import")]
+        top = "at module level" if entry.when == START else "when a session runs the script"
+        todo: list[tuple[str, Scope, str, str]] = [(key, mod.top, entry.when, top)]
         if entry.as_main:
             todo.append((key, mod.main, entry.when, "under __main__"))
         if entry.factory and entry.factory in mod.functions:
@@ -508,7 +509,7 @@ class _Reach:
                 if got is not None:
                     inner = f"in {got[1].name}() ({name}:{call.line})"
                     todo.append((got[0], got[1], when,
-                                 inner if via.startswith("at import") else f"{inner}, {via}"))
+                                 inner if via == "at module level" else f"{inner}, {via}"))
 
     def callee(self, key: str, mod: Module, name: str, owner: str) -> tuple[str, Scope] | None:
         """The scope a call of *name* in module *key* runs (a class: its ``__init__``)."""
@@ -546,9 +547,9 @@ def follow_app(analysis: Analysis, entry: Entry, env: dict[str, str],
     _Reach(walk).run()
     if offline({**analysis.state(walk.stage).env, **env}):
         walk.result.loads = []
-    unique: dict[tuple[str, str], Found] = {}
+    unique: dict[tuple[str, str, str], Found] = {}
     for f in walk.result.loads:
-        unique.setdefault((f.where, f.when), f)
+        unique.setdefault((f.where, f.what, f.when), f)
     walk.result.loads = list(unique.values())
     return walk.result
 
