@@ -242,3 +242,17 @@ def test_a_cli_entry_point_runs_with_its_parameter_defaults(  # type: ignore[no-
     assert bool(got) is found
     if found:
         assert "generate.py:10" in got[0][2] and "under __main__" in got[0][2]
+
+
+@pytest.mark.parametrize("main", [
+    "from app.core import loader\nloader.load()\n",
+    "import app.core.loader\napp.core.loader.load()\n",
+    "import app.core.loader as ld\nld.load()\n",
+    "from .core.loader import load as warm\nwarm()\n",
+])
+def test_calls_reach_functions_of_other_modules(write_dockerfile, main: str) -> None:  # type: ignore[no-untyped-def]
+    files = {"app/core/__init__.py": "",
+             "app/core/loader.py": ("from huggingface_hub import snapshot_download\n\n\n"
+                                    "def load():\n    return snapshot_download('org/m')\n")}
+    [(_l, _s, message)] = _findings(_app(write_dockerfile, main, files))
+    assert "app/core/loader.py:5" in message and "in load()" in message

@@ -523,12 +523,20 @@ class _Reach:
         if alias is None:
             return None
         module, attr, level = alias
-        target_name = ".".join(p for p in (attr, rest) if p)
-        for cand in self.walk.resolve(module, level, key):
-            tkey = self.walk.load(posixpath.normpath(cand))
-            if tkey is not None:
-                tmod, _tn = self.walk.modules[tkey]
-                return _function(tkey, tmod, target_name)
+        parts = [p for p in (*attr.split("."), *rest.split(".")) if p]
+        # `from app.core import model_loader; model_loader.load()`, `import app.x;
+        # app.x.load()`: the longest module prefix that is a file, the rest its function
+        for cut in range(len(parts) - 1, -1, -1):
+            sub = ".".join([m for m in (module, *parts[:cut]) if m])
+            if not sub and not level:
+                continue
+            for cand in self.walk.resolve(sub, level, key):
+                tkey = self.walk.load(posixpath.normpath(cand))
+                if tkey is not None:
+                    tmod, _tn = self.walk.modules[tkey]
+                    found = _function(tkey, tmod, ".".join(parts[cut:]))
+                    if found is not None:
+                        return found
         return None
 
 
