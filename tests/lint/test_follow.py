@@ -256,3 +256,17 @@ def test_calls_reach_functions_of_other_modules(write_dockerfile, main: str) -> 
                                     "def load():\n    return snapshot_download('org/m')\n")}
     [(_l, _s, message)] = _findings(_app(write_dockerfile, main, files))
     assert "app/core/loader.py:5" in message and "in load()" in message
+
+
+def test_a_missing_start_script_points_to_context(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = write_dockerfile(f"{HEAD}COPY docker/start.sh /start.sh\n{TAIL}"
+                          'ENTRYPOINT ["/start.sh"]\n')
+    report = lint_paths([df], config=LintConfig(), hadolint=False)
+    [f] = [f for f in report.findings if f.rule_id == "startup-download"]
+    assert (f.severity.value, f.line) == ("info", 5)
+    assert "/start.sh" in f.message and "COPY at line 2" in f.message
+    assert f.fix is not None and "--context" in f.fix
+    (df.parent / "docker").mkdir()
+    (df.parent / "docker" / "start.sh").write_text("#!/bin/sh\nexec python -m server\n")
+    assert [f for f in lint_paths([df], config=LintConfig(), hadolint=False).findings
+            if f.rule_id == "startup-download"] == []

@@ -63,6 +63,8 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
                 )
         for app, token in apps:
             yield from _app_hits(ctx, app, _attribute(token, primary, state))
+        if not apps:
+            yield from _missing_scripts(ctx, text, primary, state)
 
 
 def _applications(ctx: Context, text: str,
@@ -114,6 +116,29 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
                   f"{app.entry.shown}, run by {ins.cmd}, {what}: {shown}{bound}{missing}",
                   context={"script": loads[0].where},
                   severity=None if when == follow.START else Severity.WARNING)
+
+
+def _missing_scripts(ctx: Context, text: str, primary: Instruction,
+                     state: StageState) -> Iterator[Hit]:
+    """A script the start command runs that a COPY takes from the build context, which
+    lacks it: nothing in it was read (an info finding pointing to --context)."""
+    for cmd in shell.commands(text):
+        for word in cmd.argv:
+            path = ctx.analysis.resolve_in_image(word, state)
+            src = ctx.analysis.source_of(path, state) if path else None
+            if path is None or (src is not None and (src.context_path is None
+                                                     or src.context_path.is_file())):
+                continue
+            copy = follow.missing_copy(ctx.analysis, ctx.df.final, path)
+            if copy is not None:
+                ins = _attribute(word, primary, state)
+                yield Hit("startup-download", ins.line,
+                          f"{path}, run by {ins.cmd}, comes from the build context "
+                          f"({copy.cmd} at line {copy.line}), which lacks it, so what it "
+                          "runs at start was not read", severity=Severity.INFO,
+                          fix="pass --context with the directory docker build is given "
+                          f"(now {ctx.context_dir})")
+                return
 
 
 def _missing(ctx: Context, app: follow.Followed) -> str:
