@@ -565,10 +565,11 @@ def follow_app(analysis: Analysis, entry: Entry, env: dict[str, str],
 # -- loops, find -exec, make -------------------------------------------------------------
 
 _FOR = LazyPattern(
-    r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([^;\n]+?)\s*(?:;|\n)\s*do\b(.*?)(?:;|\n)\s*done\b", re.S)
+    r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([^;\n]{1,500}?)\s*(?:;|\n)\s*do\b(.{0,4000}?)"
+    r"(?:;|\n)\s*done\b", re.S)
 _FIND = LazyPattern(
-    r"\bfind\s+(\S+)(?P<opts>(?:\s+(?!-exec\b)\S+)*?)\s+-exec\s+(?P<cmd>.+?)\s+\{\}"
-    r"(?P<tail>[^;+\n]*?)\s*(?:\\;|';'|\";\"|\+)")
+    r"\bfind\s+(\S+)(?P<opts>(?:[ \t]+(?!-exec\b)\S+){0,40}?)[ \t]+-exec[ \t]+"
+    r"(?P<cmd>[^\n]{1,500}?)[ \t]+\{\}(?P<tail>[^;+\n]{0,200}?)[ \t]*(?:\\;|';'|\";\"|\+)")
 _NAME_OPT = LazyPattern(r"-(?:i?name|path)\s+[\"']?([^\"'\s]+)")
 
 
@@ -621,7 +622,6 @@ def loop_bodies(text: str, state: StageState, analysis: Analysis, cwd: str) -> l
     return out[:MAX_LOOP_FILES]
 
 
-_RULE = LazyPattern(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*([^=;#]*?)(?:;\s*(.*))?$")
 _MAKE_VAR = LazyPattern(r"^([A-Za-z_][\w.-]*)\s*(?::{1,3}=|\?=|=|\+=)\s*(.*)$")
 _MAKE_AUTO = LazyPattern(r"\$@|\$\(@\)")
 _MAKE_REF = LazyPattern(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
@@ -643,18 +643,31 @@ def _make_rules(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, s
         if m := _MAKE_VAR.match(line):
             variables.setdefault(m.group(1), m.group(2))
             current = []
-        elif m := _RULE.match(_make_expand(line, variables)):
-            targets = m.group(1).split()
+        elif rule := _rule(_make_expand(line, variables)):
+            targets, prereqs, inline = rule
             current = targets
             for t in targets:
-                rules.setdefault(t, ([], []))[0].extend(m.group(2).split())
-                if m.group(3):
-                    rules[t][1].append((n, m.group(3)))
+                rules.setdefault(t, ([], []))[0].extend(prereqs)
+                if inline:
+                    rules[t][1].append((n, inline))
             if not default and not targets[0].startswith("."):
                 default = targets[0]
         elif line.strip():
             current = []
     return rules, default, variables
+
+
+def _rule(line: str) -> tuple[list[str], list[str], str] | None:
+    """(targets, prerequisites, recipe after ``;``) of a rule line ``a b: c d; cmd``."""
+    head, colon, rest = line.partition(":")
+    if not colon or not head.strip() or head[0].isspace() or rest.startswith("="):
+        return None
+    rest = rest.removeprefix(":")  # a double-colon rule
+    if rest.startswith("="):
+        return None  # `x ::= value`
+    prereqs, _semi, inline = rest.partition(";")
+    normal, _bar, order_only = prereqs.partition("|")
+    return head.split(), normal.split() + order_only.split(), inline.strip()
 
 
 def make_recipe(text: str, targets: list[str]) -> str:
