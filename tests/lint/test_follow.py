@@ -270,3 +270,20 @@ def test_a_missing_start_script_points_to_context(write_dockerfile) -> None:  # 
     (df.parent / "docker" / "start.sh").write_text("#!/bin/sh\nexec python -m server\n")
     assert [f for f in lint_paths([df], config=LintConfig(), hadolint=False).findings
             if f.rule_id == "startup-download"] == []
+
+
+@pytest.mark.parametrize("run", [
+    "uvicorn.run('app.server:app', host='0.0.0.0')",
+    "uvicorn.run(app='app.server:build', factory=True)",
+])
+def test_uvicorn_run_with_an_app_string_is_followed(write_dockerfile, run: str) -> None:  # type: ignore[no-untyped-def]
+    server = ("from fastapi import FastAPI\nfrom transformers import pipeline\n"
+              "def build():\n    app = FastAPI()\n"
+              "    app.state.p = pipeline('fill-mask', model='FacebookAI/roberta-base')\n"
+              "    return app\n"
+              "app = build() if __name__ == 'app.server' else None\n")
+    main = f"import uvicorn\n\nif __name__ == '__main__':\n    {run}\n"
+    df = _app(write_dockerfile, main, {"app/server.py": server},
+              cmd='["python", "-m", "app.main"]')
+    [(_l, _s, message)] = _findings(df)
+    assert "app/server.py:5" in message

@@ -403,9 +403,25 @@ class _Scanner:
                 scope.calls.append(Call(name, sub.lineno))
             if name in _RUNNERS and sub.args and isinstance(sub.args[0], ast.Name | ast.Attribute):
                 scope.calls.append(Call(_dotted(sub.args[0]), sub.lineno))
+            self.served(sub, name, scope)
             self.hook_arguments(sub)
             if _sets_offline(sub):
                 self.mod.offline = True
+
+    def served(self, call: ast.Call, name: str, scope: Scope) -> None:
+        """``uvicorn.run("app.server:app")``: the server imports that module (and calls the
+        factory with ``factory=True``) when this call runs."""
+        if name not in {"uvicorn.run", "hypercorn.run"}:
+            return
+        spec = self.values.of(call.args[0] if call.args else _kwarg(call, "app"))
+        module, colon, attr = (spec or "").partition(":")
+        if not colon or not module.replace(".", "").replace("_", "").isalnum():
+            return
+        scope.imports.append((module, 0, []))
+        if _truthy(_kwarg(call, "factory")):
+            scope.calls.append(Call(f"{module}.{attr.removesuffix('()')}", call.lineno))
+            self.mod.aliases.setdefault(module.split(".", 1)[0],
+                                        (module.split(".", 1)[0], "", 0))
 
     def hook_arguments(self, call: ast.Call) -> None:
         """``FastAPI(lifespan=f)``, ``add_event_handler("startup", f)``,
