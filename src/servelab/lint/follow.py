@@ -270,7 +270,9 @@ def _server_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None
     spec, m = matches[0]
     base = opts.get("--app-dir") or opts.get("--chdir") or ""
     root = posixpath.normpath(posixpath.join(cwd, base)) if base else cwd
-    roots = [root, *path, *([opts["--pythonpath"]] if "--pythonpath" in opts else [])]
+    extra = [posixpath.normpath(posixpath.join(root, p))
+             for p in opts.get("--pythonpath", "").split(",") if p]
+    roots = [root, *path, *extra]
     factory = m.group(2) if (m.group(3) or "--factory" in opts) else ""
     return Entry(f"{cmd.name} {spec}", _module_paths(m.group(1), roots), tuple(roots),
                  factory=factory)
@@ -297,7 +299,7 @@ def _module_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None
 
 
 def _cli_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
-    args = [a for a in cmd.argv[1:]]
+    args = list(cmd.argv[1:])
     sub = args[0] if args else ""
     if cmd.name == "fastapi" and sub in {"run", "dev"}:
         ops, _opts = _operands(args[1:], frozenset({"--host", "--port", "--app",
@@ -326,7 +328,7 @@ def entries(text: str, state: StageState, cwd: str) -> list[Entry]:
     """The Python applications the commands of *text* start, run in *cwd*."""
     out: list[Entry] = []
     env = assignments(text)
-    run_as_module = {m.group(1) for m in _PY_M.finditer(text)}
+    run_as_module = {m.group(1) for m in _PY_M.finditer(text)} if "-m" in text else set()
     for cmd in commands(text):
         if cmd.name == "cd" and len(cmd.argv) > 1 and "$" not in cmd.argv[1]:
             cwd = posixpath.normpath(posixpath.join(cwd, cmd.argv[1]))
@@ -334,7 +336,7 @@ def entries(text: str, state: StageState, cwd: str) -> list[Entry]:
         path = _pythonpath(state, cwd, {**env, **cmd.env})
         if cmd.name in _ASGI:
             found = _server_entry(cmd, cwd, path)
-        elif _PYTHON.match(cmd.name):
+        elif cmd.name.startswith("python") and _PYTHON.match(cmd.name):
             found = _python_entry(cmd, cwd, path)
         elif cmd.argv[0] in run_as_module:
             found = _module_entry(cmd, cwd, path)
@@ -605,14 +607,16 @@ def _substitute(body: str, var: str, value: str) -> str:
 def loop_bodies(text: str, state: StageState, analysis: Analysis, cwd: str) -> list[str]:
     """The commands loops and ``find -exec`` of *text* run, once per file they find."""
     out: list[str] = []
-    for m in _FOR.finditer(text):
+    if "for" not in text and "find" not in text:  # most texts: no pattern to compile
+        return out
+    for m in _FOR.finditer(text) if "done" in text else ():
         var, words, body = m.group(1), m.group(2).split(), m.group(3)
         for w in words:
             pattern = posixpath.join(cwd, w.strip("\"'"))
             if not re.search(r"[*?]", pattern):
                 continue
             out += [_substitute(body, var, p) for p in image_glob(pattern, state, analysis)]
-    for m in _FIND.finditer(text):
+    for m in _FIND.finditer(text) if "-exec" in text else ():
         root = posixpath.normpath(posixpath.join(cwd, m.group(1).strip("\"'")))
         names = _NAME_OPT.compiled.findall(m.group("opts")) or ["*"]
         for name in names:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import _ast as ast
 import posixpath
-import re
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
+
+from servelab.lint.lazyre import LazyPattern
 
 #: calls that always fetch from a hub (unless told to stay local)
 _FETCH_CALLS = frozenset({"snapshot_download", "hf_hub_download"})
@@ -39,7 +40,7 @@ _RUNNERS = frozenset({"fire.Fire", "Fire", "typer.run", "jsonargparse.CLI", "CLI
                       "asyncio.run", "anyio.run", "trio.run"})
 #: fields of compound statements that hold statements
 _BODIES = ("body", "orelse", "finalbody", "handlers")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _NOT_HUB_FIRST = frozenset({"models", "model", "weights", "checkpoints", "data", "cache"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _OFFLINE_VARS = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"})
