@@ -221,7 +221,7 @@ def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0,
             continue
         got = source(analysis, inner, other, depth + 1, known)
         if got is not None:
-            return got
+            return got._replace(image_path=path)
     return None
 
 

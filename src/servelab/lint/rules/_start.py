@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from servelab.lint import follow
 from servelab.lint.image import Analysis, FileSource, StageState
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.parse import Instruction
+from servelab.lint.parse import Instruction, Stage
 from servelab.lint.shell import SimpleCommand, commands
 
 from . import Context
@@ -79,10 +79,11 @@ _FILE_TOOLS = frozenset({"chmod", "chown", "chgrp", "cp", "mv", "rm", "ln", "mkd
                          "diff"})
 
 
-def scripts(ctx: Context, text: str, state: StageState,
-            workdir: str | None = None) -> Iterator[tuple[FileSource, str]]:
+def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = None,
+            stage: Stage | None = None) -> Iterator[tuple[FileSource, str]]:
     """Files the commands of *text* run (or read) whose content is known, two levels deep.
-    *workdir* is the WORKDIR the commands run in (default: the state's last)."""
+    *workdir* is the WORKDIR the commands run in (default: the state's last); with *stage*
+    (the stage *state* belongs to), files that ``COPY --from`` brought are found too."""
     if workdir is not None and workdir != state.workdir:
         state = state.copy(workdir=workdir)
     seen: set[str] = set()
@@ -104,6 +105,8 @@ def scripts(ctx: Context, text: str, state: StageState,
             for word in [*cmd.argv, *_modules(cmd.argv)]:
                 path = ctx.analysis.resolve_in_image(word, state)
                 src = ctx.analysis.source_of(path, state) if path else None
+                if src is None and path and stage is not None:
+                    src = follow.source(ctx.analysis, path, stage)
                 if src is None or src.image_path in seen or not _in_context(ctx, src):
                     continue
                 seen.add(src.image_path)
@@ -193,7 +196,7 @@ def role(ctx: Context) -> RoleVerdict:
     if m := _JOB.search(_words(text)):
         return RoleVerdict(Role.JOB, f"its start command looks like a one-shot job "
                                      f"({m.group(0)!r})")
-    for src, content in scripts(ctx, text, state):
+    for src, content in scripts(ctx, text, state, stage=ctx.df.final):
         if m := _SERVER.search(content):
             return RoleVerdict(Role.SERVER, f"{src.image_path} runs {m.group(0)!r}")
     return RoleVerdict(Role.UNKNOWN, "nothing shows whether it is a server")

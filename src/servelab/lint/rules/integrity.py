@@ -51,7 +51,7 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
         value = outer("${" + name + "}")
         return None if "$" in value else value
 
-    for src, content in scripts(ctx, text, run_state, state.workdirs.get(ins.line)):
+    for src, content in scripts(ctx, text, run_state, state.workdirs.get(ins.line), st):
         exp = fetch.expander(lookup, content, ctx.df.escape)
         found += [f"{u.what} in {script_name(src)}:{u.line}"
                   for u in fetch.unverified_downloads(content, exp, known_urls_only=True)]

@@ -48,7 +48,7 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
         for p in downloads.start_problems(text, state.env):
             ins = _attribute(p.token, primary, state)
             yield Hit("startup-download", ins.line, f"the {ins.cmd} {p.what}")
-        for src, content in scripts(ctx, text, state):
+        for src, content in scripts(ctx, text, state, stage=ctx.df.final):
             if src.context_path in read:
                 continue  # Python the application walk read: judged by what runs when
             code = follow.without_comments(content, src.image_path.endswith(".py"))
@@ -74,7 +74,7 @@ def _applications(ctx: Context, text: str,
     instruction starts it (the app spec, or the script's name)."""
     found: list[tuple[follow.Followed, str]] = []
     sources: list[tuple[str, dict[str, str], str]] = [(text, {}, "")]
-    for src, content in scripts(ctx, text, state):
+    for src, content in scripts(ctx, text, state, stage=ctx.df.final):
         if not src.image_path.endswith(".py"):
             sources.append((content, shell.assignments(content),
                             src.image_path.rsplit("/", 1)[-1]))

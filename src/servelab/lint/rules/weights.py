@@ -95,7 +95,7 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
     # a script given only config or tokenizer files (`warm.py config.json org/m`) fetches those
     ran = [] if downloads.names_only_other_files(text) else scripts(
-        ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line))
+        ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line), st)
     for src, content in ran:
         python = src.image_path.endswith(".py")
         code = follow.without_comments(content, python)
