@@ -287,3 +287,24 @@ def test_uvicorn_run_with_an_app_string_is_followed(write_dockerfile, run: str) 
               cmd='["python", "-m", "app.main"]')
     [(_l, _s, message)] = _findings(df)
     assert "app/server.py:5" in message
+
+
+@pytest.mark.parametrize("hostile", [
+    "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
+    "x = a" + ".b" * 30000 + "\n",
+    "def f(:\n",
+    "\x00binary",
+])
+def test_modules_that_do_not_parse_are_skipped(write_dockerfile, hostile: str) -> None:  # type: ignore[no-untyped-def]
+    files = {"app/broken.py": hostile}
+    main = ("from app import broken\nfrom huggingface_hub import snapshot_download\n"
+            "snapshot_download('org/m')\n")
+    [(_l, _s, message)] = _findings(_app(write_dockerfile, main, files))
+    assert "app/main.py:3" in message
+
+
+def test_a_module_that_is_a_pipe_is_never_opened(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = _app(write_dockerfile, "from app import fifo\n")
+    os.mkfifo(df.parent / "app" / "fifo.py")
+    (df.parent / "Makefile").unlink(missing_ok=True)
+    assert _findings(df) == []
