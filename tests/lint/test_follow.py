@@ -308,3 +308,12 @@ def test_a_module_that_is_a_pipe_is_never_opened(write_dockerfile) -> None:  # t
     os.mkfifo(df.parent / "app" / "fifo.py")
     (df.parent / "Makefile").unlink(missing_ok=True)
     assert _findings(df) == []
+
+
+def test_a_cd_before_a_script_is_followed(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    fetch = "from huggingface_hub import snapshot_download\nsnapshot_download('org/m')\n"
+    df = write_dockerfile(f"{HEAD}COPY tools/ /opt/tools/\nRUN cd /opt/tools && python fetch.py\n"
+                          f"{TAIL}CMD [\"python\", \"-m\", \"http.server\"]\n",
+                          {"tools/fetch.py": fetch})
+    [(line, _s, message)] = _findings(df, "weights-baked")
+    assert line == 3 and "tools/fetch.py" in message

@@ -11,6 +11,7 @@ library image with no start command of its own.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator
@@ -93,28 +94,38 @@ def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = No
         # `for f in */install.py; do python "$f"; done`, `find -exec`: once per file found
         todo += [(b, depth) for b in follow.loop_bodies(body, state, ctx.analysis,
                                                         state.workdir) if b != body]
+        cur = state
         for cmd in commands(body):
+            if cmd.name == "cd" and len(cmd.argv) == 2 and "$" not in cmd.argv[1]:
+                cur = cur.copy(workdir=posixpath.normpath(
+                    posixpath.join(cur.workdir, cmd.argv[1])))
+                continue
             if cmd.name in _FILE_TOOLS:  # `chmod +x start.sh` does not run start.sh
                 continue
-            made = _make(ctx, cmd, state, seen)
-            if made is not None:
-                yield made
+            for src, content in _run_by(ctx, cmd, cur, stage, seen):
+                yield src, content
                 if depth < 2:
-                    todo.append((made[1], depth + 1))
-                continue
-            for word in [*cmd.argv, *_modules(cmd.argv)]:
-                path = ctx.analysis.resolve_in_image(word, state)
-                src = ctx.analysis.source_of(path, state) if path else None
-                if src is None and path and stage is not None:
-                    src = follow.source(ctx.analysis, path, stage)
-                if src is None or src.image_path in seen or not _in_context(ctx, src):
-                    continue
-                seen.add(src.image_path)
-                content = Analysis.read(src)
-                if content is not None:
-                    yield src, content
-                    if depth < 2:
-                        todo.append((content, depth + 1))
+                    todo.append((content, depth + 1))
+
+
+def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | None,
+            seen: set[str]) -> Iterator[tuple[FileSource, str]]:
+    """The files one command runs or reads (a Makefile's recipe for ``make``)."""
+    made = _make(ctx, cmd, state, seen)
+    if made is not None:
+        yield made
+        return
+    for word in [*cmd.argv, *_modules(cmd.argv)]:
+        path = ctx.analysis.resolve_in_image(word, state)
+        src = ctx.analysis.source_of(path, state) if path else None
+        if src is None and path and stage is not None:
+            src = follow.source(ctx.analysis, path, stage)
+        if src is None or src.image_path in seen or not _in_context(ctx, src):
+            continue
+        seen.add(src.image_path)
+        content = Analysis.read(src)
+        if content is not None:
+            yield src, content
 
 
 def _in_context(ctx: Context, src: FileSource) -> bool:
