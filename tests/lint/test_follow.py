@@ -317,3 +317,15 @@ def test_a_cd_before_a_script_is_followed(write_dockerfile) -> None:  # type: ig
                           {"tools/fetch.py": fetch})
     [(line, _s, message)] = _findings(df, "weights-baked")
     assert line == 3 and "tools/fetch.py" in message
+
+
+@pytest.mark.parametrize(("head", "found"), [
+    ("from transformers import pipeline\n", True),
+    ("from app.nlp import pipeline\n", False),
+    ("def pipeline(task):\n    return task\n", False),
+])
+def test_a_pipeline_of_the_application_is_not_the_library(  # type: ignore[no-untyped-def]
+        write_dockerfile, head: str, found: bool) -> None:
+    main = head + "clf = pipeline('sentiment-analysis')\n"
+    files = {"app/nlp.py": "def pipeline(task):\n    return task\n"}
+    assert bool(_findings(_app(write_dockerfile, main, files))) is found

@@ -35,6 +35,10 @@ _ROUTE_DECORATORS = frozenset({"get", "post", "put", "delete", "patch", "head", 
 #: UI callbacks: ``gr.Interface(fn=predict)``, ``button.click(fn=...)``
 _CALLBACK_CALLS = frozenset({"Interface", "ChatInterface", "click", "submit", "change",
                              "add_api_route", "add_url_rule"})
+#: packages whose bare pipeline()/SentenceTransformer()/snapshot_download() fetch models
+_HUB_LIBRARIES = frozenset({"transformers", "sentence_transformers", "huggingface_hub",
+                            "optimum", "diffusers", "modelscope", "setfit", "peft",
+                            "faster_whisper", "ctranslate2", "gliner", "span_marker"})
 #: calls that run the function they are given, there and then: ``fire.Fire(main)``
 _RUNNERS = frozenset({"fire.Fire", "Fire", "typer.run", "jsonargparse.CLI", "CLI",
                       "asyncio.run", "anyio.run", "trio.run"})
@@ -395,7 +399,7 @@ class _Scanner:
 
     def expressions(self, node: ast.AST, scope: Scope) -> None:
         for sub in _walk_calls(node):
-            load = _load(sub, self.values)
+            load = _load(sub, self.values) if self.library_call(sub) else None
             if load is not None:
                 scope.loads.append(load)
                 continue
@@ -408,6 +412,19 @@ class _Scanner:
             self.hook_arguments(sub)
             if _sets_offline(sub):
                 self.mod.offline = True
+
+    def library_call(self, call: ast.Call) -> bool:
+        """Whether a bare ``pipeline(...)``/``SentenceTransformer(...)`` is the library's,
+        not a function of the application's own (``def pipeline(...)``, or one imported
+        from the application's modules)."""
+        name = _dotted(call.func)
+        if "." in name or name not in _MODEL_CALLS | _FETCH_CALLS:
+            return True
+        alias = self.mod.aliases.get(name)
+        if alias is None:
+            return name not in self.mod.functions
+        module, _attr, level = alias
+        return not level and module.split(".", 1)[0] in _HUB_LIBRARIES
 
     def served(self, call: ast.Call, name: str, scope: Scope) -> None:
         """``uvicorn.run("app.server:app")``: the server imports that module (and calls the
