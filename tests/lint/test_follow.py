@@ -316,7 +316,7 @@ def test_a_cd_before_a_script_is_followed(write_dockerfile) -> None:  # type: ig
                           f"{TAIL}CMD [\"python\", \"-m\", \"http.server\"]\n",
                           {"tools/fetch.py": fetch})
     [(line, _s, message)] = _findings(df, "weights-baked")
-    assert line == 3 and "tools/fetch.py" in message
+    assert line == 3 and "tools/fetch.py:2" in message
 
 
 @pytest.mark.parametrize(("head", "found"), [

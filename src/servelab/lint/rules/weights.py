@@ -102,11 +102,24 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
         if not python:  # a script's own `src=https://...` before `wget "$src/$name.bin"`
             code = expand_known(code, shell.assignments(code).get)
         for what in dict.fromkeys(downloads.build_weight_downloads(code)):
-            whats.append(f"{what} in {script_name(src)}")
+            whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
     if whats:
         yield Hit("weights-baked", ins.line,
                   f"RUN downloads model weights at build time ({', '.join(whats)})"
                   f"{reaches(ctx, st)}", context={"stage": st.label})
+
+
+def _line_of(code: str, what: str) -> str:
+    """``:N``, the first line of *code* that holds what a phrase names (``snapshot_download``
+    of ``snapshot_download()``, the URL of ``curl URL``), or "" when none does."""
+    if "(" in what:  # a call: `name(`, not the import that names it
+        needle = what.split("(", 1)[0].rsplit(" ", 1)[-1] + "("
+    else:
+        needle = max(what.split(), key=len, default="")
+    for n, line in enumerate(code.splitlines(), start=1):
+        if needle and needle in line:
+            return f":{n}"
+    return ""
 
 
 def reaches(ctx: Context, st: Stage) -> str:
