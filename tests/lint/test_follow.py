@@ -329,3 +329,14 @@ def test_a_pipeline_of_the_application_is_not_the_library(  # type: ignore[no-un
     main = head + "clf = pipeline('sentiment-analysis')\n"
     files = {"app/nlp.py": "def pipeline(task):\n    return task\n"}
     assert bool(_findings(_app(write_dockerfile, main, files))) is found
+
+
+def test_installs_in_python_are_reported_even_offline(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    main = ("import os\nfrom fastapi import FastAPI\napp = FastAPI()\n"
+            "os.system('pip install --no-cache-dir flash-attn')\n\n"
+            "@app.post('/x')\ndef x():\n    import pip\n    pip.main(['install', 'einops'])\n")
+    found = sorted(_findings(_app(write_dockerfile, main, env="ENV HF_HUB_OFFLINE=1\n")),
+                   key=lambda f: f[1])
+    assert [(s, "installs packages" in m) for _l, s, m in found] == [
+        ("error", True), ("warning", True)]
+    assert "app/main.py:4" in found[0][2] and "app/main.py:9" in found[1][2]

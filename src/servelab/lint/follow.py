@@ -98,6 +98,8 @@ class Found(NamedTuple):
     when: str
     #: how it is reached (``in load_model(), from the lifespan hook lifespan()``)
     via: str
+    #: "install" for a package install, else "hub"
+    kind: str = "hub"
 
 
 class Followed:
@@ -498,10 +500,10 @@ class _Reach:
                 continue
             self.done.add((key, scope.name))
             mod, name = self.walk.modules[key]
-            if not mod.offline:
-                for load in scope.loads:
+            for load in scope.loads:
+                if load.kind == "install" or not mod.offline:
                     self.walk.result.loads.append(Found(load.what, f"{name}:{load.line}",
-                                                        when, via))
+                                                        when, via, load.kind))
             for target in self.walk.imports_of(key, scope):
                 tmod, _tn = self.walk.modules[target]
                 todo.append((target, tmod.top, when, via))
@@ -555,8 +557,8 @@ def follow_app(analysis: Analysis, entry: Entry, env: dict[str, str],
     or the command sets HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE)."""
     walk = _Walk(analysis, stage or analysis.df.final, entry, env)
     _Reach(walk).run()
-    if offline({**analysis.state(walk.stage).env, **env}):
-        walk.result.loads = []
+    if offline({**analysis.state(walk.stage).env, **env}):  # installs still need network
+        walk.result.loads = [f for f in walk.result.loads if f.kind == "install"]
     unique: dict[tuple[str, str, str], Found] = {}
     for f in walk.result.loads:
         unique.setdefault((f.where, f.what, f.when), f)

@@ -54,10 +54,16 @@ REQUEST = "request"
 
 
 class Load(NamedTuple):
-    """A hub load: what (``from_pretrained('org/m')``) and its line."""
+    """A hub load (``from_pretrained('org/m')``) or a package install (``pip install`` run
+    by ``subprocess``), and its line."""
 
     what: str
     line: int
+    #: INSTALL for a package install, else a hub load
+    kind: str = "hub"
+
+
+INSTALL = "install"
 
 
 class Call(NamedTuple):
@@ -237,6 +243,46 @@ def _load(node: ast.Call, values: _Values) -> Load | None:
     return Load(f"{call}({value!r})", node.lineno)
 
 
+#: calls that run a command (by their last name: ``subprocess.check_call``,
+#: ``os.system``, ``check_call`` imported from subprocess); the command must hold an
+#: install (``pip install``, ``apt-get install`` ...), so other commands never count
+_RUN_CALLS = frozenset({"run", "call", "check_call", "check_output", "Popen", "system",
+                        "popen", "getoutput", "getstatusoutput"})
+#: calls given pip's arguments: A1111's ``launch.run_pip("install x", "x")``, ``pip.main``
+_PIP_CALLS = frozenset({"run_pip", "pipmain"})
+_INSTALL_PAIRS = frozenset({("pip", "install"), ("pip3", "install"), ("apt-get", "install"),
+                            ("apt", "install"), ("conda", "install"), ("mamba", "install"),
+                            ("npm", "install"), ("apk", "add"), ("uv", "pip")})
+
+
+def _install(node: ast.Call, values: _Values) -> Load | None:
+    """A package install a call runs: ``subprocess.check_call([sys.executable, "-m",
+    "pip", "install", "x"])``, ``os.system("pip install x")``, ``run_pip("install x")``."""
+    name = _dotted(node.func)
+    last = name.rsplit(".", 1)[-1]
+    if not node.args:
+        return None
+    if last in _PIP_CALLS or name == "pip.main":
+        words = ["pip", *_words(node.args[0], values)]
+    elif last in _RUN_CALLS:
+        words = _words(node.args[0], values)
+    else:
+        return None
+    for i in range(len(words) - 1):
+        program = words[i].rsplit("/", 1)[-1]
+        if (program, words[i + 1]) in _INSTALL_PAIRS:
+            return Load(f"{program} {words[i + 1]} ({name})", node.lineno, INSTALL)
+    return None
+
+
+def _words(arg: ast.expr, values: _Values) -> list[str]:
+    """The words of a command given as a list (unknown items as ``?``) or a string."""
+    if isinstance(arg, ast.List | ast.Tuple):
+        return [values.of(e) or "?" for e in arg.elts]
+    text = values.of(arg)
+    return text.split() if text else []
+
+
 def _model_arg(node: ast.Call, last: str) -> ast.expr | None:
     if last == "pipeline":
         if len(node.args) > 1:
@@ -399,7 +445,8 @@ class _Scanner:
 
     def expressions(self, node: ast.AST, scope: Scope) -> None:
         for sub in _walk_calls(node):
-            load = _load(sub, self.values) if self.library_call(sub) else None
+            load = (_load(sub, self.values) if self.library_call(sub) else None) or _install(
+                sub, self.values)
             if load is not None:
                 scope.loads.append(load)
                 continue

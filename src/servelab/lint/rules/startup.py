@@ -107,11 +107,14 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
         if not loads:
             continue
         shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in loads)
+        kinds = {f.kind for f in loads}
+        verb = ("installs packages" if kinds == {"install"} else
+                "downloads from a hub" if kinds == {"hub"} else "downloads and installs")
         if when == follow.START:
-            what = "downloads from a hub at start"
+            what = f"{verb} at start"
         else:
-            what = ("downloads from a hub at the first request, not at start (a request "
-                    "waits for the download)")
+            what = (f"{verb} at the first request, not at start (a request waits for "
+                    "it)")
         yield Hit("startup-download", ins.line,
                   f"{app.entry.shown}, run by {ins.cmd}, {what}: {shown}{bound}{missing}",
                   context={"script": loads[0].where},
