@@ -10,11 +10,10 @@ removed; ``sh -c "..."`` is split again.
 from __future__ import annotations
 
 import re
-import shlex
 from functools import lru_cache
+from typing import NamedTuple
 
 _OPERATORS = {";", ";;", "&&", "||", "|", "&", "(", ")", "|&", "{", "}", "!"}
-_REDIRECT = re.compile(r"^\d*(>>?|<<?<?|>&|<&|&>>?)$")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "time", "command"}
 #: wrapper -> number of arguments it takes before the real command
@@ -48,54 +47,201 @@ class SimpleCommand:
         return self.argv[0].rsplit("/", 1)[-1] if self.argv else ""
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Join backslash-continued lines; each result keeps its first line number."""
-    out: list[tuple[int, str]] = []
-    buf: list[str] = []
-    start = 1
-    for i, raw in enumerate(text.splitlines(), start=1):
-        if not buf:
-            start = i
-        if raw.endswith("\\") and not raw.endswith("\\\\"):
-            buf.append(raw[:-1])
+_WORD_END = frozenset(" \t\r\n;&|()<>")
+#: an operator at the current position, longest first
+_OP = re.compile(r";;|&&|\|\||\|&|[;&|()]")
+#: a redirection operator, with the file descriptor before it
+_REDIR = re.compile(r"\d*(?:&>>?|>>|>&|<&|<<<|<<-?|>\||[<>])")
+_PLAIN = re.compile(r"[^\s;&|()<>'\"\\`$#]+")
+
+
+class Token(NamedTuple):
+    """A word (quotes removed) or an operator (``;`` for a newline), and its line."""
+
+    text: str
+    line: int
+    op: bool
+
+
+def _closing(text: str, i: int, close: str) -> int:
+    """The index after the quote, backtick or ``$(``/``${`` group that starts at *i*
+    (nested groups and quotes inside honoured); the end of *text* when it is not closed."""
+    n = len(text)
+    if close in "'`":
+        j = text.find(close, i + 1)
+        return n if j < 0 else j + 1
+    depth = 0
+    j = i
+    opener = "(" if close == ")" else "{"
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
             continue
-        buf.append(raw)
-        out.append((start, " ".join(buf)))
-        buf = []
-    if buf:
-        out.append((start, " ".join(buf)))
+        if c in "'\"" and close != '"':
+            j = _closing(text, j, c)
+            continue
+        if close == '"':
+            if c == '"' and j > i:
+                return j + 1
+            if text.startswith("$(", j) or text.startswith("${", j):
+                j = _closing(text, j + 1, ")" if text[j + 1] == "(" else "}")
+                continue
+        elif c == opener:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return n
+
+
+def _unquote_double(body: str) -> str:
+    return re.sub(r'\\([\\"$`\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), body)
+
+
+def _word(text: str, i: int) -> tuple[str, int]:
+    """The word starting at *i* with its quotes removed, and the index after it."""
+    parts: list[str] = []
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in _WORD_END:
+            break
+        if m := _PLAIN.match(text, i):
+            parts.append(m.group(0))
+            i = m.end()
+        elif c == "\\":
+            parts.append(text[i + 1:i + 2] if text[i + 1:i + 2] != "\n" else "")
+            i += 2
+        elif c == "'":
+            j = _closing(text, i, "'")
+            parts.append(text[i + 1:j - 1] if text[j - 1:j] == "'" and j > i + 1 else text[i + 1:j])
+            i = j
+        elif c == '"':
+            j = _closing(text, i, '"')
+            end = j - 1 if j <= n and text[j - 1:j] == '"' and j > i + 1 else j
+            parts.append(_unquote_double(text[i + 1:end]))
+            i = j
+        elif c == "`" or text.startswith(("$(", "${"), i):
+            close = "`" if c == "`" else (")" if text[i + 1] == "(" else "}")
+            j = _closing(text, i if c == "`" else i + 1, close)
+            parts.append(text[i:j])
+            i = j
+        else:  # a lone $ or a # inside a word
+            parts.append(c)
+            i += 1
+    return "".join(parts), i
+
+
+def tokenize(text: str) -> list[Token]:
+    """The words and operators of shell *text*, quotes honoured before lines: a newline
+    inside a quoted string is part of the word, one outside ends the command. Linear."""
+    out: list[Token] = []
+    i, n, line = 0, len(text), 1
+    while i < n:
+        c = text[i]
+        if c in " \t\r":
+            i += 1
+        elif c == "\n":
+            out.append(Token(";", line, True))
+            line += 1
+            i += 1
+        elif c == "\\" and text.startswith("\\\n", i):
+            line += 1
+            i += 2
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif (m := _REDIR.match(text, i)) and (m.group(0)[-1] in "<>&|" or c in "<>"):
+            if m.group(0).startswith("<<") and m.group(0) != "<<<":
+                out.append(Token(m.group(0), line, True))
+            else:
+                out.append(Token(">", line, True))
+            i = m.end()
+        elif m := _OP.match(text, i):
+            out.append(Token(m.group(0), line, True))
+            i = m.end()
+        else:
+            start = line
+            word, j = _word(text, i)
+            line += text.count("\n", i, j)
+            out.append(Token(word, start, False))
+            i = j
     return out
 
 
-def _tokens(line: str) -> list[str]:
-    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
-    lex.whitespace_split = True
-    lex.commenters = "#"
-    try:
-        return list(lex)
-    except ValueError:  # unbalanced quotes: fall back to plain words
-        return line.split()
+def is_redirection(tok: Token) -> bool:
+    return tok.op and (tok.text[0] in "<>" or tok.text[0].isdigit())
 
 
-def _segments(tokens: list[str]) -> list[tuple[list[str], bool]]:
-    """The words of each simple command, and whether a pipe follows it."""
-    segs: list[tuple[list[str], bool]] = [([], False)]
-    skip_next = False
+def without_redirections(tokens: list[Token]) -> list[Token]:
+    """*tokens* less the redirections (``2>&1``, ``> log``, ``<<EOF``) and their targets."""
+    out: list[Token] = []
+    skip = False
     for tok in tokens:
-        if skip_next:
-            skip_next = False
+        if skip and not tok.op:
+            skip = False
             continue
-        if tok in _OPERATORS:
-            if segs[-1][0]:
-                segs[-1] = (segs[-1][0], tok in {"|", "|&"})
-            segs.append(([], False))
-        elif _REDIRECT.match(tok):
-            skip_next = True
-            if segs[-1][0] and segs[-1][0][-1].isdigit():
-                segs[-1][0].pop()
+        skip = is_redirection(tok)
+        if not skip:
+            out.append(tok)
+    return out
+
+
+def _substitutions(word: str) -> list[str]:
+    """The command texts of the ``$(...)`` and backtick groups in a word (they run too)."""
+    out: list[str] = []
+    i = word.find("$(")
+    tick = word.find("`")
+    while i >= 0 or tick >= 0:
+        if tick >= 0 and (i < 0 or tick < i):
+            j = _closing(word, tick, "`")
+            out.append(word[tick + 1:j - 1])
         else:
-            segs[-1][0].append(tok)
-    return [s for s in segs if s[0]]
+            j = _closing(word, i + 1, ")")
+            out.append(word[i + 2:j - 1])
+        i = word.find("$(", j)
+        tick = word.find("`", j)
+    return out
+
+
+#: one simple command: its first line, its words, whether a pipe follows it
+Segment = tuple[int, tuple[str, ...], bool]
+
+
+def _segments(tokens: list[Token]) -> list[Segment]:
+    """The words of each simple command, and whether a pipe follows it; redirections and
+    their targets are dropped, command substitutions added after their command."""
+    segs: list[Segment] = []
+    words: list[str] = []
+    first = 1
+    subs: list[Segment] = []  # they run before the pipeline that holds them
+    pipeline: list[Segment] = []
+
+    def close(piped: bool) -> None:
+        if words:
+            pipeline.append((first, tuple(words), piped))
+        words.clear()
+        if not piped:
+            segs.extend(subs)
+            segs.extend(pipeline)
+            subs.clear()
+            pipeline.clear()
+
+    for tok in without_redirections(tokens):
+        if tok.op or tok.text in _OPERATORS:
+            close(tok.text in {"|", "|&"})
+        else:
+            if not words:
+                first = tok.line
+            words.append(tok.text)
+            if "$(" in tok.text or "`" in tok.text:
+                subs.extend((tok.line + line - 1, ws, piped) for sub in
+                            _substitutions(tok.text) for line, ws, piped in _split(sub))
+    close(False)
+    return segs
 
 
 def _strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
@@ -155,36 +301,29 @@ def normalise(argv: list[str]) -> list[str]:
     return list(argv)  # the path stays: /opt/scripts/fetch.sh is a file to read
 
 
-Segments = tuple[tuple[int, tuple[tuple[tuple[str, ...], bool], ...]], ...]
-
-
 @lru_cache(maxsize=2048)
-def _split(text: str) -> Segments:
-    """(line, the words of each simple command and whether a pipe follows) of *text*.
-    Cached: the rules look at the same RUN text several times, and tokenising dominates."""
-    return tuple(
-        (line_no, tuple((tuple(seg), piped) for seg, piped in _segments(_tokens(line))))
-        for line_no, line in _logical_lines(text)
-    )
+def _split(text: str) -> tuple[Segment, ...]:
+    """(line, words, whether a pipe follows) of each simple command of *text*. Cached: the
+    rules look at the same RUN text several times, and tokenising dominates."""
+    return tuple(_segments(tokenize(text)))
 
 
 def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
     """The simple commands of *text*, in order, with their line numbers in *text*."""
     out: list[SimpleCommand] = []
-    for line_no, segs in _split(text):
-        for words, piped in segs:
-            env: dict[str, str] = {}
-            argv = _strip_wrappers(list(words), env)
-            if not argv:
-                continue
-            script = _shell_script(argv)
-            if script is not None and depth < MAX_DEPTH:
-                for sub in commands(script, depth=depth + 1):
-                    sub.env = {**env, **sub.env}
-                    sub.line = line_no
-                    out.append(sub)
-                continue
-            out.append(SimpleCommand(normalise(argv), env, line_no, piped))
+    for line_no, words, piped in _split(text):
+        env: dict[str, str] = {}
+        argv = _strip_wrappers(list(words), env)
+        if not argv:
+            continue
+        script = _shell_script(argv)
+        if script is not None and depth < MAX_DEPTH:
+            for sub in commands(script, depth=depth + 1):
+                sub.env = {**env, **sub.env}
+                sub.line = line_no + sub.line - 1
+                out.append(sub)
+            continue
+        out.append(SimpleCommand(normalise(argv), env, line_no, piped))
     return out
 
 
@@ -193,14 +332,13 @@ def assignments(text: str) -> dict[str, str]:
     ``NAME=value`` words before a command (``CMAKE_VERSION=3.22 sh deps.sh``, which the
     command's scripts see); last value wins; values are as written (no expansion)."""
     out: dict[str, str] = {}
-    for _line_no, segs in _split(text):
-        for seg, _piped in segs:
-            words = seg[1:] if seg[0] in {"export", "local", "readonly", "declare"} else seg
-            for w in words:
-                if not _ASSIGN.match(w):
-                    break
-                name, _, value = w.partition("=")
-                out[name] = value
+    for _line_no, seg, _piped in _split(text):
+        words = seg[1:] if seg[0] in {"export", "local", "readonly", "declare"} else seg
+        for w in words:
+            if not _ASSIGN.match(w):
+                break
+            name, _, value = w.partition("=")
+            out[name] = value
     return out
 
 
