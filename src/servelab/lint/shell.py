@@ -301,7 +301,12 @@ def normalise(argv: list[str]) -> list[str]:
     return list(argv)  # the path stays: /opt/scripts/fetch.sh is a file to read
 
 
-@lru_cache(maxsize=2048)
+#: distinct texts whose tokens and commands are kept: every RUN, start command and script
+#: of a large Dockerfile is read by several rules, so an entry must outlive one rule's pass
+_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=_CACHE)
 def _split(text: str) -> tuple[Segment, ...]:
     """(line, words, whether a pipe follows) of each simple command of *text*. Cached: the
     rules look at the same RUN text several times, and tokenising dominates."""
@@ -309,7 +314,13 @@ def _split(text: str) -> tuple[Segment, ...]:
 
 
 def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
-    """The simple commands of *text*, in order, with their line numbers in *text*."""
+    """The simple commands of *text*, in order, with their line numbers in *text*. The
+    commands are shared between callers (cached): read them, do not change them."""
+    return list(_commands(text, depth))
+
+
+@lru_cache(maxsize=_CACHE)
+def _commands(text: str, depth: int) -> tuple[SimpleCommand, ...]:
     out: list[SimpleCommand] = []
     for line_no, words, piped in _split(text):
         env: dict[str, str] = {}
@@ -318,13 +329,11 @@ def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
             continue
         script = _shell_script(argv)
         if script is not None and depth < MAX_DEPTH:
-            for sub in commands(script, depth=depth + 1):
-                sub.env = {**env, **sub.env}
-                sub.line = line_no + sub.line - 1
-                out.append(sub)
+            out += [SimpleCommand(sub.argv, {**env, **sub.env}, line_no + sub.line - 1,
+                                  sub.piped) for sub in _commands(script, depth + 1)]
             continue
         out.append(SimpleCommand(normalise(argv), env, line_no, piped))
-    return out
+    return tuple(out)
 
 
 def assignments(text: str) -> dict[str, str]:
