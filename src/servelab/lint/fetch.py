@@ -32,10 +32,18 @@ Expand = Callable[[str], str]
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _INTERPRETER = LazyPattern(r"^(python[\d.]*|perl|ruby|node|php)$")
-VERIFY = LazyPattern(
-    r"\b(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|cksum|gpgv?|cosign|minisign|signify|"
-    r"slsa-verifier)\b|openssl\s+(dgst|sha256)|--checksum|--hash[= ]|hashlib"
-)
+#: tools that compute a file's digest
+_HASH_TOOL = LazyPattern(r"^(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|rhash)$")
+#: a digest or key fingerprint written out: 32 to 128 hex digits
+_DIGEST = LazyPattern(r"(?<![0-9A-Za-z])(0x)?[0-9a-fA-F]{32,128}(?![0-9A-Za-z])")
+#: a variable that holds a digest or a key (``$SCCACHE_SHA256``, ``${GPG_KEY}``)
+_DIGEST_VAR = LazyPattern(
+    r"\$\{?([A-Za-z_]*(SHA|SUM|HASH|DIGEST|FINGERPRINT|GPG|KEY)[A-Za-z0-9_]*)",
+                          re.I)
+#: downloads that are themselves checksums or signatures (fetched beside the file they check)
+_CHECK_FILE = LazyPattern(r"(\.(sha(1|256|512)(sum)?|md5|asc|sig|sign|minisig)|sums?(\.txt)?)$",
+                          re.I)
+_SIGNERS = frozenset({"cosign", "minisign", "signify", "slsa-verifier"})
 _INSTALLER = (".sh", ".bash", ".run", ".py", ".pl", ".deb", ".rpm", ".whl", ".jar",
               ".appimage", ".bin", ".apk")
 _BIN_DIR = LazyPattern(r"(^|/)s?bin/[^/]+$")
@@ -146,16 +154,35 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     return []
 
 
-def _reads_stdin(cmd: SimpleCommand) -> bool:
-    """Whether *cmd* is an interpreter that runs the script it reads on stdin."""
+def shown(word: str) -> str:
+    """*word* for a message: a ``$NAME`` shown as ``${NAME}``, never a bare ``$``."""
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", r"${\1}", word)
+
+
+def _reads_stdin(cmd: SimpleCommand, exp: Expand) -> str | None:
+    """The interpreter *cmd* is when it runs the script it reads on stdin (as shown in a
+    message: ``python3``, ``${PY}``), else None. The program may be held in a variable
+    (``curl ... | PIP_ROOT_USER_ACTION=ignore $PY -``): its value decides, and an unknown
+    value counts when the command reads ``-``."""
     name = re.sub(r"\$\{?\w+\}?$", "", cmd.name)  # python${PYTHON_VERSION}
-    if name not in _SHELLS and not _INTERPRETER.match(name):
-        return False
     opts, operands = options_and_operands(cmd.argv[1:], frozenset())
+    held = _VAR.compiled.fullmatch(cmd.argv[0])
+    if held:
+        value = exp(cmd.argv[0]).rsplit("/", 1)[-1]
+        if "$" not in value:
+            name = value
+        elif operands[:1] != ["-"]:
+            return None
+    if not held and name not in _SHELLS and not _INTERPRETER.match(name):
+        return None
+    if held and "$" not in name and name not in _SHELLS and not _INTERPRETER.match(name):
+        return None
     if any(o in {"-c", "-e", "-m"} or (o.startswith("-") and not o.startswith("--")
                                        and name in _SHELLS and "c" in o[1:]) for o in opts):
-        return False
-    return not operands or operands[0] in {"-", "--"} or "-s" in opts
+        return None
+    if not operands or operands[0] in {"-", "--"} or "-s" in opts:
+        return shown(cmd.argv[0]) if held else cmd.name
+    return None
 
 
 def _kind(url: str, out: str | None, made_executable: set[str]) -> str | None:
@@ -182,13 +209,147 @@ def _executables(cmds: list[SimpleCommand]) -> set[str]:
     return out
 
 
-def _piped_into_interpreter(cmds: list[SimpleCommand], i: int) -> SimpleCommand | None:
+def _piped_into_interpreter(cmds: list[SimpleCommand], i: int, exp: Expand) -> str | None:
     j = i
     while cmds[j].piped and j + 1 < len(cmds):
         j += 1
-        if _reads_stdin(cmds[j]):
-            return cmds[j]
+        found = _reads_stdin(cmds[j], exp)
+        if found:
+            return found
     return None
+
+
+# -- verification ------------------------------------------------------------------------
+
+
+def _written(raw: str, exp: Expand, local: dict[str, str]) -> bool:
+    """Whether *raw* carries a digest or key fingerprint written in the Dockerfile or given
+    to the build: hex digits after ARG/ENV substitution (not inside a URL), or a variable
+    named like one that the RUN itself does not set (a build argument). A value the RUN
+    computes (``SHA=$(curl .../file.sha256)``) was fetched, not written."""
+    value = exp(raw)
+    if _DIGEST.search(value) and not urls([value]) and "://" not in value:
+        return True
+    return any(m.group(1) not in local for m in _DIGEST_VAR.finditer(value))
+
+
+def _fetched_names(cmds: list[SimpleCommand], exp: Expand) -> tuple[set[str], bool]:
+    """Base names of the files the RUN downloads, and whether it downloads a checksum or
+    signature file (``SHA256SUMS``, ``x.tar.gz.sha256``, ``x.asc``)."""
+    names: set[str] = set()
+    check_files = False
+    for cmd in cmds:
+        for url, dest in _fetched(cmd, exp):
+            names.add(posixpath.basename((dest or url).split("?", 1)[0]))
+            check_files = check_files or bool(_CHECK_FILE.search(url.split("?", 1)[0]))
+    return names, check_files
+
+
+def _local_file(word: str, fetched: set[str], check_files: bool) -> bool:
+    """Whether a checksum or key file named on a command line came with the build (the
+    context, an earlier step), not from a download in this RUN."""
+    return word not in {"", "-"} and not check_files and posixpath.basename(word) not in fetched
+
+
+def _checksum_checked(cmd: SimpleCommand, written: bool, fetched: set[str],
+                      check_files: bool) -> bool:
+    if not _HASH_TOOL.match(cmd.name):
+        return False
+    if written:  # a digest written in the RUN: echo "<hex>  f" | sha256sum -c, grep, [ = ]
+        return True
+    opts, operands = options_and_operands(cmd.argv[1:], frozenset({"-a", "--algorithm"}))
+    checking = any(o in {"-c", "--check"} or (o[:2] != "--" and "c" in o[1:]) for o in opts)
+    return checking and any(_local_file(f, fetched, check_files) for f in operands)
+
+
+def _key_pinned(cmds: list[SimpleCommand], exp: Expand, local: dict[str, str],
+                fetched: set[str], check_files: bool) -> bool:
+    """Whether the RUN gives gpg a key it did not fetch: ``--recv-keys <fingerprint>``
+    written out, or ``--import``/``--keyring`` of a file from the context."""
+    for cmd in cmds:
+        if cmd.name not in {"gpg", "gpg2", "gpgv"}:
+            continue
+        argv = cmd.argv[1:]
+        for i, a in enumerate(argv):
+            name, eq, inline = a.partition("=")
+            rest = [inline] if eq else argv[i + 1:]
+            if name in {"--recv-keys", "--recv-key", "--receive-keys"} and any(
+                    _written(k, exp, local) for k in rest[:4]):
+                return True
+            if name in {"--import", "--keyring"} and rest and not rest[0].startswith("-") \
+                    and not cmd.piped and _local_file(exp(rest[0]), fetched, check_files):
+                return True
+    return False
+
+
+def verifies(cmds: list[SimpleCommand], text: str, exp: Expand) -> bool:
+    """Whether a RUN checks what it downloads against a digest or a key written in the
+    Dockerfile or the context: a checksum tool with a written digest (or a checksum file
+    that no download of this RUN fetched), ``gpg --verify``/``gpgv`` with a key given by
+    fingerprint or from the context, a signature tool (cosign, minisign, signify,
+    slsa-verifier), pip's ``--hash``. Mentioning gpg (``gpg-agent``, ``gnupg``, a copied
+    ``*.gpg`` keyring, ``gpg --dearmor`` of a fetched key) is no check."""
+    local = assignments(text)
+    fetched, check_files = _fetched_names(cmds, exp)
+    written = any(_written(w, exp, local) for c in cmds for w in c.argv[1:]
+                  if c.name in {"echo", "printf", "grep", "[", "test", "[["}
+                  or _HASH_TOOL.match(c.name))
+    for cmd in cmds:
+        if _checksum_checked(cmd, written, fetched, check_files) or cmd.name in _SIGNERS:
+            return True
+        if any(a.startswith("--hash=") or a == "--require-hashes" for a in cmd.argv):
+            return True
+    signed = any((c.name in {"gpg", "gpg2"} and "--verify" in c.argv) or c.name == "gpgv"
+                 for c in cmds)
+    if signed and _key_pinned(cmds, exp, local, fetched, check_files):
+        return True
+    return "hashlib" in text and bool(_DIGEST.search(text))
+
+
+# -- pip installs of what a URL or a branch holds ------------------------------------------
+
+
+def _vcs_ref(spec: str) -> tuple[str, str | None]:
+    """(url, ref or None) of ``git+https://host/o/r@ref#egg=x`` or ``name @ git+...``."""
+    url = spec.split(" @ ", 1)[-1].strip().split("#", 1)[0]
+    path = url.split("://", 1)[-1]
+    host_and_path, at, ref = path.rpartition("@")
+    if not at or "/" not in host_and_path:  # git+ssh://git@host/o/r: that @ is the user
+        return url, None
+    return url.rsplit("@", 1)[0], ref
+
+
+def _pip_problem(spec: str) -> str | None:
+    """What is unverified about one pip requirement on a command line, or None."""
+    if spec.startswith(("git+", "hg+")) or " @ git+" in spec:
+        url, ref = _vcs_ref(spec)
+        if ref is not None and re.fullmatch(r"[0-9a-f]{40}", ref):
+            return None
+        if ref is None:
+            return f"installs {url} at its default branch"
+        if _ref_pinned(ref) and "$" not in ref:
+            return (f"installs {url} at the tag {ref}: a tag is mutable, as an image tag is "
+                    "against a digest")
+        return None if "$" in ref else f"installs {url} at the branch {ref}"
+    if urls([spec]) and "#sha256=" not in spec and not is_loopback(spec):
+        return f"installs {spec} with no hash"
+    return None
+
+
+def pip_unverified(cmd: SimpleCommand, exp: Expand) -> list[str]:
+    """What a ``pip install`` (or ``uv pip install``) takes from a URL or a git branch or tag
+    with nothing to check it: a wheel or sdist URL without ``#sha256=`` or ``--hash``, a
+    ``git+`` requirement not pinned to a 40-hex commit."""
+    if cmd.name != "pip" or "install" not in cmd.argv[1:3] or "--require-hashes" in cmd.argv:
+        return []
+    from servelab.lint.packages import PIP_WITH_VALUE
+
+    _opts, operands = options_and_operands(cmd.argv[cmd.argv.index("install") + 1:],
+                                           PIP_WITH_VALUE)
+    return [p for p in (_pip_problem(exp(op)) for op in operands) if p]
+
+
+# -- downloads that are run or installed -----------------------------------------------------
 
 
 def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = False,
@@ -197,7 +358,7 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
     With *known_urls_only* (a script a RUN runs), a URL still holding a variable after
     substitution is skipped: such a download often sits behind a guard on that variable."""
     cmds = commands(text)
-    checked = VERIFY.search(text) is not None
+    checked = verifies(cmds, text, exp)
     made_exec = _executables(cmds)
     out: list[Unverified] = []
     for m in _FED_TO_SHELL.finditer(text):
@@ -205,23 +366,25 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
         if found and not is_loopback(found[0]):
             line = text.count("\n", 0, m.start()) + 1
             out.append(Unverified(f"runs a downloaded script unchecked ({m.group(1)} "
-                                  f"{found[0]} fed to a shell)", line, found[0]))
+                                  f"{shown(found[0])} fed to a shell)", line, found[0]))
     fed = {u.url for u in out}
     for i, cmd in enumerate(cmds):
+        if not checked:
+            out += [Unverified(what, cmd.line) for what in pip_unverified(cmd, exp)]
         for url, dest in _fetched(cmd, exp):
             if is_loopback(url) or url in fed or (known_urls_only and "$" in url):
                 continue
-            interp = _piped_into_interpreter(cmds, i) if dest is None else None
+            interp = _piped_into_interpreter(cmds, i, exp) if dest is None else None
             if interp is not None:
-                out.append(Unverified(f"runs a downloaded script unchecked ({cmd.name} {url} "
-                                      f"| {interp.name})", cmd.line, url))
+                out.append(Unverified(f"runs a downloaded script unchecked ({cmd.name} "
+                                      f"{shown(url)} | {interp})", cmd.line, url))
                 continue
             if checked or (dest is None and not cmd.piped):
                 continue  # verified, or printed / captured rather than saved or unpacked
             kind = _kind(url, dest, made_exec)
             if kind:
-                out.append(Unverified(f"downloads {kind} ({url}) and checks no checksum or "
-                                      "signature", cmd.line, url))
+                out.append(Unverified(f"downloads {kind} ({shown(url)}) and checks no "
+                                      "checksum or signature", cmd.line, url))
     return out
 
 
