@@ -55,8 +55,8 @@ def test_unverified_downloads_found(text: str, expect: str) -> None:
         "curl -fsS http://127.0.0.1:8000/health",
         "curl -L https://x.example/key.gpg | gpg --dearmor > /etc/apt/keyrings/x.gpg",
         "curl -s https://api.github.com/repos/o/r/releases | python3 -c 'import json,sys'",
-        "curl -o a.tgz https://x.example/a.tgz && echo 'abababababababababababababababababababababababababababababababab  a.tgz' | sha256sum -c - "
-        "&& tar xzf a.tgz",
+        "curl -o a.tgz https://x.example/a.tgz && echo '" + "ab" * 32 + "  a.tgz' | "
+        "sha256sum -c - && tar xzf a.tgz",
         "curl -o a.sh https://x.example/a.sh && cosign verify-blob --key k a.sh && sh a.sh",
         "curl -s https://x.example/install.sh",
         "curl -fsSL -o /m/model.safetensors https://huggingface.co/o/m/resolve/main/model.safetensors",
