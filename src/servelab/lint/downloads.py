@@ -47,8 +47,15 @@ _MODEL_OPTS = frozenset(
         "--model-name-or-path",
         "--model_name_or_path",
         "--tokenizer",
+        "--model-uri",
+        "--model_uri",
+        "--repo-id",
+        "--repo_id",
     }
 )
+#: a program or ``python -m`` module whose job is to download (``app.downloader``,
+#: ``model_downloader``, ``download-model``): given a hub id, it fetches it, offline or not
+_DOWNLOADER = LazyPattern(r"(^|[._/-])(down)?load(er|ers)?([._-]|$)|download", re.I)
 _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = {"1", "true", "yes", "on"}
 _INSTALLERS = {
@@ -72,6 +79,8 @@ _FETCHERS = {
     ("git", "clone"),
     ("git", "lfs"),
     ("ollama", "pull"),
+    ("ollama", "run"),  # pulls the model first when it is not in the store
+    ("text-generation-server", "download-weights"),
 }
 
 
@@ -408,6 +417,10 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
         found = _command_problem(cmd)
         if found:
             out.append(StartProblem(found[0], found[1], cmd.line))
+            continue
+        if _DOWNLOADER.search(cmd.name):
+            out += [StartProblem(f"downloads the hub model {m!r} at start (`{cmd.name}`)", m,
+                                 cmd.line) for m in _hub_ids(cmd, {**env, **cmd.env})]
             continue
         if is_offline or offline(cmd.env):
             continue

@@ -166,16 +166,13 @@ def _reads_stdin(cmd: SimpleCommand, exp: Expand) -> str | None:
     value counts when the command reads ``-``."""
     name = re.sub(r"\$\{?\w+\}?$", "", cmd.name)  # python${PYTHON_VERSION}
     opts, operands = options_and_operands(cmd.argv[1:], frozenset())
-    held = _VAR.compiled.fullmatch(cmd.argv[0])
+    held = _VAR.compiled.fullmatch(cmd.argv[0]) is not None
     if held:
         value = exp(cmd.argv[0]).rsplit("/", 1)[-1]
-        if "$" not in value:
-            name = value
-        elif operands[:1] != ["-"]:
-            return None
-    if not held and name not in _SHELLS and not _INTERPRETER.match(name):
-        return None
-    if held and "$" not in name and name not in _SHELLS and not _INTERPRETER.match(name):
+        if "$" in value and operands[:1] != ["-"]:
+            return None  # an unknown program counts only when it reads `-`
+        name = "" if "$" in value else value
+    if name and name not in _SHELLS and not _INTERPRETER.match(name):
         return None
     if any(o in {"-c", "-e", "-m"} or (o.startswith("-") and not o.startswith("--")
                                        and name in _SHELLS and "c" in o[1:]) for o in opts):
@@ -277,7 +274,7 @@ def _key_pinned(cmds: list[SimpleCommand], exp: Expand, local: dict[str, str],
                     _written(k, exp, local) for k in rest[:4]):
                 return True
             if name in {"--import", "--keyring"} and rest and not rest[0].startswith("-") \
-                    and not cmd.piped and _local_file(exp(rest[0]), fetched, check_files):
+                    and _local_file(exp(rest[0]), fetched, check_files):
                 return True
     return False
 
