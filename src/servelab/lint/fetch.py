@@ -147,10 +147,10 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     argv = [exp(a) for a in cmd.argv]
     if cmd.name == "curl":
         _o, operands = options_and_operands(argv[1:], _CURL_WITH_VALUE)
-        return [(u, _curl_output(argv, u)) for u in urls(operands)]
+        return [(u, _curl_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
     if cmd.name == "wget":
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
-        return [(u, _wget_output(argv, u)) for u in urls(operands)]
+        return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
     return []
 
 
@@ -402,19 +402,34 @@ _BUILDERS = {
 }
 
 
-class _Clone:
-    """A git clone seen in a stage, and what became of it."""
+class _Pending:
+    """A git clone or a downloaded file seen in a stage, and what became of it."""
 
-    __slots__ = ("branch", "dest", "line", "pinned", "reported", "url")
+    __slots__ = ("branch", "done", "kind", "line", "name", "pinned", "url", "via")
 
-    def __init__(self, url: str, dest: str, line: int, branch: str | None,
-                 pinned: bool) -> None:
+    def __init__(self, kind: str, url: str, name: str, line: int, *,
+                 branch: str | None = None, pinned: bool = False) -> None:
+        #: "clone" or "download"
+        self.kind = kind
         self.url = url
-        self.dest = dest
+        #: the base name of the clone's folder or of the downloaded file
+        self.name = name
         self.line = line
         self.branch = branch
         self.pinned = pinned
-        self.reported = False
+        #: reported, or checked before use
+        self.done = False
+        #: how it reached this stage (", copied into stage app at line 40"), or ""
+        self.via = ""
+
+    def carried(self, name: str, via: str) -> _Pending:
+        out = _Pending(self.kind, self.url, name, self.line, branch=self.branch,
+                       pinned=self.pinned)
+        out.via = self.via + via + ","
+        return out
+
+
+_Clone = _Pending
 
 
 def _ref_pinned(ref: str) -> bool:
@@ -438,7 +453,8 @@ def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
     after = operands[operands.index(found[0]) + 1:]
     dest = after[0] if after else posixpath.basename(found[0].rstrip("/")).removesuffix(".git")
     pinned = branch is not None and _ref_pinned(branch)
-    return _Clone(found[0], posixpath.basename(dest.rstrip("/")), cmd.line, branch, pinned)
+    return _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
+                    branch=branch, pinned=pinned)
 
 
 def _enters(path: str, dest: str) -> bool:
@@ -447,6 +463,7 @@ def _enters(path: str, dest: str) -> bool:
 
 
 def _builds(cmd: SimpleCommand, dest: str, inside: bool) -> bool:
+    """Whether *cmd* builds or installs the clone in folder *dest* (*inside*: run in it)."""
     argv = cmd.argv
     sub = argv[1] if len(argv) > 1 else ""
     if (cmd.name, sub) in _BUILDERS or (cmd.name, "") in _BUILDERS:
@@ -468,32 +485,112 @@ def _pins(cmd: SimpleCommand, exp: Expand) -> bool:
     return sub in {"checkout", "reset", "switch"} and any(_ref_pinned(r) for r in refs[:1])
 
 
-def branch_builds(runs: Iterable[tuple[int, str, str]],
-                  exp_for: Callable[[str], Expand]) -> list[tuple[int, str]]:
-    """(instruction line, message) for each clone of a branch that a later command of the
-    stage builds or installs. *runs* are the stage's RUNs (line, text, WORKDIR) in order."""
-    clones: list[_Clone] = []
-    out: list[tuple[int, str]] = []
-    for line, text, workdir in runs:
-        exp = exp_for(text)
+#: programs that run, install or unpack the file they are given
+_RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "source", ".", "perl", "ruby",
+                      "node", "dpkg", "rpm", "apt-get", "apt", "pip", "tar", "unzip", "install",
+                      "msiexec", "java"})
+
+
+def _runs(cmd: SimpleCommand, name: str) -> bool:
+    """Whether *cmd* runs, installs or unpacks the file named *name* (a base name)."""
+    if posixpath.basename(cmd.argv[0]) == name:
+        return True
+    if cmd.name not in _RUNNERS and not _INTERPRETER.match(cmd.name):
+        return False
+    return any(posixpath.basename(a) == name for a in cmd.argv[1:] if not a.startswith("-"))
+
+
+class Flow:
+    """Clones of a branch and unchecked downloads followed across the RUNs of a stage and
+    into the stages that copy them (``COPY --from``): a clone built, or a downloaded file run,
+    installed or unpacked, in a later RUN is the same unverified download as in one RUN.
+
+    *exp_for* gives a RUN text's word substitution. :attr:`found` holds (instruction line,
+    message) of what was found, each naming both lines."""
+
+    def __init__(self, exp_for: Callable[[str], Expand]) -> None:
+        self.exp_for = exp_for
+        self.pending: list[_Pending] = []
+        self.found: list[tuple[int, str]] = []
+
+    def inherit(self, parent: Flow) -> None:
+        """A stage built FROM *parent* holds what it holds, at the same paths."""
+        self.pending += [p for p in parent.pending if not p.done and not p.pinned]
+
+    def copy_from(self, other: Flow, sources: list[str], dest: str, line: int,
+                  stage: str) -> None:
+        """``COPY --from=<stage> SOURCES DEST`` at *line* brings *other*'s clones and
+        downloads whose name (or folder) is copied."""
+        for p in other.pending:
+            if p.done or p.pinned:
+                continue
+            for src in sources:
+                base = posixpath.basename(src.rstrip("/"))
+                if base == p.name or src.rstrip("/") in {"", "."}:
+                    name = p.name if dest.endswith("/") or base != p.name else \
+                        posixpath.basename(dest.rstrip("/")) or p.name
+                    self.pending.append(p.carried(name, f", copied from stage {stage} at line "
+                                                        f"{line}"))
+                    break
+
+    def run(self, line: int, text: str, workdir: str) -> None:
+        """Follow one RUN (at *line*, its text, its WORKDIR)."""
+        exp = self.exp_for(text)
+        cmds = commands(text)
+        checked = verifies(cmds, text, exp)
+        reported = {u.url for u in unverified_downloads(text, exp)}
         cwd = workdir
-        for cmd in commands(text):
+        for cmd in cmds:
             if cmd.name == "cd" and len(cmd.argv) > 1:
                 cwd = exp(cmd.argv[1])
             c = _clone(cmd, exp)
             if c is not None:
                 c.line = line
-                clones.append(c)
+                self.pending.append(c)
                 continue
-            for c in clones:
-                if c.pinned or c.reported:
-                    continue
-                inside = _enters(cwd, c.dest)
-                if inside and _pins(cmd, exp):
-                    c.pinned = True
-                elif _builds(cmd, c.dest, inside):
-                    c.reported = True
-                    what = f"branch {c.branch}" if c.branch else "its default branch"
-                    out.append((c.line, f"clones {c.url} at {what} and builds or installs "
-                                        f"it (line {line}) with no tag or commit checked out"))
-    return out
+            for p in self.pending:
+                if not p.done and not p.pinned:
+                    self._use(p, cmd, (exp, cwd), line, checked)
+            self._downloads(cmd, exp, line, checked, reported)
+
+    def _use(self, p: _Pending, cmd: SimpleCommand, where: tuple[Expand, str], line: int,
+             checked: bool) -> None:
+        """What *cmd* (run in folder ``where[1]``) does with the clone or download *p*."""
+        exp, cwd = where
+        if p.kind == "clone":
+            inside = _enters(cwd, p.name)
+            if inside and _pins(cmd, exp):
+                p.pinned = True
+            elif _builds(cmd, p.name, inside):
+                p.done = True
+                what = f"branch {p.branch}" if p.branch else "its default branch"
+                self.found.append((p.line, f"clones {p.url} at {what}{p.via} and builds or "
+                                           f"installs it (line {line}) with no tag or commit "
+                                           "checked out"))
+        elif _runs(cmd, p.name):
+            p.done = True
+            if not checked:
+                at = "in the same RUN" if line == p.line and not p.via else f"at line {line}"
+                self.found.append((p.line, f"downloads {shown(p.url)}{p.via} and runs, "
+                                           f"installs or unpacks it ({cmd.name}, {at}) "
+                                           "with no checksum or signature check"))
+
+    def _downloads(self, cmd: SimpleCommand, exp: Expand, line: int, checked: bool,
+                   reported: set[str]) -> None:
+        if checked:
+            return
+        for url, dest in _fetched(cmd, exp):
+            if dest and url not in reported and not is_loopback(url) \
+                    and not is_weight_path(url) and not HUB_URL.search(url):
+                self.pending.append(_Pending("download", url, posixpath.basename(dest), line))
+
+
+def branch_builds(runs: Iterable[tuple[int, str, str]],
+                  exp_for: Callable[[str], Expand]) -> list[tuple[int, str]]:
+    """(instruction line, message) for each clone of a branch that a later command of the
+    stage builds or installs, and each unchecked download a later command runs. *runs* are
+    the stage's RUNs (line, text, WORKDIR) in order."""
+    flow = Flow(exp_for)
+    for line, text, workdir in runs:
+        flow.run(line, text, workdir)
+    return flow.found

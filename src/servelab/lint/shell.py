@@ -25,18 +25,21 @@ MAX_DEPTH = 4
 
 class SimpleCommand:
     """One simple command: its words, the variables assigned before it, its line, and
-    whether its output goes on to the next command through a pipe (``curl ... | sh``).
+    whether its output goes on to the next command through a pipe (``curl ... | sh``) or
+    into a file (``curl ... > install.sh``).
 
     A plain class, not a dataclass: lint builds its module graph at every start."""
 
-    __slots__ = ("argv", "env", "line", "piped")
+    __slots__ = ("argv", "env", "line", "piped", "stdout")
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None, line: int = 1,
-                 piped: bool = False) -> None:
+                 piped: bool = False, stdout: str = "") -> None:
         self.argv = argv
         self.env = env if env is not None else {}
         self.line = line
         self.piped = piped
+        #: the file its standard output is redirected to, or ""
+        self.stdout = stdout
 
     def __repr__(self) -> str:
         return (f"SimpleCommand(argv={self.argv!r}, env={self.env!r}, line={self.line}, "
@@ -207,30 +210,45 @@ def _substitutions(word: str) -> list[str]:
     return out
 
 
-#: one simple command: its first line, its words, whether a pipe follows it
-Segment = tuple[int, tuple[str, ...], bool]
+#: one simple command: its first line, its words, whether a pipe follows it, and the file
+#: its standard output is redirected to (``curl -fsSL URL > /tmp/install.sh``), or ""
+Segment = tuple[int, tuple[str, ...], bool, str]
+
+
+def _stdout(tok: Token) -> bool:
+    return tok.text in {">", ">>", "1>", "1>>", ">|"}
 
 
 def _segments(tokens: list[Token]) -> list[Segment]:
-    """The words of each simple command, and whether a pipe follows it; redirections and
-    their targets are dropped, command substitutions added after their command."""
+    """The words of each simple command, whether a pipe follows it and where its output
+    goes; redirections are not words; command substitutions come before their pipeline."""
     segs: list[Segment] = []
     words: list[str] = []
     first = 1
+    out = [""]
     subs: list[Segment] = []  # they run before the pipeline that holds them
     pipeline: list[Segment] = []
 
     def close(piped: bool) -> None:
         if words:
-            pipeline.append((first, tuple(words), piped))
+            pipeline.append((first, tuple(words), piped, out[0]))
         words.clear()
+        out[0] = ""
         if not piped:
             segs.extend(subs)
             segs.extend(pipeline)
             subs.clear()
             pipeline.clear()
 
-    for tok in without_redirections(tokens):
+    target: Token | None = None
+    for tok in tokens:
+        if target is not None and not tok.op:
+            out[0] = tok.text if _stdout(target) else out[0]
+            target = None
+            continue
+        target = tok if is_redirection(tok) else None
+        if target is not None:
+            continue
         if tok.op or tok.text in _OPERATORS:
             close(tok.text in {"|", "|&"})
         else:
@@ -238,8 +256,8 @@ def _segments(tokens: list[Token]) -> list[Segment]:
                 first = tok.line
             words.append(tok.text)
             if "$(" in tok.text or "`" in tok.text:
-                subs.extend((tok.line + line - 1, ws, piped) for sub in
-                            _substitutions(tok.text) for line, ws, piped in _split(sub))
+                subs.extend((tok.line + line - 1, ws, piped, o) for sub in
+                            _substitutions(tok.text) for line, ws, piped, o in _split(sub))
     close(False)
     return segs
 
@@ -322,7 +340,7 @@ def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
 @lru_cache(maxsize=_CACHE)
 def _commands(text: str, depth: int) -> tuple[SimpleCommand, ...]:
     out: list[SimpleCommand] = []
-    for line_no, words, piped in _split(text):
+    for line_no, words, piped, stdout in _split(text):
         env: dict[str, str] = {}
         argv = _strip_wrappers(list(words), env)
         if not argv:
@@ -330,9 +348,9 @@ def _commands(text: str, depth: int) -> tuple[SimpleCommand, ...]:
         script = _shell_script(argv)
         if script is not None and depth < MAX_DEPTH:
             out += [SimpleCommand(sub.argv, {**env, **sub.env}, line_no + sub.line - 1,
-                                  sub.piped) for sub in _commands(script, depth + 1)]
+                                  sub.piped, sub.stdout) for sub in _commands(script, depth + 1)]
             continue
-        out.append(SimpleCommand(normalise(argv), env, line_no, piped))
+        out.append(SimpleCommand(normalise(argv), env, line_no, piped, stdout))
     return tuple(out)
 
 
@@ -341,7 +359,7 @@ def assignments(text: str) -> dict[str, str]:
     ``NAME=value`` words before a command (``CMAKE_VERSION=3.22 sh deps.sh``, which the
     command's scripts see); last value wins; values are as written (no expansion)."""
     out: dict[str, str] = {}
-    for _line_no, seg, _piped in _split(text):
+    for _line_no, seg, _piped, _out in _split(text):
         words = seg[1:] if seg[0] in {"export", "local", "readonly", "declare"} else seg
         for w in words:
             if not _ASSIGN.match(w):

@@ -73,16 +73,33 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
     "--checksum=sha256:<hex>; for git, check out a tag or commit before building",
 )
 def check_download_unverified(ctx: Context) -> Iterator[Hit]:
+    flows: dict[int, fetch.Flow] = {}
     for st in ctx.df.stages:
         state = ctx.analysis.state(st)
-        runs: list[tuple[int, str, str]] = []
+        flow = fetch.Flow(_expanders(ctx, state))
+        if st.parent is not None and st.parent in flows:
+            flow.inherit(flows[st.parent])
         for ins in st.instructions:
             if ins.cmd == "RUN":
                 yield from _run_problems(ctx, st, state, ins)
-                runs.append((ins.line, ins.text(), state.workdirs.get(ins.line, "/")))
-        for line, what in fetch.branch_builds(runs, _expanders(ctx, state)):
-            yield Hit("download-unverified", line, f"RUN {what}", fix=_CLONE_FIX,
+                flow.run(ins.line, ins.text(), state.workdirs.get(ins.line, "/"))
+            elif ins.cmd == "COPY" and len(ins.args) >= 2:
+                _copy_from(ctx, flows, flow, ins)
+        flows[st.index] = flow
+        for line, what in flow.found:
+            yield Hit("download-unverified", line, f"RUN {what}",
+                      fix=_CLONE_FIX if what.startswith("clones") else None,
                       context={"stage": st.label})
+
+
+def _copy_from(ctx: Context, flows: dict[int, fetch.Flow], flow: fetch.Flow,
+               ins: Instruction) -> None:
+    """A ``COPY --from=<stage>`` brings that stage's clones and downloads along."""
+    ref = ins.flag("from")
+    src = ctx.df.stage_by_ref(ref) if ref else None
+    if src is not None and src.index in flows:
+        flow.copy_from(flows[src.index], list(ins.args[:-1]), ins.args[-1], ins.line,
+                       src.label)
 
 
 _CLONE_FIX = (
