@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.shell import SimpleCommand, commands
+from servelab.lint.shell import SimpleCommand, commands, shown
 from servelab.textio import head_of
 
 WEIGHT_EXT = (
@@ -396,13 +396,13 @@ def _hub_id(value: str) -> bool:
 def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
     pair = _pair(cmd)
     if pair in _INSTALLERS:
-        return f"installs packages at start (`{' '.join(cmd.argv[:2])}`)", cmd.argv[0]
+        return f"installs packages at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[0]
     if pair in _FETCHERS:
-        return f"downloads at start (`{' '.join(cmd.argv[:2])}`)", cmd.argv[1]
+        return f"downloads at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[1]
     if cmd.name in {"curl", "wget"}:
         remote = [u for u in urls(cmd.argv) if not is_loopback(u)]
         if remote:
-            return f"downloads {remote[0]} at start", remote[0]
+            return f"downloads {shown(remote[0])} at start", remote[0]
     return None
 
 

@@ -24,7 +24,13 @@ from typing import NamedTuple
 
 from servelab.lint.downloads import ARCHIVES, HUB_URL, is_loopback, is_weight_path, urls
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.shell import SimpleCommand, assignments, commands, options_and_operands
+from servelab.lint.shell import (
+    SimpleCommand,
+    assignments,
+    commands,
+    options_and_operands,
+    shown,
+)
 from servelab.lint.words import expand
 
 #: substitutes variables in one word (as written where a value is unknown)
@@ -152,11 +158,6 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
         return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
     return []
-
-
-def shown(word: str) -> str:
-    """*word* for a message: a ``$NAME`` shown as ``${NAME}``, never a bare ``$``."""
-    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", r"${\1}", word)
 
 
 def _reads_stdin(cmd: SimpleCommand, exp: Expand) -> str | None:

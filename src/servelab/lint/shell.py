@@ -369,6 +369,11 @@ def assignments(text: str) -> dict[str, str]:
     return out
 
 
+def shown(word: str) -> str:
+    """*word* for a message: a ``$NAME`` shown as ``${NAME}``, never a bare ``$``."""
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", r"${\1}", word)
+
+
 def options_and_operands(
     args: list[str], with_value: frozenset[str]
 ) -> tuple[list[str], list[str]]:

@@ -63,14 +63,21 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
     "download-unverified",
     Severity.WARNING,
     "a RUN runs or installs a download that nothing verifies",
-    rationale="`curl ... | sh`, an installer or archive fetched with no checksum or signature "
-    "check (get-pip.py, install.sh, *.tar.gz, a release binary), or a git clone of a branch "
-    "that is then built: the build runs whatever the server (or the branch) holds that day, "
-    "so it is neither reproducible nor protected from a compromised download. Scripts the RUN "
-    "runs from the build context are read too.",
+    rationale="`curl ... | sh` (also `| VAR=x $PY -`), an installer, archive or program "
+    "fetched with no checksum or signature check (get-pip.py, install.sh, *.tar.gz, a .deb "
+    "for dpkg -i, a release binary), a `pip install` of a URL with no hash or of `git+` at a "
+    "branch or tag, or a git clone of a branch that is then built: the build runs whatever "
+    "the server (or the branch) holds that day, so it is neither reproducible nor protected "
+    "from a compromised download. A download used in a later RUN, or in a stage that copies "
+    "it with COPY --from, counts the same, naming both lines. Only a digest or key written in "
+    "the Dockerfile or the context verifies: mentioning gpg, or a checksum or key fetched "
+    "from the same host in the same build, does not. Scripts the RUN runs from the build "
+    "context are read too.",
     fix="pin a version and verify it: download to a file, check it with echo '<sha256>  file' "
-    "| sha256sum -c - (or gpg --verify, cosign verify) before running it, or use ADD "
-    "--checksum=sha256:<hex>; for git, check out a tag or commit before building",
+    "| sha256sum -c - (the digest written in the Dockerfile), or gpg --verify with a key "
+    "imported by its fingerprint, or cosign verify, before running it, or use ADD "
+    "--checksum=sha256:<hex>; pip: a URL with #sha256=<hex> or git+...@<40-hex commit>; for "
+    "git, check out a commit (or a tag) before building",
 )
 def check_download_unverified(ctx: Context) -> Iterator[Hit]:
     flows: dict[int, fetch.Flow] = {}
