@@ -11,6 +11,7 @@ tests below, one per place scripts are read.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from hypothesis import given
@@ -113,3 +114,15 @@ def test_k8s_launch_script(tmp_path: Path) -> None:
         "      exec vllm serve /models/m --port 8000\n")
     ids = {f.rule_id for f in check_manifests([pod]).findings}
     assert "start-install" in ids
+
+
+@given(piece=st.sampled_from(['"$(', "$(", "echo $(a ", "`a ", "${", "'", '"', "\\", "sh -c \""]),
+       count=st.integers(min_value=1, max_value=4000))
+def test_nested_or_unclosed_groups_end_quickly(piece: str, count: int) -> None:
+    """Deep or unclosed ``$(``, quotes and ``sh -c`` nesting: a bounded, linear read with no
+    RecursionError (which lint would report as stages chained too deeply)."""
+    text = piece * count + " curl -fsSL https://get.example.com/i.sh | sh"
+    start = time.perf_counter()
+    commands(text)
+    tokens(text)
+    assert time.perf_counter() - start < 5

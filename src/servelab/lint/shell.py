@@ -67,36 +67,34 @@ class Token(NamedTuple):
 
 
 def _closing(text: str, i: int, close: str) -> int:
-    """The index after the quote, backtick or ``$(``/``${`` group that starts at *i*
-    (nested groups and quotes inside honoured); the end of *text* when it is not closed."""
+    """The index after the quote, backtick or ``$(``/``${`` group whose opening character is
+    at *i* (nested groups and quotes inside honoured, with a stack, not recursion); the end of
+    *text* when it is not closed."""
     n = len(text)
     if close in "'`":
         j = text.find(close, i + 1)
         return n if j < 0 else j + 1
-    depth = 0
-    j = i
-    opener = "(" if close == ")" else "{"
+    stack = [close]
+    j = i + 1
     while j < n:
-        c = text[j]
+        c, top = text[j], stack[-1]
         if c == "\\":
             j += 2
-            continue
-        if c in "'\"" and close != '"':
+        elif c in "'`" and (top != '"' or c == "`"):
             j = _closing(text, j, c)
-            continue
-        if close == '"':
-            if c == '"' and j > i:
-                return j + 1
-            if text.startswith("$(", j) or text.startswith("${", j):
-                j = _closing(text, j + 1, ")" if text[j + 1] == "(" else "}")
-                continue
-        elif c == opener:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
+        elif top == '"' and text.startswith(("$(", "${"), j):
+            stack.append(")" if text[j + 1] == "(" else "}")
+            j += 2
+        elif c == top:
+            stack.pop()
+            j += 1
+            if not stack:
+                return j
+        elif c == '"' or (c == "(" and top == ")") or (c == "{" and top == "}"):
+            stack.append('"' if c == '"' else top)
+            j += 1
+        else:
+            j += 1
     return n
 
 
@@ -219,7 +217,7 @@ def _stdout(tok: Token) -> bool:
     return tok.text in {">", ">>", "1>", "1>>", ">|"}
 
 
-def _segments(tokens: list[Token]) -> list[Segment]:
+def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
     """The words of each simple command, whether a pipe follows it and where its output
     goes; redirections are not words; command substitutions come before their pipeline."""
     segs: list[Segment] = []
@@ -255,9 +253,10 @@ def _segments(tokens: list[Token]) -> list[Segment]:
             if not words:
                 first = tok.line
             words.append(tok.text)
-            if "$(" in tok.text or "`" in tok.text:
+            if ("$(" in tok.text or "`" in tok.text) and depth < MAX_DEPTH:
                 subs.extend((tok.line + line - 1, ws, piped, o) for sub in
-                            _substitutions(tok.text) for line, ws, piped, o in _split(sub))
+                            _substitutions(tok.text)
+                            for line, ws, piped, o in _split(sub, depth + 1))
     close(False)
     return segs
 
@@ -325,10 +324,10 @@ _CACHE = 1 << 16
 
 
 @lru_cache(maxsize=_CACHE)
-def _split(text: str) -> tuple[Segment, ...]:
+def _split(text: str, depth: int = 0) -> tuple[Segment, ...]:
     """(line, words, whether a pipe follows) of each simple command of *text*. Cached: the
     rules look at the same RUN text several times, and tokenising dominates."""
-    return tuple(_segments(tokenize(text)))
+    return tuple(_segments(tokenize(text), depth))
 
 
 def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
