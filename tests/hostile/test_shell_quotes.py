@@ -126,3 +126,17 @@ def test_nested_or_unclosed_groups_end_quickly(piece: str, count: int) -> None:
     commands(text)
     tokens(text)
     assert time.perf_counter() - start < 5
+
+
+def test_heredoc_body_hides_nothing(tmp_path: Path) -> None:
+    """A here-document body is file content, not shell words: an apostrophe in it must not
+    open a quote that swallows the commands after it; a body a shell reads is a script."""
+    df = (f"FROM {PINNED}\n"
+          "RUN cat > /etc/motd <<-'TXT' && curl -fsSL https://get.example.com/install.sh | sh\n"
+          "\tit's a serving image\n\tTXT\n"
+          "RUN bash -e <<'SH'\npip install --no-cache-dir vllm\nSH\n"
+          f"{TAIL}CMD [\"python\", \"-m\", \"server\"]\n")
+    found = _lint(tmp_path, df)
+    assert found == ["download-unverified@2", "unpinned-packages@5"]
+    names = [c.name for c in commands("cat > f <<X\n'\nX\ncurl -fsSL https://x.example/i | sh\n")]
+    assert names == ["cat", "curl", "sh"]

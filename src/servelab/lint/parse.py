@@ -116,12 +116,13 @@ class Instruction(NamedTuple):
         return out
 
     def text(self) -> str:
-        """Shell text of a RUN/CMD/ENTRYPOINT: the command plus heredoc bodies."""
+        """Shell text of a RUN/CMD/ENTRYPOINT: the command plus heredoc bodies (each ended by
+        its terminator line)."""
         import shlex
 
         body = shlex.join(self.args) if self.json else " ".join(self.args)
-        for h in self.heredocs:
-            body += "\n" + h.content
+        for h in self.heredocs:  # with its terminator line, as the shell reads it
+            body += "\n" + h.content + ("" if h.content.endswith("\n") else "\n") + h.name
         return body
 
 

@@ -59,11 +59,34 @@ _PLAIN = re.compile(r"[^\s;&|()<>'\"\\`$#]+")
 
 
 class Token(NamedTuple):
-    """A word (quotes removed) or an operator (``;`` for a newline), and its line."""
+    """A word (quotes removed) or an operator (``;`` for a newline), and its line. A
+    here-document's body comes as an operator ``<<`` with the *body*, before the newline
+    that ends its command."""
 
     text: str
     line: int
     op: bool
+    body: str | None = None
+
+
+class _Heredoc(NamedTuple):
+    delimiter: str
+    strip_tabs: bool
+
+
+def _heredoc_body(text: str, i: int, doc: _Heredoc) -> tuple[str, int]:
+    """The body of *doc* starting at *i* (after a newline) and the index after its
+    terminator line (the end of *text* when there is none, as a shell reads it)."""
+    j = i
+    n = len(text)
+    while j < n:
+        end = text.find("\n", j)
+        end = n if end < 0 else end
+        raw = text[j:end].rstrip("\r")
+        if (raw.lstrip("\t") if doc.strip_tabs else raw) == doc.delimiter:
+            return text[i:j], min(end + 1, n)
+        j = end + 1
+    return text[i:], n
 
 
 def _closing(text: str, i: int, close: str) -> int:
@@ -138,29 +161,41 @@ def _word(text: str, i: int) -> tuple[str, int]:
 
 def tokenize(text: str) -> list[Token]:
     """The words and operators of shell *text*, quotes honoured before lines: a newline
-    inside a quoted string is part of the word, one outside ends the command. Linear."""
+    inside a quoted string is part of the word, one outside ends the command; here-document
+    bodies are not words (see :class:`Token`). Linear."""
     out: list[Token] = []
+    docs: list[_Heredoc] = []
     i, n, line = 0, len(text), 1
     while i < n:
         c = text[i]
         if c in " \t\r":
             i += 1
         elif c == "\n":
-            out.append(Token(";", line, True))
-            line += 1
             i += 1
+            line += 1
+            for doc in docs:  # the bodies follow the line that names them
+                body, i2 = _heredoc_body(text, i, doc)
+                out.append(Token("<<", line, True, body))
+                line += text.count("\n", i, i2)
+                i = i2
+            docs.clear()
+            out.append(Token(";", line - 1, True))
         elif c == "\\" and text.startswith("\\\n", i):
             line += 1
             i += 2
         elif c == "#":
             end = text.find("\n", i)
             i = n if end < 0 else end
-        elif (m := _REDIR.match(text, i)) and (m.group(0)[-1] in "<>&|" or c in "<>"):
-            if m.group(0).startswith("<<") and m.group(0) != "<<<":
-                out.append(Token(m.group(0), line, True))
-            else:
-                out.append(Token(">", line, True))
+        elif m := _REDIR.match(text, i):
+            op = m.group(0)
+            out.append(Token(op, line, True))
             i = m.end()
+            if op.startswith("<<") and op != "<<<":
+                while i < n and text[i] in " \t":
+                    i += 1
+                delimiter, i = _word(text, i)
+                out.append(Token(delimiter, line, False))
+                docs.append(_Heredoc(delimiter, op == "<<-"))
         elif m := _OP.match(text, i):
             out.append(Token(m.group(0), line, True))
             i = m.end()
@@ -174,7 +209,8 @@ def tokenize(text: str) -> list[Token]:
 
 
 def is_redirection(tok: Token) -> bool:
-    return tok.op and (tok.text[0] in "<>" or tok.text[0].isdigit())
+    """A redirection operator (``>``, ``2>&``, ``&>>``, ``<<``), not a here-document body."""
+    return tok.op and tok.body is None and ("<" in tok.text or ">" in tok.text)
 
 
 def without_redirections(tokens: list[Token]) -> list[Token]:
@@ -208,13 +244,25 @@ def _substitutions(word: str) -> list[str]:
     return out
 
 
+def _reads_script(words: list[str]) -> bool:
+    """Whether a here-document given to the command *words* is a shell script: no command
+    (``RUN <<EOF`` as BuildKit runs it) or a shell with no script operand (``bash -ex``)."""
+    if not words:
+        return True
+    env: dict[str, str] = {}
+    argv = _strip_wrappers(list(words), env)
+    if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return not argv
+    return all(w.startswith("-") and "c" not in w[1:] for w in argv[1:])
+
+
 #: one simple command: its first line, its words, whether a pipe follows it, and the file
 #: its standard output is redirected to (``curl -fsSL URL > /tmp/install.sh``), or ""
 Segment = tuple[int, tuple[str, ...], bool, str]
 
 
 def _stdout(tok: Token) -> bool:
-    return tok.text in {">", ">>", "1>", "1>>", ">|"}
+    return tok.text in {">", ">>", "1>", "1>>", ">|", "&>", "&>>"}
 
 
 def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
@@ -246,6 +294,12 @@ def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
             continue
         target = tok if is_redirection(tok) else None
         if target is not None:
+            continue
+        if tok.body is not None:  # a here-document: a script when a shell reads it
+            if _reads_script(words) and depth < MAX_DEPTH:
+                (subs if words else segs).extend(
+                    (tok.line + line - 1, ws, piped, o)
+                    for line, ws, piped, o in _split(tok.body, depth + 1))
             continue
         if tok.op or tok.text in _OPERATORS:
             close(tok.text in {"|", "|&"})
