@@ -1,15 +1,18 @@
 """Downloads in build steps that run or install what nobody verified.
 
-Three patterns, each judged on the simple commands of one RUN (heredoc bodies included):
+Judged on the simple commands of one RUN (heredoc bodies included), and across RUNs:
 
 * a download piped into an interpreter (``curl ... | sh``, ``wget -O- ... | python3``,
-  ``sh -c "$(curl ...)"``, ``bash <(curl ...)``);
+  ``curl ... | VAR=x $PY -``, ``sh -c "$(curl ...)"``, ``bash <(curl ...)``);
 * a download of an installer, archive or program (``get-pip.py``, ``*.sh``, ``*.run``,
   ``*.tar.gz``, ``*.zip``, ``*.deb``, a file saved into a ``bin/`` directory or made
-  executable) in a RUN that checks no checksum or signature (``sha256sum -c``, ``gpg
-  --verify``, ``cosign verify``, ...);
-* a ``git clone`` of a branch (the default one, or ``-b main``) that is then built or
-  installed with no checkout of a tag or commit in between.
+  executable) in a RUN that verifies nothing (:func:`verifies`: a digest or key written in
+  the Dockerfile or the context; mentioning gpg is no check);
+* ``pip install`` of a URL without a hash, or of ``git+`` not at a 40-hex commit
+  (:func:`pip_unverified`);
+* (:class:`Flow`) a ``git clone`` of a branch that a later command builds or installs, and
+  a downloaded file that a later command runs, installs or unpacks, in the same RUN, a later
+  one, or a stage that copies it with ``COPY --from``.
 
 URLs and refs are judged after substituting ARG/ENV values and the RUN's own shell
 assignments (``PROTOC_ZIP=protoc.zip && curl -OL .../$PROTOC_ZIP``).
@@ -488,8 +491,7 @@ def _pins(cmd: SimpleCommand, exp: Expand) -> bool:
 
 #: programs that run, install or unpack the file they are given
 _RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "source", ".", "perl", "ruby",
-                      "node", "dpkg", "rpm", "apt-get", "apt", "pip", "tar", "unzip", "install",
-                      "msiexec", "java"})
+                      "node", "dpkg", "rpm", "apt-get", "apt", "pip", "tar", "unzip", "java"})
 
 
 def _runs(cmd: SimpleCommand, name: str) -> bool:
