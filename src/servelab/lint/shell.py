@@ -1,10 +1,15 @@
 """Split shell text (a RUN line, a start command, a start script) into simple commands.
 
 This is not a shell: it finds the simple commands of a script well enough to recognise
-``pip install ...`` or ``huggingface-cli download ...`` in them. Operators (``&&``, ``||``,
-``;``, ``|``, ``&``, parentheses) separate commands; redirections are dropped; leading
+``pip install ...`` or ``huggingface-cli download ...`` in them. :func:`tokenize` (the one
+tokenizer, k8s-check's launch scripts use it too) reads quotes before lines, in one pass: a
+newline inside a quoted string belongs to the word, so it cannot hide the commands after it
+(issue 24). Operators (``&&``, ``||``, ``;``, ``|``, ``&``, parentheses, a newline) separate
+commands; redirections are not words (the file stdout goes to is kept); here-document bodies
+are not words, and are read as a script when a shell reads them (``RUN <<EOF``, ``bash
+<<EOF``); command substitutions (``$(...)``, backticks) are read as commands too; leading
 ``VAR=value`` assignments and wrappers (``sudo``, ``exec``, ``env``, ``tini --`` ...) are
-removed; ``sh -c "..."`` is split again.
+removed; ``sh -c "..."`` is split again. Nesting is read at most :data:`MAX_DEPTH` deep.
 """
 
 from __future__ import annotations
