@@ -129,7 +129,7 @@ def test_nested_or_unclosed_groups_end_quickly(piece: str, count: int) -> None:
 
 
 def test_heredoc_body_hides_nothing(tmp_path: Path) -> None:
-    """A here-document body is file content, not shell words: an apostrophe in it must not
+    """A here-document body is not part of the text around it: an apostrophe in it must not
     open a quote that swallows the commands after it; a body a shell reads is a script."""
     df = (f"FROM {PINNED}\n"
           "RUN cat > /etc/motd <<-'TXT' && curl -fsSL https://get.example.com/install.sh | sh\n"
@@ -138,5 +138,5 @@ def test_heredoc_body_hides_nothing(tmp_path: Path) -> None:
           f"{TAIL}CMD [\"python\", \"-m\", \"server\"]\n")
     found = _lint(tmp_path, df)
     assert found == ["download-unverified@2", "unpinned-packages@5"]
-    names = [c.name for c in commands("cat > f <<X\n'\nX\ncurl -fsSL https://x.example/i | sh\n")]
-    assert names == ["cat", "curl", "sh"]
+    cmds = commands("cat > f <<X\n'\nX\ncurl -fsSL https://x.example/i | sh\n")
+    assert [c.name for c in cmds][-2:] == ["curl", "sh"] and cmds[-2].line == 4

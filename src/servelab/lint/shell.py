@@ -5,11 +5,12 @@ This is not a shell: it finds the simple commands of a script well enough to rec
 tokenizer, k8s-check's launch scripts use it too) reads quotes before lines, in one pass: a
 newline inside a quoted string belongs to the word, so it cannot hide the commands after it
 (issue 24). Operators (``&&``, ``||``, ``;``, ``|``, ``&``, parentheses, a newline) separate
-commands; redirections are not words (the file stdout goes to is kept); here-document bodies
-are not words, and are read as a script when a shell reads them (``RUN <<EOF``, ``bash
-<<EOF``); command substitutions (``$(...)``, backticks) are read as commands too; leading
-``VAR=value`` assignments and wrappers (``sudo``, ``exec``, ``env``, ``tini --`` ...) are
-removed; ``sh -c "..."`` is split again. Nesting is read at most :data:`MAX_DEPTH` deep.
+commands; redirections are not words (the file stdout goes to is kept); a here-document body
+is not part of the text around it: it is read as a script of its own (unless Python or
+another language reads it), so its quotes cannot reach the commands after it; command
+substitutions (``$(...)``, backticks) are read as commands too; leading ``VAR=value``
+assignments and wrappers (``sudo``, ``exec``, ``env``, ``tini --`` ...) are removed;
+``sh -c "..."`` is split again. Nesting is read at most :data:`MAX_DEPTH` deep.
 """
 
 from __future__ import annotations
@@ -249,16 +250,19 @@ def _substitutions(word: str) -> list[str]:
     return out
 
 
-def _reads_script(words: list[str]) -> bool:
-    """Whether a here-document given to the command *words* is a shell script: no command
-    (``RUN <<EOF`` as BuildKit runs it) or a shell with no script operand (``bash -ex``)."""
-    if not words:
-        return True
+#: interpreters of other languages: a here-document they read is not a shell script
+_OTHER_LANGUAGES = re.compile(r"^(python[\d.]*|perl|ruby|node|php|R|Rscript|psql|mysql|sqlite3)$")
+
+
+def _body_is_script(words: list[str]) -> bool:
+    """Whether a here-document given to the command *words* is read as a shell script: it
+    is run by a shell (``RUN <<EOF`` as BuildKit runs it, ``bash -ex <<EOF``) or, most often,
+    written to a file that runs later (``cat > /fetch.sh <<EOF``). Only a body that another
+    language's interpreter reads (``python3 - <<PY``) is not. Read on its own, a body's quotes
+    can never reach the commands after it."""
     env: dict[str, str] = {}
     argv = _strip_wrappers(list(words), env)
-    if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
-        return not argv
-    return all(w.startswith("-") and "c" not in w[1:] for w in argv[1:])
+    return not argv or not _OTHER_LANGUAGES.match(argv[0].rsplit("/", 1)[-1])
 
 
 #: one simple command: its first line, its words, whether a pipe follows it, and the file
@@ -301,7 +305,7 @@ def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
         if target is not None:
             continue
         if tok.body is not None:  # a here-document: a script when a shell reads it
-            if _reads_script(words) and depth < MAX_DEPTH:
+            if _body_is_script(words) and depth < MAX_DEPTH:
                 (subs if words else segs).extend(
                     (tok.line + line - 1, ws, piped, o)
                     for line, ws, piped, o in _split(tok.body, depth + 1))
