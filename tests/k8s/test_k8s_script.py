@@ -41,7 +41,7 @@ def test_tokens_split_commands() -> None:
     text = ('set -e  # strict\npip install "a==1" b && echo \'x; y\' || true\n'
             "vllm serve m \\\n  --port 8000 2>&1 | tee log; exec x\n")
     assert _words(text) == [["set", "-e"], ["pip", "install", "a==1", "b"], ["echo", "x; y"],
-                            ["true"], ["vllm", "serve", "m", "--port", "8000", "2>&1"],
+                            ["true"], ["vllm", "serve", "m", "--port", "8000"],
                             ["tee", "log"], ["exec", "x"]]
     lines = [line for token, line, op in tokens(text) if token in ("pip", "vllm", "--port")]
     assert lines == [2, 3, 4]

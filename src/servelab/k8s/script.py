@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from servelab.k8s.model import Container, Inventory, K8sObject, Workload, as_dict, as_list
+from servelab.lint import shell
 from servelab.yamlsafe import JsonPath
 
 if TYPE_CHECKING:
@@ -68,74 +69,13 @@ class Command:
         return " ".join(self.words)
 
 
-@dataclass
-class _Tokens:
-    words: list[tuple[str, int]] = field(default_factory=list)
-    word: list[str] = field(default_factory=list)
-    start: int = 0
-    open: bool = False
-
-    def add(self, ch: str, line: int) -> None:
-        if not self.open:
-            self.open, self.start = True, line
-        self.word.append(ch)
-
-    def flush(self) -> Iterator[tuple[str, int, bool]]:
-        if self.open:
-            yield "".join(self.word), self.start, False
-        self.word, self.open = [], False
-
-
-def _quoted(text: str, i: int, quote: str) -> tuple[str, int, int]:
-    """The text of the quoted string starting at *i*, the index after it, newlines inside."""
-    out: list[str] = []
-    j = i + 1
-    while j < len(text) and text[j] != quote:
-        if quote == '"' and text[j] == "\\" and j + 1 < len(text) and text[j + 1] in '"\\$`':
-            out.append(text[j + 1])
-            j += 2
-            continue
-        out.append(text[j])
-        j += 1
-    body = "".join(out)
-    return body, j + 1, body.count("\n")
-
-
 def tokens(text: str) -> Iterator[tuple[str, int, bool]]:
     """(token, line, is_operator): words and the operators ``;`` (also a newline), ``&&``,
-    ``||``, ``|`` and ``&`` of a shell script; comments and line continuations dropped."""
-    tok = _Tokens()
-    i, line = 0, 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and text[i + 1:i + 2] == "\n":
-            i, line = i + 2, line + 1
-        elif ch == "\\" and i + 1 < len(text):
-            tok.add(text[i + 1], line)
-            i += 2
-        elif ch in "'\"":
-            body, i, lines = _quoted(text, i, ch)
-            tok.add(body, line)
-            line += lines
-        elif ch == "#" and not tok.open:
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-        elif ch in " \t\r":
-            yield from tok.flush()
-            i += 1
-        elif (ch == "&" and text[i - 1:i] in (">", "<")) or text[i:i + 2] == "&>":
-            tok.add(ch, line)  # a redirection (2>&1, &>file), not an operator
-            i += 1
-        elif ch == "\n" or ch in ";&|":
-            yield from tok.flush()
-            op = text[i:i + 2] if text[i:i + 2] in ("&&", "||") else (";" if ch == "\n" else ch)
-            yield op, line, True
-            line += ch == "\n"
-            i += len(op) if op in ("&&", "||") else 1
-        else:
-            tok.add(ch, line)
-            i += 1
-    yield from tok.flush()
+    ``||``, ``|`` and ``&`` of a shell script; comments, line continuations, redirections
+    and their targets dropped. The one shell tokenizer (:func:`servelab.lint.shell.tokenize`):
+    quotes are honoured before lines, so a newline inside a quoted string hides nothing."""
+    for tok in shell.without_redirections(shell.tokenize(text)):
+        yield tok.text, tok.line, tok.op
 
 
 def expand_k8s(text: str, env: dict[str, str]) -> str:
@@ -253,7 +193,7 @@ def _shell_script(argv: list[tuple[str, JsonPath]]) -> int | None:
     return None
 
 
-def _commands(src: _Source, env: dict[str, str]) -> Iterator[Command]:
+def _commands(src: _Source, env: dict[str, str], depth: int = 0) -> Iterator[Command]:
     """The commands of a shell script; assignments update *env* for the ones after them."""
     words: list[str] = []
     first = 0
@@ -271,9 +211,19 @@ def _commands(src: _Source, env: dict[str, str]) -> Iterator[Command]:
     for k, (ws, line, op) in enumerate(simple):
         if not ws:
             continue
+        inner = _inner_script(ws)
+        if inner is not None and depth < MAX_DEPTH:  # bash -c "..." inside the script
+            for sub in _commands(_Source(inner, src.obj, src.path), env, depth + 1):
+                yield replace(sub, line=src.line(line))
+            continue
         piped = tuple(simple[k + 1][0]) if op == "|" and k + 1 < len(simple) else ()
         yield Command(tuple(ws), src.obj, src.path, src.line(line), piped, src.text,
                       note=src.note(line))
+
+
+def _inner_script(words: list[str]) -> str | None:
+    at = _shell_script([(w, ()) for w in words])
+    return words[at] if at is not None else None
 
 
 def _simple(words: list[str], env: dict[str, str]) -> list[str]:

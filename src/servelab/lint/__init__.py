@@ -91,6 +91,7 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
 class _FileResult(NamedTuple):
     df: parse.Dockerfile
     findings: list[Finding]
+    suppressions: _config.Suppressions
 
 
 def _lint_file(
@@ -129,28 +130,21 @@ def _lint_file(
                 context=h.context,
             )
         )
-    return _FileResult(df, findings)
+    spans = [(ins.line, ins.end_line) for ins in df.instructions]
+    return _FileResult(df, findings, _config.Suppressions(df.lines, spans))
 
 
-def _instruction_start(df: parse.Dockerfile, line: int) -> int:
-    for ins in df.instructions:
-        if ins.line <= line <= ins.end_line:
-            return ins.line
-    return line
-
-
-def _suppressed(f: Finding, df: parse.Dockerfile, cfg: LintConfig) -> bool:
+def _suppressed(f: Finding, sup: _config.Suppressions, cfg: LintConfig) -> bool:
     related = {f.rule_id, _hadolint.DUPLICATES.get(f.rule_id, f.rule_id)}
     if related & cfg.disable:
         return True
-    start = _instruction_start(df, f.line or 1)
-    if related & _config.suppressions(df.lines, start):
+    start = sup.start(f.line or 1)
+    if related & sup.servelab(start):
         return True
     if f.source != "servelab":
         return False
     manager = f.context.get("manager")
-    return any(_hadolint.covers(code, f.rule_id, manager)
-               for code in _config.hadolint_ignores(df.lines, start))
+    return any(_hadolint.covers(code, f.rule_id, manager) for code in sup.hadolint(start))
 
 
 def _merge_hadolint(
@@ -171,7 +165,7 @@ def _merge_hadolint(
             continue
         seen.add(key)
         res = results.get(f.file or "")
-        if res is None or _suppressed(f, res.df, cfg):
+        if res is None or _suppressed(f, res.suppressions, cfg):
             continue
         f.severity = cfg.severity.get(f.rule_id, f.severity)
         report.findings.append(f)
@@ -232,7 +226,7 @@ def lint_paths(
         files=list(results),
     )
     for display, res in results.items():
-        report.findings += [f for f in res.findings if not _suppressed(f, res.df, cfg)]
+        report.findings += [f for f in res.findings if not _suppressed(f, res.suppressions, cfg)]
         report.notes += [
             f"{display}:{line}: unknown rule id {rid!r} in a servelab: ignore comment"
             for line, rid in _config.unknown_suppressions(res.df.lines, set(RULES))

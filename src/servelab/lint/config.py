@@ -179,21 +179,69 @@ def suppressions(lines: list[str], start: int) -> set[str]:
 _HADOLINT_IGNORE = re.compile(r"#\s*hadolint\s+(global\s+)?ignore\s*=\s*([A-Za-z0-9_,\s]+)")
 
 
-def hadolint_ignores(lines: list[str], start: int) -> set[str]:
-    """hadolint codes ignored for the instruction at line *start*: ``# hadolint ignore=``
-    comments directly above it, and ``# hadolint global ignore=`` anywhere in the file."""
+def _codes(text: str) -> set[str]:
+    return {c.strip() for c in text.split(",") if c.strip()}
+
+
+def global_hadolint_ignores(lines: list[str]) -> set[str]:
+    """hadolint codes of ``# hadolint global ignore=`` comments anywhere in the file."""
     out: set[str] = set()
     for raw in lines:
         m = _HADOLINT_IGNORE.search(raw) if "hadolint" in raw else None
         if m and m.group(1):
-            out.update(c.strip() for c in m.group(2).split(",") if c.strip())
+            out |= _codes(m.group(2))
+    return out
+
+
+def hadolint_ignores(lines: list[str], start: int,
+                     global_codes: set[str] | None = None) -> set[str]:
+    """hadolint codes ignored for the instruction at line *start*: ``# hadolint ignore=``
+    comments directly above it, and ``# hadolint global ignore=`` anywhere in the file
+    (*global_codes*, when the caller computed them once)."""
+    out = set(global_hadolint_ignores(lines) if global_codes is None else global_codes)
     i = start - 2
     while i >= 0 and lines[i].lstrip().startswith("#"):
         m = _HADOLINT_IGNORE.search(lines[i])
         if m and not m.group(1):
-            out.update(c.strip() for c in m.group(2).split(",") if c.strip())
+            out |= _codes(m.group(2))
         i -= 1
     return out
+
+
+class Suppressions:
+    """What a Dockerfile's comments suppress, read once per file and per instruction (so the
+    work per finding is constant): the instruction a line belongs to, the ``# servelab:
+    ignore=`` and ``# hadolint ignore=`` comments above it, the global hadolint ignores."""
+
+    __slots__ = ("_ends", "_global", "_hadolint", "_lines", "_servelab", "_starts")
+
+    def __init__(self, lines: list[str], spans: list[tuple[int, int]]) -> None:
+        """*spans*: (first line, last line) of each instruction, 1-based, in order."""
+        self._lines = lines
+        self._starts = [a for a, _b in spans]
+        self._ends = [b for _a, b in spans]
+        self._global: set[str] | None = None
+        self._servelab: dict[int, set[str]] = {}
+        self._hadolint: dict[int, set[str]] = {}
+
+    def start(self, line: int) -> int:
+        """The first line of the instruction that holds *line* (else *line* itself)."""
+        from bisect import bisect_right
+
+        k = bisect_right(self._starts, line) - 1
+        return self._starts[k] if k >= 0 and line <= self._ends[k] else line
+
+    def servelab(self, start: int) -> set[str]:
+        if start not in self._servelab:
+            self._servelab[start] = suppressions(self._lines, start)
+        return self._servelab[start]
+
+    def hadolint(self, start: int) -> set[str]:
+        if self._global is None:
+            self._global = global_hadolint_ignores(self._lines)
+        if start not in self._hadolint:
+            self._hadolint[start] = hadolint_ignores(self._lines, start, self._global)
+        return self._hadolint[start]
 
 
 def unknown_suppressions(lines: list[str], known: set[str]) -> list[tuple[int, str]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.shell import SimpleCommand, commands
+from servelab.lint.shell import SimpleCommand, commands, shown
 from servelab.textio import head_of
 
 WEIGHT_EXT = (
@@ -47,8 +47,15 @@ _MODEL_OPTS = frozenset(
         "--model-name-or-path",
         "--model_name_or_path",
         "--tokenizer",
+        "--model-uri",
+        "--model_uri",
+        "--repo-id",
+        "--repo_id",
     }
 )
+#: a program or ``python -m`` module whose job is to download (``app.downloader``,
+#: ``model_downloader``, ``download-model``): given a hub id, it fetches it, offline or not
+_DOWNLOADER = LazyPattern(r"(^|[._/-])(down)?load(er|ers)?([._-]|$)|download", re.I)
 _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = {"1", "true", "yes", "on"}
 _INSTALLERS = {
@@ -72,6 +79,8 @@ _FETCHERS = {
     ("git", "clone"),
     ("git", "lfs"),
     ("ollama", "pull"),
+    ("ollama", "run"),  # pulls the model first when it is not in the store
+    ("text-generation-server", "download-weights"),
 }
 
 
@@ -387,13 +396,13 @@ def _hub_id(value: str) -> bool:
 def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
     pair = _pair(cmd)
     if pair in _INSTALLERS:
-        return f"installs packages at start (`{' '.join(cmd.argv[:2])}`)", cmd.argv[0]
+        return f"installs packages at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[0]
     if pair in _FETCHERS:
-        return f"downloads at start (`{' '.join(cmd.argv[:2])}`)", cmd.argv[1]
+        return f"downloads at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[1]
     if cmd.name in {"curl", "wget"}:
         remote = [u for u in urls(cmd.argv) if not is_loopback(u)]
         if remote:
-            return f"downloads {remote[0]} at start", remote[0]
+            return f"downloads {shown(remote[0])} at start", remote[0]
     return None
 
 
@@ -408,6 +417,10 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
         found = _command_problem(cmd)
         if found:
             out.append(StartProblem(found[0], found[1], cmd.line))
+            continue
+        if _DOWNLOADER.search(cmd.name):
+            out += [StartProblem(f"downloads the hub model {m!r} at start (`{cmd.name}`)", m,
+                                 cmd.line) for m in _hub_ids(cmd, {**env, **cmd.env})]
             continue
         if is_offline or offline(cmd.env):
             continue
