@@ -126,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     for item in args.build_arg:
         key, value = parse_build_arg(item)
         build_args[key] = value
-    cfg = config.load_config(Path(args.config), set(RULES)) if args.config else discover_config()
+    cfg = (config.load_config(Path(args.config), set(RULES)) if args.config
+           else discover_config(allowed=tuple(args.allow_path)))
     hadolint = False if args.no_hadolint else None
     if args.spec:
         report = _lint_spec(Path(args.spec), build_args, cfg, hadolint, args.resolve_base,
@@ -156,7 +157,9 @@ def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,  # noqa:
 
     exp = load_experiment(path, allowed=allowed)
     declared = exp.request is not None or "serve" in exp.spec_data
-    merged = FindingsReport("servelab lint", [], {}, [])
+    from servelab.lint.config import settings_of
+
+    merged = FindingsReport("servelab lint", [], {}, [], settings=settings_of(cfg))
     for arm in exp.arms():
         if arm.image:
             merged.notes.append(f"{arm.name}: a prebuilt image, no Dockerfile to lint")

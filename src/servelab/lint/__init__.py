@@ -22,6 +22,7 @@ from servelab.lint.image import Analysis
 
 if TYPE_CHECKING:
     from servelab.lint.basecfg import BaseResolver
+    from servelab.textio import AllowedPath
 
 __all__ = [
     "RULES", "LintConfig", "discover_config", "find_dockerfiles", "is_dockerfile_name",
@@ -32,9 +33,11 @@ __all__ = [
 RULES: dict[str, Rule] = rules.RULES.rules
 
 
-def discover_config(start: Path | None = None) -> LintConfig:
-    """Lint settings from the nearest .servelab.yaml/pyproject.toml above *start* (cwd)."""
-    return _config.discover((start or Path.cwd()).resolve(), set(RULES))
+def discover_config(start: Path | None = None,
+                    allowed: tuple[AllowedPath, ...] = ()) -> LintConfig:
+    """Lint settings from the nearest .servelab.yaml/pyproject.toml at or above *start*
+    (cwd), within its repository."""
+    return _config.discover((start or Path.cwd()).resolve(), set(RULES), allowed)
 
 
 _BASE_NAMES = ("dockerfile", "containerfile")
@@ -230,6 +233,7 @@ def lint_paths(
             for rid, r in enabled.items()
         },
         files=list(results),
+        settings=_config.settings_of(cfg),
     )
     for display, res in results.items():
         report.findings += [f for f in res.findings if not _suppressed(f, res.df, cfg)]
