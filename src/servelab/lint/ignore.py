@@ -72,6 +72,19 @@ def _translate(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
+_WILDCARD = re.compile(r"[*?\[]")
+
+
+def has_wildcard(segment: str) -> bool:
+    """Whether a path segment holds ``*``, ``?`` or ``[`` (a COPY glob, Go's filepath.Match)."""
+    return bool(_WILDCARD.search(segment))
+
+
+def segment_regex(segment: str) -> re.Pattern[str]:
+    """One path segment's pattern as a regex: ``*`` and ``?`` never match ``/``."""
+    return _translate(segment.replace("**", "*"))
+
+
 def parse(text: str) -> list[Pattern]:
     pats: list[Pattern] = []
     for raw in text.splitlines():
