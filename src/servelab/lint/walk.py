@@ -16,6 +16,7 @@ A build context comes with the pull request, so nothing in it may lead lint outs
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 from collections import deque
 from collections.abc import Callable
@@ -61,8 +62,8 @@ def reroot(context: Path, rel: str) -> Path | None:
             hops += 1
             if hops > MAX_LINK_HOPS:
                 return None
-            try:
-                target = str(here.readlink())
+            try:  # cleaned first, as Go's filepath.Clean does in BuildKit
+                target = posixpath.normpath(str(here.readlink()))
             except OSError:
                 return None
             if target.startswith("/"):
