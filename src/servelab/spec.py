@@ -658,7 +658,8 @@ def check_paths(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) -> Path
     (:class:`servelab.textio.PathPolicy`), with what it must be (a regular file, a
     directory): one finding per problem, never the content of a file."""
     resolved: dict[tuple[str, ...], Path] = {}
-    findings: list[Finding] = []
+    findings: list[Finding] = []  # paths out of the repository first: the gravest
+    others: list[Finding] = []
     if checked.spec is None:
         return PathCheck(resolved, findings)
     file = Path(checked.file)
@@ -675,11 +676,11 @@ def check_paths(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) -> Path
             continue
         why = _check_kind(p, path)
         if why is not None:
-            findings.append(Finding("path", Severity.ERROR, why, file=checked.file,
-                                    line=line(p.at), fix=_PATH_FIX[p.need]))
+            others.append(Finding("path", Severity.ERROR, why, file=checked.file,
+                                  line=line(p.at), fix=_PATH_FIX[p.need]))
             continue
         resolved[p.at] = path
-    return PathCheck(resolved, findings + _source_findings(checked, line))
+    return PathCheck(resolved, findings + others + _source_findings(checked, line))
 
 
 _PATH_FIX = {
