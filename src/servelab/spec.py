@@ -633,6 +633,22 @@ _NEEDS = {"file": "a regular file", "dir": "a directory",
           "file or dir": "a regular file or a directory"}
 
 
+def _link_out(p: NamedPath, path: Path, policy: PathPolicy) -> str | None:
+    """A folder that servelab reads file by file (the model, hashed before it is mounted)
+    must not hold a symbolic link out of the repository either (a link within it, as in a
+    Hugging Face cache's snapshots/, is fine)."""
+    if p.kind != "model" or not path.is_dir():
+        return None
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in [*dirnames, *filenames]:
+            full = Path(dirpath, name)
+            if full.is_symlink() and not policy.permits(Path(os.path.realpath(full)), p.kind):
+                rel = full.relative_to(path).as_posix()
+                return (f"{'.'.join(p.at)} {p.value!r} holds {rel}, a symbolic link that leads "
+                        f"outside the repository {policy.root}")
+    return None
+
+
 class PathCheck(NamedTuple):
     resolved: dict[tuple[str, ...], Path]
     findings: list[Finding]
@@ -675,9 +691,14 @@ def check_paths(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) -> Path
                                     file=checked.file, line=e.line, fix=e.hint))
             continue
         why = _check_kind(p, path)
+        fix = _PATH_FIX.get(p.need)
+        if why is None:
+            why = _link_out(p, path, policy)
+            fix = (f"remove the link, or allow where it leads with --allow-path {p.kind}=DIR on "
+                   "the command line")
         if why is not None:
             others.append(Finding("path", Severity.ERROR, why, file=checked.file,
-                                  line=line(p.at), fix=_PATH_FIX[p.need]))
+                                  line=line(p.at), fix=fix))
             continue
         resolved[p.at] = path
     return PathCheck(resolved, findings + others + _source_findings(checked, line))

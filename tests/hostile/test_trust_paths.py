@@ -249,3 +249,37 @@ def test_the_output_names_the_settings_and_what_they_disabled(tmp_path: Path) ->
     doc = json.loads(js.stdout)
     assert doc["settings"]["file"] == str(repo.resolve() / ".servelab.yaml")
     assert doc["settings"]["disabled"] == ["no-health", "root-user"]
+
+
+def test_a_model_folder_holding_a_link_out_is_refused(tmp_path: Path) -> None:
+    """trust-paths-model-links: the model folder is hashed file by file before it is
+    mounted; a link in it to a host file was hashed (opened) too. A link that stays in the
+    repository (a Hugging Face cache's snapshots/ -> ../../blobs/) is fine."""
+    repo, host = _repo(tmp_path)
+    blobs, snap = repo / "hub" / "blobs", repo / "hub" / "snapshots" / "abc"
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    (blobs / "f00d").write_text('{"hidden_size": 8}\n')
+    (snap / "config.json").symlink_to("../../blobs/f00d")
+    exp = _experiment(repo, "  model:\n    path: hub/snapshots/abc\n")
+    assert spec.validate_files([exp]).findings == []
+    (snap / "extra.json").symlink_to(host / "passwd")
+    found = spec.validate_files([exp]).findings
+    assert [f.line for f in found] == [7], found
+    assert "holds extra.json, a symbolic link that leads outside" in found[0].message
+    with pytest.raises(InputError):
+        spec.load_experiment(exp)
+    loaded = spec.load_experiment(exp, allowed=(parse_allow_path(f"model={host}"),))
+    assert loaded.model is not None and loaded.model.path == snap
+
+
+def test_lint_of_a_folder_never_reads_a_dockerfile_linked_out(tmp_path: Path) -> None:
+    """trust-paths-lint-dir: ``servelab lint DIR`` on a pull request's checkout found a
+    ``Dockerfile`` linked to a host file and parsed it, quoting its line in the error."""
+    repo, host = _repo(tmp_path)
+    (repo / "svc").mkdir()
+    (repo / "svc" / "Dockerfile").symlink_to(host / "passwd")
+    out = run_servelab(["lint", "--no-hadolint", "."], cwd=repo)
+    assert out.problems() == [], out.explain()
+    assert out.code == 2 and "leads outside the repository" in out.stderr, out.explain()
+    assert HOST_LINE not in out.stdout + out.stderr

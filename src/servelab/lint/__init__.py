@@ -19,6 +19,7 @@ from servelab.lint import hadolint as _hadolint
 from servelab.lint import ignore, parse, rules
 from servelab.lint.config import LintConfig
 from servelab.lint.image import Analysis
+from servelab.textio import PathPolicy, repository_root
 
 if TYPE_CHECKING:
     from servelab.lint.basecfg import BaseResolver
@@ -75,12 +76,14 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
             out.append((p, str(given)))
             continue
         found: list[tuple[Path, str]] = []
-        for dirpath, dirnames, filenames in os.walk(p):
+        policy = PathPolicy(repository_root(p))
+        for dirpath, dirnames, filenames in os.walk(p):  # linked folders are not entered
             dirnames[:] = sorted(d for d in dirnames if d not in ignore.SKIP_DIRS)
             for f in sorted(filenames):
                 if is_dockerfile_name(f):
-                    q = Path(dirpath) / f
-                    found.append((q, str(q)))
+                    q = Path(dirpath) / f  # a link out of the repository is refused unread
+                    found.append((policy.confine(f, Path(dirpath), kind="dockerfile",
+                                                 field="Dockerfile", file=str(q)), str(q)))
         if not found:
             raise InputError(
                 f"no Dockerfile found (looked for {DOCKERFILE_NAMES})",
