@@ -138,3 +138,19 @@ def test_weight_walks_never_follow_links(tmp_path: Path) -> None:
     (ctx / "models" / "linked.safetensors").symlink_to(host / "big.safetensors")
     (ctx / "models" / "hostdir").symlink_to(host)
     assert walk.weight_files(ctx, "models", lambda _r: False) == walk.Found([], False)
+
+
+def test_a_dockerignore_linked_out_of_the_context_is_not_read(tmp_path: Path) -> None:
+    from servelab.lint import ignore
+
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "ignore").write_text("**/*.safetensors\n")
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(BASE)
+    (ctx / ".dockerignore").symlink_to(host / "ignore")
+    assert ignore.find(ctx / "Dockerfile", ctx) is None
+    (ctx / ".dockerignore").unlink()
+    (ctx / ".dockerignore").write_text("**/*.safetensors\n")
+    assert ignore.find(ctx / "Dockerfile", ctx) == ctx / ".dockerignore"
