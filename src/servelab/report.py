@@ -77,13 +77,20 @@ class TextReporter(Reporter):
 
     def render(self, report: FindingsReport) -> str:
         lines: list[str] = []
-        for f in report.sorted_findings():
+        found = report.sorted_findings()
+        fixes = _fix_counts(found)
+        shown: set[tuple[str | None, str, str]] = set()
+        for f in found:
             ctx = "".join(f" ({k}: {v})" for k, v in f.context.items() if k != "path")
             path = f.context.get("path")
             at = f" at {path}" if path else ""
             lines.append(f"{_where(f)}: {f.severity.value} [{f.rule_id}] {f.message}{at}{ctx}")
-            if f.fix:
-                lines.append(f"    fix: {f.fix}")
+            key = (f.file, f.rule_id, f.fix or "")
+            if f.fix and key not in shown:
+                shown.add(key)
+                n = fixes[key]
+                more = f" (for all {n} [{f.rule_id}] findings in this file)" if n > 1 else ""
+                lines.append(f"    fix: {f.fix}{more}")
         if report.settings:
             lines.append(settings_line(report.settings))
         lines.extend(f"note: {n}" for n in report.notes)
@@ -97,6 +104,17 @@ class TextReporter(Reporter):
         else:
             lines.append(f"{report.tool}: {n_files} file(s) checked, no findings")
         return "\n".join(lines) + "\n"
+
+
+def _fix_counts(found: list[Finding]) -> dict[tuple[str | None, str, str], int]:
+    """How many findings share each (file, rule, fix text): the text report prints a fix
+    once per rule per file, at its first finding, however often the rule fires there."""
+    counts: dict[tuple[str | None, str, str], int] = {}
+    for f in found:
+        if f.fix:
+            key = (f.file, f.rule_id, f.fix)
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 @register

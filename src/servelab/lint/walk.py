@@ -80,6 +80,8 @@ class Glob(NamedTuple):
 
     matches: list[Path]
     stopped: bool
+    #: each match as the pattern named it (relative, ``/``-separated, links not resolved)
+    names: tuple[str, ...] = ()
 
 
 def _real_dirs(d: Path) -> list[os.DirEntry[str]]:
@@ -110,21 +112,23 @@ def glob(context: Path, pattern: str) -> Glob:
             for entry in _real_dirs(here) if here is not None else []:
                 seen += 1
                 if seen > cap:
-                    return Glob(_existing(root, found if last else []), True)
+                    return _glob_of(root, found if last else [], True)
                 if regex.match(entry.name) and (last or entry.is_dir(follow_symlinks=False)):
                     found.append(f"{rel}/{entry.name}".lstrip("/"))
         level = found
-    matches = _existing(root, level)
-    return Glob(matches[:MAX_GLOB_MATCHES], len(matches) > MAX_GLOB_MATCHES)
+    return _glob_of(root, level, False)
 
 
-def _existing(root: Path, rels: list[str]) -> list[Path]:
-    out = []
+def _glob_of(root: Path, rels: list[str], stopped: bool) -> Glob:
+    """The existing matches among *rels*, re-rooted, at most :data:`MAX_GLOB_MATCHES`."""
+    pairs = []
     for rel in sorted(rels):
         p = reroot(root, rel)
         if p is not None:
-            out.append(p)
-    return out
+            pairs.append((rel, p))
+    kept = pairs[:MAX_GLOB_MATCHES]
+    return Glob([p for _r, p in kept], stopped or len(pairs) > MAX_GLOB_MATCHES,
+                tuple(r for r, _p in kept))
 
 
 class Found(NamedTuple):

@@ -12,6 +12,7 @@ from servelab.lint.parse import Instruction, Stage
 from . import RULES, Context, Hit
 from ._common import values
 from ._start import script_name, scripts
+from .weights import reaches
 
 
 @RULES.rule(
@@ -50,12 +51,12 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
         value = outer("${" + name + "}")
         return None if "$" in value else value
 
-    for src, content in scripts(ctx, text, run_state, state.workdirs.get(ins.line)):
+    for src, content in scripts(ctx, text, run_state, state.workdirs.get(ins.line), st):
         exp = fetch.expander(lookup, content, ctx.df.escape)
         found += [f"{u.what} in {script_name(src)}:{u.line}"
                   for u in fetch.unverified_downloads(content, exp, known_urls_only=True)]
     if found:
-        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}",
+        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}{reaches(ctx, st)}",
                   context={"stage": st.label})
 
 
