@@ -64,6 +64,12 @@ def _where(f: Finding) -> str:
     return ":".join(parts)
 
 
+def settings_line(settings: dict[str, Any]) -> str:
+    """``settings: FILE (disables: a, b)``: which settings file decided what, in one line."""
+    disabled = ", ".join(settings.get("disabled") or []) or "no rule"
+    return f"settings: {settings.get('file')} (disables: {disabled})"
+
+
 @register
 class TextReporter(Reporter):
     name = "text"
@@ -85,6 +91,8 @@ class TextReporter(Reporter):
                 n = fixes[key]
                 more = f" (for all {n} [{f.rule_id}] findings in this file)" if n > 1 else ""
                 lines.append(f"    fix: {f.fix}{more}")
+        if report.settings:
+            lines.append(settings_line(report.settings))
         lines.extend(f"note: {n}" for n in report.notes)
         c = report.counts()
         n_files = len(report.files)
@@ -132,6 +140,7 @@ class JsonReporter(Reporter):
                 if rid in report.rules
             },
             "notes": report.notes,
+            "settings": report.settings,
         }
         import json  # only for this format: text output needs no json (3 ms of lint's start)
 

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from servelab.lint import downloads, fetch, find_dockerfiles, is_dockerfile_name, packages, shell
+from servelab.lint import (
+    downloads,
+    fetch,
+    find_dockerfiles,
+    is_dockerfile_name,
+    packages,
+    shell,
+    walk,
+)
 from servelab.lint.rules.secrets import looks_secret
 
 VALUES = {
@@ -174,11 +182,12 @@ def test_weight_walk_honours_the_ignore_rules(tmp_path: Path) -> None:
     (tmp_path / "models" / "loader.py").write_text("x = 1\n")
     (tmp_path / "node_modules").mkdir()
     _safetensors(tmp_path / "node_modules" / "m.safetensors")
-    skip = frozenset({"node_modules"})
-    assert downloads.find_weight_files(tmp_path, "models", lambda _r: False, skip) == [
-        ("models/a/model.safetensors", (tmp_path / "models/a/model.safetensors").stat().st_size)]
-    assert downloads.find_weight_files(tmp_path, ".", lambda r: r.endswith(".safetensors"),
-                                       skip) == []
+    size = (tmp_path / "models/a/model.safetensors").stat().st_size
+    assert walk.weight_files(tmp_path, "models", lambda _r: False) == walk.Found(
+        [("models/a/model.safetensors", size)], stopped=False)
+    assert walk.weight_files(tmp_path, ".", lambda _r: False).files == [
+        ("models/a/model.safetensors", size)]  # node_modules is never walked
+    assert walk.weight_files(tmp_path, ".", lambda r: r.endswith(".safetensors")).files == []
 
 
 def test_from_pretrained_of_a_local_path_is_no_download() -> None:

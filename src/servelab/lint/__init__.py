@@ -19,9 +19,11 @@ from servelab.lint import hadolint as _hadolint
 from servelab.lint import ignore, parse, rules
 from servelab.lint.config import LintConfig
 from servelab.lint.image import Analysis
+from servelab.textio import PathPolicy, repository_root
 
 if TYPE_CHECKING:
     from servelab.lint.basecfg import BaseResolver
+    from servelab.textio import AllowedPath
 
 __all__ = [
     "RULES", "LintConfig", "discover_config", "find_dockerfiles", "is_dockerfile_name",
@@ -32,9 +34,11 @@ __all__ = [
 RULES: dict[str, Rule] = rules.RULES.rules
 
 
-def discover_config(start: Path | None = None) -> LintConfig:
-    """Lint settings from the nearest .servelab.yaml/pyproject.toml above *start* (cwd)."""
-    return _config.discover((start or Path.cwd()).resolve(), set(RULES))
+def discover_config(start: Path | None = None,
+                    allowed: tuple[AllowedPath, ...] = ()) -> LintConfig:
+    """Lint settings from the nearest .servelab.yaml/pyproject.toml at or above *start*
+    (cwd), within its repository."""
+    return _config.discover((start or Path.cwd()).resolve(), set(RULES), allowed)
 
 
 _BASE_NAMES = ("dockerfile", "containerfile")
@@ -72,12 +76,14 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
             out.append((p, str(given)))
             continue
         found: list[tuple[Path, str]] = []
-        for dirpath, dirnames, filenames in os.walk(p):
+        policy = PathPolicy(repository_root(p))
+        for dirpath, dirnames, filenames in os.walk(p):  # linked folders are not entered
             dirnames[:] = sorted(d for d in dirnames if d not in ignore.SKIP_DIRS)
             for f in sorted(filenames):
                 if is_dockerfile_name(f):
-                    q = Path(dirpath) / f
-                    found.append((q, str(q)))
+                    q = Path(dirpath) / f  # a link out of the repository is refused unread
+                    found.append((policy.confine(f, Path(dirpath), kind="dockerfile",
+                                                 field="Dockerfile", file=str(q)), str(q)))
         if not found:
             raise InputError(
                 f"no Dockerfile found (looked for {DOCKERFILE_NAMES})",
@@ -224,6 +230,7 @@ def lint_paths(
             for rid, r in enabled.items()
         },
         files=list(results),
+        settings=_config.settings_of(cfg),
     )
     for display, res in results.items():
         report.findings += [f for f in res.findings if not _suppressed(f, res.suppressions, cfg)]

@@ -3,9 +3,8 @@ installs in a start command or start script."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -187,37 +186,6 @@ def names_only_other_files(text: str) -> bool:
     return bool(named) and all(
         "." + w.rsplit(".", 1)[1].lower() in _NOT_WEIGHT_EXT and not is_weight_path(w)
         for w in named)
-
-
-def find_weight_files(
-    context: Path, start: str, excluded: Callable[[str], bool], skip: frozenset[str],
-    limit: int = 5000,
-) -> list[tuple[str, int]]:
-    """(path relative to *context*, size) of weight files under *start* (a file or a folder
-    relative to the context) that the build context keeps (*excluded* says what
-    .dockerignore drops); at most *limit* files are looked at."""
-    root = context / start if start not in {"", "."} else context
-    if root.is_file():
-        size = None if excluded(start) else weight_file(root)
-        return [(start, size)] if size is not None else []
-    found: list[tuple[str, int]] = []
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(dirpath, context).replace(os.sep, "/")
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames
-                             if d not in skip and not excluded(rel_dir + d))
-        for f in sorted(filenames):
-            seen += 1
-            rel = rel_dir + f
-            if excluded(rel):
-                continue
-            size = weight_file(Path(dirpath) / f)
-            if size is not None:
-                found.append((rel, size))
-        if seen > limit:
-            break
-    return found
 
 
 def human_size(n: int) -> str:

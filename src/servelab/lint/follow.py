@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.errors import InputError
+from servelab.lint import walk
 from servelab.lint.downloads import offline
 from servelab.lint.image import MAX_SCRIPT_BYTES, Analysis, FileSource, StageState, image_path
 from servelab.lint.lazyre import LazyPattern
@@ -586,12 +587,9 @@ def image_glob(pattern: str, state: StageState, analysis: Analysis) -> list[str]
         prefix = img_dir.rstrip("/") + "/"
         if not pattern.startswith(prefix) or not inside(ctx_dir, analysis.context):
             continue
-        try:
-            hits = sorted(ctx_dir.glob(pattern[len(prefix):]))[:MAX_LOOP_FILES]
-        except (OSError, ValueError):
-            continue
-        found += [prefix + str(h.relative_to(ctx_dir)).replace(os.sep, "/") for h in hits
-                  if inside(h, analysis.context)]
+        hits = walk.glob(ctx_dir, pattern[len(prefix):])  # bounded, links re-rooted
+        found += [prefix + name for name, h in zip(hits.names, hits.matches, strict=True)
+                  if inside(h, analysis.context)][:MAX_LOOP_FILES]
     return list(dict.fromkeys(found))[:MAX_LOOP_FILES]
 
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from servelab.findings import Severity
-from servelab.lint import downloads, follow, ignore, shell
+from servelab.lint import downloads, follow, ignore, shell, walk
 from servelab.lint.fetch import expand_known
 from servelab.lint.image import StageState, is_url
 from servelab.lint.parse import Instruction, Stage
@@ -62,14 +62,22 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
                    f"context {ctx.context_dir}, so only its name was judged (pass --context "
                    "to have its files read)", context=where, severity=Severity.WARNING)
     found: list[tuple[str, int]] = []
+    stopped = src in ctx.analysis.stopped_globs
+    root = os.path.realpath(ctx.context_dir)
     for m in matches:
-        rel = os.path.relpath(m, ctx.context_dir).replace(os.sep, "/")
-        found += downloads.find_weight_files(ctx.context_dir, rel, excluded, ignore.SKIP_DIRS)
-    if not found:
-        return None
-    return Hit("weights-baked", ins.line,
-               f"{ins.cmd} {src} puts model weights into the image: {_files(found)}",
-               context=where)
+        walked = walk.weight_files(ctx.context_dir, os.path.relpath(m, root), excluded)
+        found += walked.files
+        stopped = stopped or walked.stopped
+    if found:
+        more = " (and servelab stopped at its walk limit: there may be more)" if stopped else ""
+        return Hit("weights-baked", ins.line,
+                   f"{ins.cmd} {src} puts model weights into the image: {_files(found)}{more}",
+                   context=where)
+    if stopped:
+        return Hit("weights-baked", ins.line,
+                   walk.Found([], True).stop_note(f"{ins.cmd} {src}"), context=where,
+                   severity=Severity.WARNING, fix=walk.CONTEXT_ENTRIES.raise_hint())
+    return None
 
 
 def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
