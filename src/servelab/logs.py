@@ -98,13 +98,15 @@ def neutral(text: str, limit: int = FIELD_MAX) -> str:
     most *limit* characters. A progress line starts with ``servelab: ``, so build text never
     starts a workflow command (``::``)."""
     out: list[str] = []
-    skip = False
-    for i, c in enumerate(text):
-        if skip:  # inside ESC [ ... final byte
-            skip = not "@" <= c <= "~"
-            continue
-        if c == "\x1b" and text[i + 1:i + 2] == "[":
-            skip = True
+    i = 0
+    while i < len(text):
+        c = text[i]
+        i += 1
+        if c == "\x1b" and text[i:i + 1] == "[":  # ESC [ parameters final-byte: dropped
+            i += 1
+            while i < len(text) and not "@" <= text[i] <= "~":
+                i += 1
+            i += 1
             continue
         bad = c < " " or "\x7f" <= c <= "\x9f" or c in "\u2028\u2029"
         out.append(" " if bad else c)

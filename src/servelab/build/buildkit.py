@@ -107,7 +107,7 @@ class Reader:
             self._plain(line)
             return
         self._pending += line
-        if "}" in line or not self._pending.lstrip().startswith("{"):
+        if "}" in line or not self._pending.lstrip("\r\n").startswith("{"):
             self._drain(final=False)
 
     def close(self) -> None:
@@ -125,9 +125,9 @@ class Reader:
 
     def _drain(self, *, final: bool) -> None:
         while True:
-            buf = self._pending.lstrip()
-            if not buf:
-                self._pending = ""
+            buf = self._pending.lstrip("\r\n")  # a text line keeps its indentation
+            if not buf.strip():  # a blank line goes; spaces may start a text line
+                self._pending = "" if final or "\n" in buf else buf
                 return
             if buf.startswith("{"):
                 if not final and "\n}" not in buf and len(buf) <= MAX_PENDING:
@@ -216,10 +216,16 @@ class Reader:
         data = _b64(doc.get("data"))
         if v is None or not data:
             return
-        pieces = (v.partial + data).split("\n")
-        v.partial = pieces.pop()
-        for piece in pieces:
-            self._vertex_line(v, piece)
+        stamp = _time(doc.get("timestamp"))
+        offset = f"{stamp - v.started:.3f} " if stamp is not None and v.started else ""
+        pieces = data.split("\n")
+        last = pieces.pop()
+        for piece in pieces:  # as plain output: seconds since the step started, the line
+            line = v.partial + piece if v.partial else offset + piece
+            v.partial = ""
+            self._vertex_line(v, line)
+        if last:
+            v.partial = (v.partial or offset) + last
 
     def _vertex_line(self, v: Vertex, line: str) -> None:
         line = line.rstrip("\r")
