@@ -97,6 +97,7 @@ def neutral(text: str, limit: int = FIELD_MAX) -> str:
     control character (CR, LF, ESC, ...) and line separator a space, runs of spaces one, at
     most *limit* characters. A progress line starts with ``servelab: ``, so build text never
     starts a workflow command (``::``)."""
+    text = text[:limit * 4]  # a megabyte-long log line costs no more than a short one
     out: list[str] = []
     i = 0
     while i < len(text):

@@ -153,3 +153,34 @@ def test_the_stop_report_reads_the_same_run_with_progress_lines_in_its_log() -> 
     assert mixed.ran() == plain.ran() == ["treatment repeat 1 of 2: build ok (sha256:abc)"]
     assert mixed.stopped_in == plain.stopped_in == "the scan stage of treatment repeat 1"
     assert mixed.errors_annotated == 0
+
+
+def test_proc_shows_each_stderr_line_as_it_comes_and_keeps_the_whole_text() -> None:
+    from servelab import proc
+
+    seen: list[tuple[float, str]] = []
+    t0 = time.monotonic()
+    res = proc.run(["sh", "-c", "echo one >&2; sleep 0.6; echo two >&2; echo out"],
+                   on_stderr=lambda line: seen.append((time.monotonic() - t0, line)))
+    assert [x for _, x in seen] == ["one\n", "two\n"]
+    assert seen[0][0] < 0.5 <= seen[1][0]  # the first line before the program ended
+    assert (res.stderr, res.stdout, res.returncode) == ("one\ntwo\n", "out\n", 0)
+
+
+def test_proc_streaming_keeps_timeouts_errors_and_survives_a_failing_reader() -> None:
+    from servelab import proc
+    from servelab.errors import CommandError
+
+    t0 = time.monotonic()
+    with pytest.raises(CommandError) as err:
+        proc.run(["sh", "-c", "echo started >&2; sleep 30"], timeout=0.5,
+                 on_stderr=lambda line: None)
+    assert err.value.timed_out and "started" in err.value.stderr
+    assert time.monotonic() - t0 < 5
+
+    def broken(line: str) -> None:
+        raise ValueError("a reader bug")
+
+    with pytest.raises(CommandError) as err:
+        proc.run(["sh", "-c", "for i in 1 2 3; do echo $i >&2; done; exit 4"], on_stderr=broken)
+    assert err.value.returncode == 4 and err.value.stderr == "1\n2\n3\n"

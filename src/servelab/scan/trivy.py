@@ -455,7 +455,8 @@ class Trivy:
             if repo:
                 args += ["--db-repository", repo]
             try:
-                with logs.progress(f"Trivy DB download from {repo or 'its default'}") as shown:
+                where = repo or "Trivy's default repository"
+                with logs.progress(f"Trivy DB download from {where}") as shown:
                     proc.run(["trivy", *args], timeout=self.kill_after_s,
                              on_stderr=shown.note)
                 return repo or "(Trivy default)"
