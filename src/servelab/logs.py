@@ -128,6 +128,8 @@ class Progress:
     """One long step's progress (see :func:`progress`): ``with`` it, then tell it the
     sub-steps (:meth:`step`), the bytes or items done (:meth:`advance`, :meth:`done_to`)
     and the latest detail (:meth:`note`); it says how long the step took when the block ends.
+    In a log that is one line per sub-step, a heartbeat after :data:`HEARTBEAT_S` without a
+    line, and the end line: a step with no sub-steps that ends within 10 s is one line.
     Thread-safe: a reader thread may feed it while a ticker thread redraws or beats."""
 
     def __init__(self, what: str, *, total: float | None = None, unit: str = "B",
@@ -194,9 +196,7 @@ class Progress:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._t0 = self._last_line = time.monotonic()
-        if self.mode == LINES:
-            self._line(f"{self.what} ...")
-        else:
+        if self.mode == LIVE:  # a log gets its first line from a sub-step, a beat or the end
             self._draw(force=True)
         self._ticker = threading.Thread(target=self._tick, name="servelab-progress",
                                         daemon=True)

@@ -94,10 +94,10 @@ def _record(tmp: Path) -> dict[str, Any]:
 def _steps(tmp: Path) -> int:
     """The steps of the command, counted from what it recorded (not from its progress): the
     build's vertices in build.log, the build itself, the re-gzip pass and each layer it
-    compressed, docker load."""
+    compressed, docker load, the clean-up and the one image it removes."""
     log = (tmp / "out" / "treatment" / "repeat-1" / "build.log").read_text()
     vertices = {m.group(1) for m in re.finditer(r"^#(\d+) ", log, re.M)}
-    return len(vertices) + 1 + 1 + _record(tmp)["export"]["layers_compressed"] + 1
+    return len(vertices) + 1 + 1 + _record(tmp)["export"]["layers_compressed"] + 1 + 2
 
 
 @pytest.mark.usefixtures("base_image")

@@ -54,7 +54,6 @@ def test_push_fetch_pull_and_weights_scan_report_their_steps(
     pushed = push_tested(TestedImage("treatment", digest, path, 1), repo)
     err = capsys.readouterr().err
     push = _lines(err, f"push to {repo}")
-    assert push[0] == f"servelab: push to {repo} ..."
     assert sum(": blob " in x for x in push) == 2 + 1  # the layers and the config
     assert re.fullmatch(r"servelab: push to \S+: done in \d+\.\ds, \d.* [kMG]?B", push[-1])
     assert capsys.readouterr().out == ""
@@ -73,7 +72,7 @@ def test_push_fetch_pull_and_weights_scan_report_their_steps(
         engine_pull(docker_client, pushed.ref, img, holds=[])
         err = capsys.readouterr().err
         pull = _lines(err, f"engine pull of {pushed.ref}")
-        assert pull[0].endswith(" ...") and "done in" in pull[-1]
+        assert "done in" in pull[-1]
         assert any(re.search(r": layer [0-9a-f]{12}: ", x) for x in pull), pull
     finally:
         with contextlib.suppress(Exception):  # not there when the pull failed
@@ -82,7 +81,7 @@ def test_push_fetch_pull_and_weights_scan_report_their_steps(
     report = scan_archive(path)
     err = capsys.readouterr().err
     scan = _lines(err, "weights scan")
-    assert report.scanned and scan[0] == "servelab: weights scan ..." and "done in" in scan[-1]
+    assert report.scanned and scan[-1].startswith("servelab: weights scan: done in ")
     assert [f.path for f in report.files] == ["/models/model.safetensors"]
     # each layer read is a step (the server's layer may come from the cache of layers read)
     assert any(f": layer {img.layers[1].digest[7:19]} (" in x for x in scan), scan

@@ -19,7 +19,7 @@ def test_the_scan_is_a_step_on_stderr_and_json_stays_clean(images: dict[str, Ima
     assert done.returncode == 0, done.stderr
     json.loads(done.stdout)  # the report alone
     steps = [x for x in done.stderr.splitlines() if x.startswith("servelab: Trivy scan of ")]
-    assert steps and steps[0].endswith(" ...") and " done in " in steps[-1], done.stderr
+    assert steps and " done in " in steps[-1], done.stderr
     assert all(not x.startswith("::") and "\x1b" not in x for x in done.stderr.splitlines())
     quiet = run_cli(target, "--offline", "--cache-dir", str(trivy_cache), "--format", "json",
                     "--quiet")
