@@ -261,7 +261,8 @@ class Cleanup:
                     self.kept.append(f"{e.kind} {e.ref}")
                 else:
                     if shown is not None:  # removing a 1 GB image takes seconds
-                        shown.step(f"{e.kind} {e.ref}")
+                        short = e.ref[:12] if len(e.ref) == 64 and e.ref.isalnum() else e.ref
+                        shown.step(f"{e.kind} {short}")
                     if e.kind == "path":
                         remove_path(Path(e.ref), self.errors)
                     else:
