@@ -153,8 +153,9 @@ def terminal_text(text: object, *, one_line: bool = True) -> str:
     s = str(text)
     if s.isprintable():
         return s
-    s = _ESCAPES.sub("", s)
-    return s.translate(_CONTROLS if one_line else _KEEP_LINES)
+    s = _ESCAPES.sub("", s).translate(_CONTROLS if one_line else _KEEP_LINES)
+    # lone surrogates (bytes that were not UTF-8) as \\udcxx: printing them would fail
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def md_text(text: object) -> str:
@@ -403,7 +404,7 @@ class GithubReporter(Reporter):
                 if f.column:
                     props.append(f"col={f.column}")
         props.append(f"title={command_property(f'servelab {f.rule_id}')}")
-        msg = f.message + (f" (fix: {f.fix})" if f.fix else "")
+        msg = terminal_text(f.message + (f" (fix: {f.fix})" if f.fix else ""), one_line=False)
         return f"::{_GH_COMMAND[f.severity]} {','.join(props)}::{command_data(msg)}"
 
 

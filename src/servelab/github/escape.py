@@ -13,9 +13,9 @@ This module imports nothing: ``servelab lint`` (its ``--format github``) uses it
 
 from __future__ import annotations
 
-#: what ends a line for the runner, or for a viewer of its log
-_BREAKS = {0x0A: "\\n", 0x0D: "\\r", 0x0B: "\\v", 0x0C: "\\f", 0x85: "\\x85",
-           0x2028: "\\u2028", 0x2029: "\\u2029"}
+#: what ends a line for the runner, or for a viewer of its log (Python's str.splitlines)
+_BREAKS = {0x0A: "\\n", 0x0D: "\\r", 0x0B: "\\v", 0x0C: "\\f", 0x1C: "\\x1c", 0x1D: "\\x1d",
+           0x1E: "\\x1e", 0x85: "\\x85", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 _DATA = {ord("%"): "%25", 0x0D: "%0D", 0x0A: "%0A"}
 _PROPERTY = {**_DATA, ord(":"): "%3A", ord(","): "%2C"}
 
