@@ -4,10 +4,11 @@ k8s-check's output and ``run.machine`` in report could carry a line break follow
 sequences, or Markdown and HTML.
 
 Test ids named in docs/limits.md: hostile-same-k8s-names, hostile-same-report-machine,
-hostile-same-escape-property, hostile-same-pr-mentions."""
+hostile-same-escape-property, hostile-same-pr-mentions, hostile-same-scan-titles."""
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 import urllib.parse
@@ -122,3 +123,31 @@ def test_hostile_same_pr_mentions(markdown: str, kept: list[str], gone: list[str
         assert k in body
     for g in gone:
         assert g not in body
+
+
+SCAN_REPORT = Path(__file__).resolve().parents[1] / "data" / "scan" / "reports" / "control.json"
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_hostile_same_scan_titles(fmt: str) -> None:
+    """Trivy's titles and package names come from the image and its advisories: a title with
+    a line break and a workflow command, HTML and escape sequences is shown inert."""
+    from servelab.scan import render, trivy
+    from servelab.scan import stage as scan
+    from servelab.spec import ScanPolicy
+
+    doc = json.loads(SCAN_REPORT.read_text())
+    vuln = doc["Results"][0]["Vulnerabilities"][0]
+    vuln["Title"] = "overflow\n::error title=scan::all clean\r\n::add-mask::x <img src=x> \x1b[2J"
+    vuln["PkgName"] = "openssl|`x`\n::warning::pkg"
+    policy = ScanPolicy(fail_on=["CRITICAL", "HIGH", "MEDIUM", "LOW"])
+    res = scan._result_from_report(trivy.parse_report(json.dumps(doc)), "img\n::error::t",
+                                   "sha256:" + "a" * 64, policy)
+    out = render.render_report([res], [None], fmt)
+    assert "overflow" in out
+    assert not COMMAND.search(out), out
+    _no_control(out)
+    if fmt == "markdown":
+        assert "<img" not in out
+        rows = [x for x in out.splitlines() if x.startswith("| ") and "overflow" in x]
+        assert rows and all(len(CELL.findall(x)) == 7 for x in rows), rows
