@@ -4,7 +4,8 @@ k8s-check's output and ``run.machine`` in report could carry a line break follow
 sequences, or Markdown and HTML.
 
 Test ids named in docs/limits.md: hostile-same-k8s-names, hostile-same-report-machine,
-hostile-same-escape-property, hostile-same-pr-mentions, hostile-same-scan-titles."""
+hostile-same-escape-property, hostile-same-pr-mentions, hostile-same-scan-titles,
+hostile-same-smoke-log-tail."""
 
 from __future__ import annotations
 
@@ -151,3 +152,19 @@ def test_hostile_same_scan_titles(fmt: str) -> None:
         assert "<img" not in out
         rows = [x for x in out.splitlines() if x.startswith("| ") and "overflow" in x]
         assert rows and all(len(CELL.findall(x)) == 7 for x in rows), rows
+
+
+def test_hostile_same_smoke_log_tail() -> None:
+    """The server's own log lines, shown when a start fails, cannot start a command line."""
+    from servelab.smoke.render import render_text
+    from servelab.smoke.result import ContainerState, SmokeResult
+
+    res = SmokeResult("tiny:1\n::error::image", "r1", True, {}, verdict="crashed",
+                      message="the container exited")
+    res.container = ContainerState("c1", "servelab-r1", "exited", exit_code=1, log_tail=[
+        "loading model", "::add-mask::hf_secret", "x\r::error title=t::injected",
+        "\x1b]0;owned\x07\x1b[31mTraceback\x1b[0m"])
+    out = render_text(res)
+    assert "Traceback" in out and "add-mask" in out
+    assert not COMMAND.search(out), out
+    _no_control(out)
