@@ -158,6 +158,14 @@ def terminal_text(text: object, *, one_line: bool = True) -> str:
     return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def log_block(text: object) -> str:
+    """*text* of several lines for a log (an error message with a program's output): each line
+    as :func:`terminal_text` keeps it, and a line that would begin with ``::`` (a workflow
+    command; the runner ignores leading blanks) is shown behind ``| ``."""
+    lines = terminal_text(text, one_line=False).split("\n")
+    return "\n".join(f"| {ln}" if ln.lstrip().startswith("::") else ln for ln in lines)
+
+
 def md_text(text: object) -> str:
     """*text* as literal Markdown on one line (a table cell, a heading, a list item): ``|``,
     backticks, brackets and HTML escaped, controls and line breaks as for the terminal."""

@@ -5,7 +5,7 @@ sequences, or Markdown and HTML.
 
 Test ids named in docs/limits.md: hostile-same-k8s-names, hostile-same-report-machine,
 hostile-same-escape-property, hostile-same-pr-mentions, hostile-same-scan-titles,
-hostile-same-smoke-log-tail."""
+hostile-same-smoke-log-tail, hostile-same-error-messages."""
 
 from __future__ import annotations
 
@@ -168,3 +168,18 @@ def test_hostile_same_smoke_log_tail() -> None:
     assert "Traceback" in out and "add-mask" in out
     assert not COMMAND.search(out), out
     _no_control(out)
+
+
+@pytest.mark.parametrize("argv", [
+    ["lint", "Dockerfile\n::error::pwned"],
+    ["k8s-check", "deploy\r\n  ::add-mask::secret.yaml"],
+    ["validate", "x\n::stop-commands::t\n::error::y.yaml"],
+])
+def test_hostile_same_error_messages(tmp_path: Path, argv: list[str]) -> None:
+    """An error that quotes an argument or a file name keeps its words off the start of a
+    line: the runner would obey ``::error::`` there (leading blanks or not)."""
+    out = run_servelab(argv, cwd=tmp_path)
+    assert out.code == 2 and not out.problems(), out.explain()
+    assert "y.yaml" in out.stderr + out.stdout or "no such file" in out.stderr
+    assert not COMMAND.search(out.stderr + out.stdout), out.stderr
+    _no_control(out.stderr + out.stdout)
