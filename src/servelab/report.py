@@ -142,7 +142,7 @@ _KEEP_LINES = {c: v for c, v in _CONTROLS.items() if c not in (0x09, 0x0A)}
 _MD = {ord("\\"): "\\\\", ord("`"): "\\`", ord("|"): "\\|", ord("["): "\\[",
        ord("]"): "\\]", ord("<"): "&lt;", ord(">"): "&gt;", ord("&"): "&amp;"}
 #: @mentions and #123 references outside code: GitHub would notify or cross-link them
-_MENTION = re.compile(r"(?<![\w`&/])([@#])(?=[A-Za-z0-9])")
+_MENTION = re.compile(r"(?<![\w`&/])(@(?=[A-Za-z0-9])|#(?=[0-9]))")
 _CODE = re.compile(r"(```[\s\S]*?```|`+[^`\n]*`+)")
 
 

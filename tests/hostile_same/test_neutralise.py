@@ -116,6 +116,7 @@ def test_hostile_same_escape_property(text: str) -> None:
     ("digest `img@sha256:ab` and ```\n@x #5\n```", ["`img@sha256:ab`", "@x #5"], []),
     ("mail a@b.example, heading\n# Title, entity &#124;", ["a@b.example", "# Title", "&#124;"],
      []),
+    ("see [why](#why) and #section-name", ["(#why)", "#section-name"], []),
 ])
 def test_hostile_same_pr_mentions(markdown: str, kept: list[str], gone: list[str]) -> None:
     body = comment_body(markdown, "k", None)
