@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servelab import logs
-from servelab.errors import CommandError, ToolMissingError, UsageError, tail
+from servelab.errors import CommandError, ServelabError, ToolMissingError, UsageError, tail
 
 #: ``proc.tail`` is :func:`servelab.errors.tail` (CommandError formats its message with it)
 __all__ = [
     "DEFAULT_TIMEOUT", "DRAIN_S", "ENGINE_TIMEOUT_ENV", "ENGINE_TIMEOUT_S", "INSTALL_HINTS",
     "KILL_GRACE_S", "REGEX_TIMEOUT_ENV", "REGISTRY_TIMEOUT_ENV", "REGISTRY_TIMEOUT_S",
-    "STALL_TIMEOUT_ENV", "STALL_TIMEOUT_S", "Completed", "deadline", "kill_group", "require",
+    "STALL_TIMEOUT_ENV", "STALL_TIMEOUT_S", "Completed", "deadline", "engine_silent",
+    "kill_group", "require",
     "run", "start", "tail", "which",
 ]
 
@@ -72,6 +73,17 @@ def deadline(env: str, default: float) -> float:
         raise UsageError(f"{env}={raw!r} is not a number of seconds",
                          hint=f"give a positive number of seconds up to 86400, e.g. {env}=30")
     return value
+
+
+def engine_silent(seconds: float) -> ServelabError:
+    """The error for a ``docker`` call that timed out: the engine accepted and never answered
+    (exit 3, naming the deadline), not "no such image"."""
+    from servelab.errors import CapabilityError
+
+    return CapabilityError(
+        f"the Docker engine did not answer within {seconds:g} s",
+        hint=f"check dockerd (or DOCKER_HOST); {ENGINE_TIMEOUT_ENV} (seconds) sets how long "
+        "each call to the engine may take")
 
 
 #: How to get each tool, shown when it is missing.

@@ -43,6 +43,11 @@ SILENT_CASES = [
     ("doctor", ["doctor"], {"DOCKER_HOST": "tcp://127.0.0.1:{port}"}, "docker engine"),
     ("smoke", ["smoke", "servelab-none:1"], {"DOCKER_HOST": "tcp://127.0.0.1:{port}"},
      "SERVELAB_ENGINE_TIMEOUT"),
+    # before: 60 s each, then "not in the engine" (diff went on to ask Docker Hub)
+    ("diff-engine", ["diff", "servelab-none-a:1", "servelab-none-b:1"],
+     {"DOCKER_HOST": "tcp://127.0.0.1:{port}"}, "SERVELAB_ENGINE_TIMEOUT"),
+    ("scan-engine", ["scan", "servelab-none:1", "--offline"],
+     {"DOCKER_HOST": "tcp://127.0.0.1:{port}"}, "SERVELAB_ENGINE_TIMEOUT"),
 ]
 
 
