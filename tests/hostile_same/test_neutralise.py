@@ -5,7 +5,8 @@ sequences, or Markdown and HTML.
 
 Test ids named in docs/limits.md: hostile-same-k8s-names, hostile-same-report-machine,
 hostile-same-escape-property, hostile-same-pr-mentions, hostile-same-scan-titles,
-hostile-same-smoke-log-tail, hostile-same-error-messages."""
+hostile-same-smoke-log-tail, hostile-same-error-messages,
+hostile-same-summary-lint-message."""
 
 from __future__ import annotations
 
@@ -184,3 +185,26 @@ def test_hostile_same_error_messages(tmp_path: Path, argv: list[str]) -> None:
     assert "y.yaml" in out.stderr + out.stdout or "no such file" in out.stderr
     assert not COMMAND.search(out.stderr + out.stdout), out.stderr
     _no_control(out.stderr + out.stdout)
+
+
+def test_hostile_same_summary_lint_message() -> None:
+    """summary.md (the job summary and the PR comment) quotes lint findings, which quote the
+    PR's Dockerfile: HTML, a table break or a workflow command there stays text."""
+    from servelab.run import aggregate, summary
+
+    rows = [result("treatment", 1, D1)]
+    rows[0]["verdicts"].append({"check": "lint", "stage": "lint", "passed": False,
+                                "reason": "1 finding"})
+    rows[0].setdefault("stages", {})["lint"] = {"record": {"findings": [{
+        "rule": "base-unpinned", "severity": "error", "file": "Dockerfile", "line": 1,
+        "message": "FROM <img src=x onerror=alert(1)> | `x`\n::error::pwned @octocat #1",
+        "fix": "pin <b>it</b>"}]}}
+    t = aggregate.arm_stats("treatment", rows)
+    data = {"verdict": "failed", "reasons": [], "repeats": 1,
+            "experiment": {"change": "c", "fixed": [], "metrics": []}}
+    md = summary.render_markdown(data, None, t, [], rows)
+    assert "base-unpinned" in md and "pwned" in md
+    assert "<img" not in md and "<b>" not in md
+    assert not COMMAND.search(md)
+    body = comment_body(md, "k", None)
+    assert "@octocat" not in body and "#1 " not in body
