@@ -96,18 +96,24 @@ def labels(run_id: str, *, keep: bool = False) -> dict[str, str]:
 
 
 def docker_client(timeout: int = 60) -> Any:
-    """A Docker SDK client; CapabilityError (exit 3) when the engine cannot be reached."""
+    """A Docker SDK client whose calls each have *timeout* seconds (SERVELAB_ENGINE_TIMEOUT
+    overrides it); CapabilityError (exit 3) when the engine cannot be reached or its ping is
+    not answered in that time (an engine that accepts and never answers)."""
+    from servelab import proc
     from servelab.errors import CapabilityError
 
+    seconds = proc.deadline(proc.ENGINE_TIMEOUT_ENV, float(timeout))
     try:
         import docker
 
-        client = docker.from_env(timeout=timeout)
+        client = docker.from_env(timeout=max(1, round(seconds)))
         client.ping()
     except Exception as e:
         raise CapabilityError(
             f"the Docker engine cannot be reached: {str(e).splitlines()[0][:200]}",
-            hint="start dockerd (scripts/bootstrap.sh does) or set DOCKER_HOST",
+            hint="start dockerd (scripts/bootstrap.sh does) or set DOCKER_HOST; "
+            f"{proc.ENGINE_TIMEOUT_ENV} (seconds, now {seconds:g}) sets how long each call "
+            "to the engine may take",
         ) from e
     return client
 

@@ -148,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_module(args._module).run(args))
     except ServelabError as e:
-        print(f"servelab {args.command}: {e}", file=sys.stderr)
+        from servelab.report import log_block  # a message may quote input: no line it starts
+
+        print(log_block(f"servelab {args.command}: {e}"), file=sys.stderr)
         return int(e.exit_code)
     except KeyboardInterrupt as e:
         term = isinstance(e, Terminated)  # 128 + the signal number

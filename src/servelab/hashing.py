@@ -35,14 +35,29 @@ def sha256_file(path: Path | str, st: os.stat_result | None = None) -> str:
     return digest
 
 
-def tree_files(root: Path, *, exclude: list[str] | None = None) -> list[tuple[str, int, str]]:
+class TreeTooLarge(Exception):
+    """A walk of :func:`tree_files` passed its *max_entries* or *max_bytes*: nothing was hashed."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"more than {limit} {what}")
+        self.what, self.limit = what, limit
+
+
+def tree_files(root: Path, *, exclude: list[str] | None = None, max_entries: int | None = None,
+               max_bytes: int | None = None) -> list[tuple[str, int, str]]:
     """(relative path, size, sha256) of every regular file under *root* (symlinks to files
-    followed), sorted by relative path (``/``-separated, byte order)."""
-    out: list[tuple[str, int, str]] = []
+    followed), sorted by relative path (``/``-separated, byte order). The tree is listed first:
+    past *max_entries* files and directories, or *max_bytes* in its files, it stops with
+    :class:`TreeTooLarge` before reading any file (``--model /`` never hashes a host)."""
+    listed: list[tuple[str, str, os.stat_result]] = []
+    entries = total = 0
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
         dirnames[:] = [d for d in dirnames if not _excluded(prefix + d, exclude)]
+        entries += len(dirnames) + len(filenames)
+        if max_entries is not None and entries > max_entries:
+            raise TreeTooLarge("files and directories", max_entries)
         for name in filenames:
             rel = prefix + name
             if _excluded(rel, exclude):
@@ -53,7 +68,11 @@ def tree_files(root: Path, *, exclude: list[str] | None = None) -> list[tuple[st
             except OSError:
                 continue  # a dangling symlink, or gone: not a regular file
             if stat.S_ISREG(st.st_mode):
-                out.append((rel, st.st_size, sha256_file(full, st)))
+                listed.append((rel, full, st))
+                total += st.st_size
+                if max_bytes is not None and total > max_bytes:
+                    raise TreeTooLarge("bytes", max_bytes)
+    out = [(rel, st.st_size, sha256_file(full, st)) for rel, full, st in listed]
     out.sort(key=lambda f: f[0].encode())
     return out
 

@@ -27,12 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servelab import logs
-from servelab.errors import CommandError, ToolMissingError, tail
+from servelab.errors import CommandError, ServelabError, ToolMissingError, UsageError, tail
 
 #: ``proc.tail`` is :func:`servelab.errors.tail` (CommandError formats its message with it)
 __all__ = [
-    "DEFAULT_TIMEOUT", "DRAIN_S", "INSTALL_HINTS", "KILL_GRACE_S", "Completed", "kill_group",
-    "require", "run", "start", "tail", "which",
+    "DEFAULT_TIMEOUT", "DRAIN_S", "ENGINE_TIMEOUT_ENV", "ENGINE_TIMEOUT_S", "INSTALL_HINTS",
+    "KILL_GRACE_S", "REGEX_TIMEOUT_ENV", "REGISTRY_TIMEOUT_ENV", "REGISTRY_TIMEOUT_S",
+    "STALL_TIMEOUT_ENV", "STALL_TIMEOUT_S", "Completed", "deadline", "engine_silent",
+    "kill_group", "require",
+    "run", "start", "tail", "which",
 ]
 
 log = logs.get("servelab.proc")
@@ -42,6 +45,46 @@ DEFAULT_TIMEOUT = 300.0
 KILL_GRACE_S = 0.5
 #: After killing a group, how long to wait for the rest of its output.
 DRAIN_S = 1.0
+
+#: Deadlines of calls to the engine and registries (docs/limits.md, "Deadlines"): seconds, a
+#: positive number in the environment variable, else the caller's default.
+ENGINE_TIMEOUT_ENV = "SERVELAB_ENGINE_TIMEOUT"
+REGISTRY_TIMEOUT_ENV = "SERVELAB_REGISTRY_TIMEOUT"
+STALL_TIMEOUT_ENV = "SERVELAB_STALL_TIMEOUT"
+REGEX_TIMEOUT_ENV = "SERVELAB_REGEX_TIMEOUT"
+#: the defaults: one metadata call to the engine, one to a registry (connect, request and the
+#: whole answer), and how long a blob or image stream may go without a byte moving
+ENGINE_TIMEOUT_S = 30.0
+REGISTRY_TIMEOUT_S = 30.0
+STALL_TIMEOUT_S = 300.0
+
+
+def deadline(env: str, default: float) -> float:
+    """Seconds from environment variable *env* (a positive number, at most a day), else
+    *default*; any other value is a usage error (exit 2) naming the variable."""
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86_400:
+        raise UsageError(f"{env}={raw!r} is not a number of seconds",
+                         hint=f"give a positive number of seconds up to 86400, e.g. {env}=30")
+    return value
+
+
+def engine_silent(seconds: float) -> ServelabError:
+    """The error for a ``docker`` call that timed out: the engine accepted and never answered
+    (exit 3, naming the deadline), not "no such image"."""
+    from servelab.errors import CapabilityError
+
+    return CapabilityError(
+        f"the Docker engine did not answer within {seconds:g} s",
+        hint=f"check dockerd (or DOCKER_HOST); {ENGINE_TIMEOUT_ENV} (seconds) sets how long "
+        "each call to the engine may take")
+
 
 #: How to get each tool, shown when it is missing.
 INSTALL_HINTS: dict[str, str] = {

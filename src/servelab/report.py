@@ -12,6 +12,7 @@ subclassing :class:`Reporter` and decorating it with :func:`register`.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, ClassVar, NamedTuple
 from servelab import __version__
 from servelab.errors import UsageError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
+from servelab.github.escape import command_data, command_property
 from servelab.textio import write_text_atomic
 
 _REGISTRY: dict[str, type[Reporter]] = {}
@@ -84,16 +86,17 @@ class TextReporter(Reporter):
             ctx = "".join(f" ({k}: {v})" for k, v in f.context.items() if k != "path")
             path = f.context.get("path")
             at = f" at {path}" if path else ""
-            lines.append(f"{_where(f)}: {f.severity.value} [{f.rule_id}] {f.message}{at}{ctx}")
+            lines.append(terminal_text(
+                f"{_where(f)}: {f.severity.value} [{f.rule_id}] {f.message}{at}{ctx}"))
             key = (f.file, f.rule_id, f.fix or "")
             if f.fix and key not in shown:
                 shown.add(key)
                 n = fixes[key]
                 more = f" (for all {n} [{f.rule_id}] findings in this file)" if n > 1 else ""
-                lines.append(f"    fix: {f.fix}{more}")
+                lines.append(f"    fix: {terminal_text(f.fix)}{more}")
         if report.settings:
-            lines.append(settings_line(report.settings))
-        lines.extend(f"note: {n}" for n in report.notes)
+            lines.append(terminal_text(settings_line(report.settings)))
+        lines.extend(f"note: {terminal_text(n)}" for n in report.notes)
         c = report.counts()
         n_files = len(report.files)
         if report.findings:
@@ -147,8 +150,73 @@ class JsonReporter(Reporter):
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# ------------------------------------------------------------- text from inputs, per medium
+# One small set of functions neutralises text that came from inputs (names, messages, paths)
+# for where it is shown: the terminal and log (terminal_text), a Markdown cell or paragraph
+# (md_text), inline code (md_code), a pull-request comment (no_mentions). Workflow commands
+# are escaped by servelab.github.escape.
+
+#: ESC sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks) up to BEL or ST, and
+#: the two-character ones; the 8-bit CSI (U+009B) too
+_ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[ -~]?")
+#: C0 and C1 controls, DEL, bidi overrides and isolates: shown as visible escapes
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_CONTROLS.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                                              0x2028, 0x2029)})
+_CONTROLS.update({0x0A: "\\n", 0x0D: "\\r", 0x09: " "})
+_KEEP_LINES = {c: v for c, v in _CONTROLS.items() if c not in (0x09, 0x0A)}
+_MD = {ord("\\"): "\\\\", ord("`"): "\\`", ord("|"): "\\|", ord("["): "\\[",
+       ord("]"): "\\]", ord("<"): "&lt;", ord(">"): "&gt;", ord("&"): "&amp;"}
+#: @mentions and #123 references outside code: GitHub would notify or cross-link them
+_MENTION = re.compile(r"(?<![\w`&/])(@(?=[A-Za-z0-9])|#(?=[0-9]))")
+_CODE = re.compile(r"(```[\s\S]*?```|`+[^`\n]*`+)")
+
+
+def terminal_text(text: object, *, one_line: bool = True) -> str:
+    """*text* safe for a terminal or a log: escape sequences removed, other C0/C1 controls and
+    bidi overrides shown escaped (``\\x07``); with *one_line* (the default) line breaks too,
+    so text from an input never starts a line of its own (a ``::error::`` workflow command)."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    s = _ESCAPES.sub("", s).translate(_CONTROLS if one_line else _KEEP_LINES)
+    # lone surrogates (bytes that were not UTF-8) as \\udcxx: printing them would fail
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def log_block(text: object) -> str:
+    """*text* of several lines for a log (an error message with a program's output): each line
+    as :func:`terminal_text` keeps it, and a line that would begin with ``::`` (a workflow
+    command; the runner ignores leading blanks) is shown behind ``| ``."""
+    lines = terminal_text(text, one_line=False).split("\n")
+    return "\n".join(f"| {ln}" if ln.lstrip().startswith("::") else ln for ln in lines)
+
+
+def md_text(text: object) -> str:
+    """*text* as literal Markdown on one line (a table cell, a heading, a list item): ``|``,
+    backticks, brackets and HTML escaped, controls and line breaks as for the terminal."""
+    return terminal_text(text).translate(_MD)
+
+
+def md_code(text: object) -> str:
+    """*text* as inline code in a table cell: a fence longer than any run of backticks in it,
+    ``|`` escaped (GitHub splits cells on it even in code), controls and line breaks shown."""
+    s = terminal_text(text).replace("|", "\\|")
+    runs = re.findall(r"`+", s)
+    fence = "`" * (max((len(r) for r in runs), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def no_mentions(markdown: str) -> str:
+    """*markdown* for a PR comment: ``@name`` and ``#123`` outside code no longer notify anyone
+    or link an issue (a zero-width space after ``@``/``#``); code spans and blocks kept."""
+    parts = _CODE.split(markdown)
+    return "".join(p if i % 2 else _MENTION.sub("\\1&#8203;", p) for i, p in enumerate(parts))
+
+
+_md_cell = md_text
 
 
 @register
@@ -168,11 +236,11 @@ class MarkdownReporter(Reporter):
         if report.findings:
             out += ["| Severity | Rule | Where | Message | Fix |", "|---|---|---|---|---|"]
             out += [
-                f"| {f.severity.value} | `{f.rule_id}` | `{_md_cell(_where(f))}` | "
+                f"| {f.severity.value} | `{f.rule_id}` | {md_code(_where(f))} | "
                 f"{_md_cell(f.message)} | {_md_cell(f.fix or '')} |"
                 for f in report.sorted_findings()
             ]
-        out += [f"> {n}" for n in report.notes]
+        out += [f"> {md_text(n)}" for n in report.notes]
         return "\n".join(out) + "\n"
 
 
@@ -331,14 +399,6 @@ class SarifReporter(Reporter):
         return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings]))
 
 
-def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(s: str) -> str:
-    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 _GH_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 #: GitHub shows at most this many annotations of each level per step.
 GITHUB_ANNOTATION_CAP = 10
@@ -373,14 +433,14 @@ class GithubReporter(Reporter):
     def _command(f: Finding) -> str:
         props: list[str] = []
         if f.file:
-            props.append(f"file={_escape_property(f.file)}")
+            props.append(f"file={command_property(f.file)}")
             if f.line:
                 props.append(f"line={f.line}")
                 if f.column:
                     props.append(f"col={f.column}")
-        props.append(f"title={_escape_property(f'servelab {f.rule_id}')}")
-        msg = f.message + (f" (fix: {f.fix})" if f.fix else "")
-        return f"::{_GH_COMMAND[f.severity]} {','.join(props)}::{_escape_data(msg)}"
+        props.append(f"title={command_property(f'servelab {f.rule_id}')}")
+        msg = terminal_text(f.message + (f" (fix: {f.fix})" if f.fix else ""), one_line=False)
+        return f"::{_GH_COMMAND[f.severity]} {','.join(props)}::{command_data(msg)}"
 
 
 def write_output(text: str, path: str | None, printer: Callable[[str], Any]) -> None:

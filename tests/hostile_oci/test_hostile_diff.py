@@ -108,6 +108,23 @@ def test_recompressed_layer_with_other_content_is_not_encoding_only(tmp_path: Pa
     assert top_a.claimed_diff_id() in err
 
 
+@pytest.mark.parametrize("liar", ["b", "both"])
+def test_one_blob_with_two_claimed_diff_ids_is_opened(tmp_path: Path, liar: str) -> None:
+    """hostile-same-diffid: A and B share the top layer's blob, but B's config (or both,
+    differently) claims another diff_id for it, and the created times differ. Before, with
+    --ignore-timestamps, the layer was never opened and the verdict was timestamps-only
+    (exit 0): a config that does not describe its layers passed as "the same image"."""
+    top = Layer.of(APP_A)
+    a, b = tmp_path / "a", tmp_path / "b"
+    claim_a = top.claimed_diff_id() if liar == "b" else sha(b"claim a")
+    Image([Layer.of(base_files()), Layer(top.blob, raw=top.raw, diff_id=claim_a)]).write(a)
+    Image([Layer.of(base_files()), Layer(top.blob, raw=top.raw, diff_id=sha(b"claim b"))],
+          created="2024-01-01T00:00:00Z").write(b)
+    err = _expect_2(tmp_path, "--ignore-timestamps", str(a), str(b),
+                    match="does not match its diff_id")
+    assert (sha(b"claim b") if liar == "b" else claim_a) in err
+
+
 def test_an_honest_recompression_is_verified_and_encoding_only(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     Image([Layer.of(base_files()), Layer.of(APP_A)]).write(a)

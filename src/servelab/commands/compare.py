@@ -9,8 +9,13 @@ A and B are read with servelab's safe reader (regular files only, 32 MiB, strict
 summary.json is checked against schemas/summary.schema.json and every result against
 schemas/result.schema.json, so a summary with no results is bad input, never "same digest".
 
+Only what both runs measured is compared; what one side lacks is listed under "Missing". The
+verdict needs the treatment's digest in both: two runs that share no arm, a side without a
+treatment, or a side that built nothing are "not comparable" (exit 2, even with
+--allow-drift), never "same digest".
+
 Exit codes: 0 the treatment's digest is the same in A and B (or --allow-drift), 1 it differs
-(drift), 2 bad input.
+(drift), 2 bad input or not comparable.
 """
 
 from __future__ import annotations
@@ -39,4 +44,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(cmp.data, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(cmp.markdown)
+    if cmp.exit_code == 2:
+        from servelab.report import terminal_text
+
+        sys.stderr.write("servelab compare: not comparable: "
+                         + terminal_text("; ".join(cmp.data["missing"])) + "\n"
+                         "  fix: compare two runs that both built the treatment\n")
+        return 2
     return 0 if args.allow_drift else cmp.exit_code

@@ -11,8 +11,12 @@ against schemas/result.schema.json: a summary with no results, or results that a
 objects, is bad input (exit 2), never "same digest". --out must be a directory (made if
 missing); an existing file there is refused, not overwritten.
 
+A result without a digest (its build failed or was skipped) is no digest: it never groups
+with another, and a group holding one is "not comparable" (exit 2), never "same digest".
+
 Exit codes: 0 every group of equal inputs gave one digest, 1 a group gave several digests,
-2 bad input.
+2 bad input, or (no group gave several digests) a group is not comparable: a runner gave no
+digest.
 """
 
 from __future__ import annotations
@@ -48,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(merged.data, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(merged.markdown)
+    if merged.exit_code == 2:
+        from servelab.report import terminal_text
+
+        sys.stderr.write("servelab report: not comparable: "
+                         + terminal_text("; ".join(merged.data["missing"])) + "\n"
+                         "  fix: merge runs whose builds gave a digest on every runner\n")
     return merged.exit_code
 
 

@@ -93,9 +93,13 @@ def load_event(path: Path) -> dict[str, Any]:
 
 
 def comment_body(markdown: str, key: str, run_url: str | None) -> str:
-    """The comment: *markdown* (cut to fit), a link to the run, and the marker."""
+    """The comment: *markdown* (cut to fit, its ``@mentions`` and ``#123`` references
+    neutralised: names from the PR must not notify people or link issues), a link to the run,
+    and the marker."""
+    from servelab.report import no_mentions
     from servelab.run.summary import truncate_markdown
 
+    markdown = no_mentions(markdown)
     foot = f"\n\n[The workflow run]({run_url}): full summary and artifacts.\n" if run_url else ""
     room = BODY_LIMIT - len((foot + marker(key)).encode("utf-8")) - 2
     text = truncate_markdown(markdown, room, "the full summary is in the workflow run")

@@ -547,7 +547,8 @@ def _layer_keys(m: PlatformManifest, config: dict[str, Any]) -> list[str]:
 def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
                  cb: dict[str, Any]) -> tuple[list[LayerStat], list[Change], list[int]]:
     """Layer stats, layer-level changes, and the rows (indexes into the stats) to read:
-    status ``differs`` to open, ``encoding`` to verify."""
+    status ``differs`` to open, ``encoding`` to verify, ``same`` (one blob whose configs
+    claim two diff_ids) to verify against each claim."""
     ia = layer_instructions(ca, len(a.layers))
     ib = layer_instructions(cb, len(b.layers))
     ka, kb = _layer_keys(a, ca), _layer_keys(b, cb)
@@ -570,6 +571,8 @@ def _layer_pairs(a: PlatformManifest, b: PlatformManifest, ca: dict[str, Any],
                                   note=f"layer {st.status} ({_short(instr, 60) or 'no history'})"))
             continue
         if la.digest == lb.digest:
+            if ka[ai] != kb[bi]:  # one blob, two diff_ids: one config lies; read it through
+                to_open.append(len(stats) - 1)
             continue
         changes.append(Change("layer", f"layer {i}", "derived", ["digest"], la.digest,
                               lb.digest, i, instr))
@@ -626,7 +629,7 @@ def compare(a: ImageSource, b: ImageSource, *, platform: str | None = None,
     run = _Run(limits or Limits.from_env())
     sa, sb = _Side(a, ma, _diff_ids(ma, ca)), _Side(b, mb, _diff_ids(mb, cb))
     for i in to_read:
-        if stats[i].status == "encoding":
+        if stats[i].status in ("encoding", "same"):
             _verify_pair(sa, sb, stats[i], run)
             continue
         file_changes = _compare_layer(sa, sb, stats[i], run)

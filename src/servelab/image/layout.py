@@ -275,12 +275,16 @@ def _layout_nested(layout: Path) -> bool:
 
 
 def _image_digest(ref: str) -> str:
+    seconds = proc.deadline(proc.ENGINE_TIMEOUT_ENV, proc.ENGINE_TIMEOUT_S)
     try:
-        out = proc.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], timeout=60)
+        out = proc.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref],
+                       timeout=seconds)
         ident = out.stdout.strip()
         if ident.startswith("sha256:"):
             return ident
     except (CommandError, ToolMissingError) as e:
+        if isinstance(e, CommandError) and e.timed_out:
+            raise proc.engine_silent(seconds) from e
         log.debug("no local image %s: %s", ref, e)
     if "@sha256:" in ref:
         return ref.split("@", 1)[1]

@@ -472,10 +472,16 @@ class RegistryImage(ImageSource):
 
 def _engine_has(ref: str) -> bool:
     from servelab import proc
+    from servelab.errors import CommandError
 
+    seconds = proc.deadline(proc.ENGINE_TIMEOUT_ENV, proc.ENGINE_TIMEOUT_S)
     try:
         res = proc.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref],
-                       check=False, timeout=60)
+                       check=False, timeout=seconds)
+    except CommandError as e:
+        if e.timed_out:  # an engine that never answers is not an engine without the image
+            raise proc.engine_silent(seconds) from e
+        return False
     except ServelabError:
         return False
     return res.returncode == 0

@@ -281,7 +281,7 @@ def push_tested(tested: TestedImage, target: str,
                 client: RegistryClient | None = None) -> PushResult:
     """Push *tested*'s archive to *target* (``registry/repository[:tag]``), byte for byte."""
     ref = _target(target)
-    client = client or RegistryClient(timeout=300.0)
+    client = client or RegistryClient()
     with OciArchive(tested.archive) as img:
         plan = plan_push(img, tested.digest)
         shown = logs.progress(f"push to {ref.registry}/{ref.repository}",

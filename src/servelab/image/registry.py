@@ -22,6 +22,11 @@ come from ``SERVELAB_REGISTRY_USER``/``SERVELAB_REGISTRY_PASSWORD`` (for any hos
 Docker client's ``config.json`` (``$DOCKER_CONFIG`` or ``~/.docker``): ``auths`` entries and
 credential helpers (``credHelpers``/``credsStore``, run as ``docker-credential-<name> get``).
 Tokens and credentials are sent only to the registry and its realm, never across redirects.
+
+Deadlines (docs/limits.md): a metadata request (manifests, blob HEAD, tokens, upload starts)
+must be answered whole within ``SERVELAB_REGISTRY_TIMEOUT`` seconds (default: the client's
+*timeout*), its 401 retry included; a blob stream (pull or push) fails once no byte has moved
+for ``SERVELAB_STALL_TIMEOUT`` seconds (default 300), however long the whole transfer takes.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -148,8 +154,11 @@ def _basic(creds: tuple[str, str]) -> str:
 class RegistryClient:
     """HEAD/GET manifests and GET blobs, with the token flow on 401."""
 
-    def __init__(self, *, timeout: float = 30.0) -> None:
-        self.timeout = timeout
+    def __init__(self, *, timeout: float | None = None) -> None:
+        from servelab import proc
+
+        self.timeout = proc.deadline(proc.REGISTRY_TIMEOUT_ENV, timeout or proc.REGISTRY_TIMEOUT_S)
+        self.stall = proc.deadline(proc.STALL_TIMEOUT_ENV, proc.STALL_TIMEOUT_S)
         self._auth: dict[tuple[str, str], str] = {}
 
     def _url(self, ref: ImageRef, kind: str, what: str) -> str:
@@ -158,12 +167,16 @@ class RegistryClient:
     def _request(self, method: str, url: str, ref: ImageRef,
                  accept: str | None = None, *, body: Body = None,
                  headers: Mapping[str, str] | None = None,
-                 allow: tuple[int, ...] = ()) -> urllib.response.addinfourl:
+                 allow: tuple[int, ...] = (), stream: bool = False
+                 ) -> urllib.response.addinfourl:
         """One request, retried once after a 401 with credentials; a status in *allow* is
         returned as the response instead of raised. *body* may be a callable that opens a
-        fresh stream, so that the retry sends the bytes again."""
+        fresh stream, so that the retry sends the bytes again. Both attempts share one
+        deadline (:attr:`timeout`); a *stream* waits up to :attr:`stall` for each byte."""
         key = (ref.api_host, ref.repository)
+        end = time.monotonic() + self.timeout
         for attempt in range(2):
+            wait = self.stall if stream else self._left(end, ref)
             data = body() if callable(body) else body
             req = urllib.request.Request(url, data=data, method=method)  # noqa: S310 (http/https only)
             if accept:
@@ -173,7 +186,7 @@ class RegistryClient:
             if key in self._auth:
                 req.add_unredirected_header("Authorization", self._auth[key])
             try:
-                return urllib.request.urlopen(req, timeout=self.timeout)  # type: ignore[no-any-return]  # noqa: S310
+                return urllib.request.urlopen(req, timeout=wait)  # type: ignore[no-any-return]  # noqa: S310
             except urllib.error.HTTPError as e:
                 if e.code == 401 and attempt == 0 and self._authenticate(e, ref):
                     e.close()
@@ -182,6 +195,8 @@ class RegistryClient:
                     return e
                 raise self._http_error(e, ref, url) from e
             except (urllib.error.URLError, OSError) as e:
+                if isinstance(getattr(e, "reason", e), TimeoutError):
+                    raise self._timed_out(ref, wait, stream) from e
                 raise CapabilityError(
                     f"registry {ref.api_host} is not reachable: {getattr(e, 'reason', e)}",
                     hint="check the registry address and that it is running "
@@ -191,6 +206,45 @@ class RegistryClient:
                 if callable(body) and data is not None and not isinstance(data, bytes):
                     data.close()
         raise AssertionError("unreachable")
+
+    def _left(self, end: float, ref: ImageRef) -> float:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise self._timed_out(ref, self.timeout, False)
+        return left
+
+    def _timed_out(self, ref: ImageRef, seconds: float, stream: bool) -> CapabilityError:
+        from servelab import proc
+
+        if stream:
+            return CapabilityError(
+                f"registry {ref.api_host} sent or took no byte for {seconds:g} s",
+                hint=f"check the registry; {proc.STALL_TIMEOUT_ENV} (seconds) sets how long a "
+                "transfer may stall")
+        return CapabilityError(
+            f"registry {ref.api_host} did not answer within {seconds:g} s",
+            hint=f"check that the registry is running; {proc.REGISTRY_TIMEOUT_ENV} (seconds) "
+            "sets the deadline of one registry request")
+
+    def _read(self, r: urllib.response.addinfourl, limit: int, ref: ImageRef,
+              started: float) -> bytes:
+        """At most *limit* bytes of a metadata answer, the whole read within the deadline
+        (a registry that sends one byte a second would else hold each socket read open)."""
+        end = started + self.timeout
+        read = getattr(r, "read1", r.read)  # read1: what one socket read gives, never waits more
+        chunks: list[bytes] = []
+        got = 0
+        while got < limit:
+            self._left(end, ref)
+            try:
+                chunk = read(min(65536, limit - got))
+            except TimeoutError as e:
+                raise self._timed_out(ref, self.timeout, False) from e
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
 
     def _authenticate(self, err: urllib.error.HTTPError, ref: ImageRef) -> bool:
         scheme, params = parse_challenge(err.headers.get("WWW-Authenticate", ""))
@@ -253,8 +307,9 @@ class RegistryClient:
     def get_manifest(self, ref: ImageRef) -> Manifest:
         """The manifest bytes of *ref*; their sha256 is checked against a requested digest."""
         url = self._url(ref, "manifests", ref.reference)
+        started = time.monotonic()
         with self._request("GET", url, ref, ACCEPT) as r:
-            body = r.read(MAX_MANIFEST + 1)
+            body = self._read(r, MAX_MANIFEST + 1, ref, started)
             header = r.headers.get("Docker-Content-Digest")
             mtype = r.headers.get("Content-Type", "")
         if len(body) > MAX_MANIFEST:
@@ -278,7 +333,7 @@ class RegistryClient:
     def open_blob(self, ref: ImageRef, digest: str) -> BinaryIO:
         """A stream of blob *digest* of *ref*'s repository (redirects followed, no auth sent)."""
         url = self._url(ref, "blobs", digest)
-        return self._request("GET", url, ref)  # type: ignore[return-value]
+        return self._request("GET", url, ref, stream=True)  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ upload (servelab push)
 
@@ -305,7 +360,7 @@ class RegistryClient:
             {"digest": digest})
         with self._request("PUT", url, ref, body=opener, headers={
                 "Content-Type": "application/octet-stream",
-                "Content-Length": str(size)}) as r:
+                "Content-Length": str(size)}, stream=True) as r:
             return str(r.headers.get("Docker-Content-Digest") or "")
 
     def put_manifest(self, ref: ImageRef, reference: str, body: bytes,

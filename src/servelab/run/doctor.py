@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import tarfile
 import tempfile
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -53,7 +52,8 @@ def check_engine() -> Check:
     try:
         import docker
 
-        client = docker.from_env(timeout=10)
+        seconds = proc.deadline(proc.ENGINE_TIMEOUT_ENV, 10.0)
+        client = docker.from_env(timeout=max(1, round(seconds)))
         try:
             info = client.version()
         finally:
@@ -69,7 +69,8 @@ def check_engine() -> Check:
 
 def check_image_store() -> Check:
     try:
-        out = proc.run(["docker", "info", "--format", "{{json .DriverStatus}}"], timeout=20)
+        out = proc.run(["docker", "info", "--format", "{{json .DriverStatus}}"],
+                       timeout=proc.deadline(proc.ENGINE_TIMEOUT_ENV, 20.0))
     except ServelabError as e:
         return Check("containerd image store", False, False, e.message.splitlines()[0])
     store = "containerd" if "io.containerd.snapshotter" in out.stdout else "classic"
@@ -225,8 +226,11 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
             result.checks.append(Check(name, False, True, "skipped: no docker client",
                                        proc.INSTALL_HINTS["docker"]))
     else:
-        steps: list[Callable[[], Check]] = [check_engine, check_image_store, check_buildx]
-        result.checks.extend(step() for step in steps)
+        engine = check_engine()
+        # an engine that did not answer is not asked again (each try would wait its deadline)
+        store = check_image_store() if engine.ok else Check(
+            "containerd image store", False, False, "skipped: the engine did not answer")
+        result.checks += [engine, store, check_buildx()]
         engine_ok = result.checks[1].ok and result.checks[3].ok
         if build_probe and engine_ok:
             result.checks.append(check_oci_rewrite())
@@ -236,8 +240,11 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
     for step in (check_trivy, check_hadolint, check_git):
         result.checks.append(step())
     result.checks.append(check_gpu(gpu_required))
-    if result.checks[0].ok:
+    if result.checks[0].ok and result.checks[1].ok:
         result.checks.append(check_gpu_containers(gpu_required))
+    elif result.checks[0].ok:
+        result.checks.append(Check("GPU in containers", False, gpu_required,
+                                   "skipped: the engine did not answer"))
     return result
 
 

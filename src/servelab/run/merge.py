@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servelab.report import md_code, md_text
 from servelab.run import aggregate, results
 from servelab.run.aggregate import _get
 from servelab.run.summary import _fmt
@@ -33,35 +34,66 @@ def _where(r: dict[str, Any], source: Path) -> str:
 
 
 def merge_runs(paths: list[Path]) -> Merged:
+    """Group the results of *paths* by their inputs (:func:`input_key`) and say whether each
+    group gave one digest on every runner. A result without a digest (its build failed) is
+    no digest: it never groups with another, and its group is "not comparable" (exit 2)
+    unless another group already shows different digests (exit 1)."""
     rows: list[tuple[dict[str, Any], Path]] = [
         (r, p) for p in paths for r in results.load_results(p)]
-    groups: dict[tuple[Any, ...], dict[str, set[str]]] = {}
+    groups: dict[tuple[Any, ...], tuple[dict[str, set[str]], set[str]]] = {}
     for r, p in rows:
-        digests = groups.setdefault(input_key(r), {})
-        digests.setdefault(str(_get(r, "image", "digest")), set()).add(_where(r, p))
-    table = []
-    for key, digests in groups.items():
-        table.append({"arm": key[0], "spec_hash": key[1], "commit": key[6],
-                      "source_date_epoch": key[5],
-                      "digests": {d: sorted(w) for d, w in digests.items()},
-                      "same_digest_everywhere": len(digests) == 1})
-    ok = all(g["same_digest_everywhere"] for g in table)
-    data = {"schemaVersion": 1, "cross_machine_reproducible": ok, "groups": table,
+        digests, missing = groups.setdefault(input_key(r), ({}, set()))
+        digest = _get(r, "image", "digest")
+        if isinstance(digest, str) and digest:
+            digests.setdefault(digest, set()).add(_where(r, p))
+        else:
+            missing.add(_where(r, p))
+    table = [_group(key, digests, missing) for key, (digests, missing) in groups.items()]
+    verdicts = {g["verdict"] for g in table}
+    # one group with two digests proves "not reproducible" whatever else is missing; "same"
+    # needs every group to have a digest from every runner
+    verdict = ("different digests" if "different digests" in verdicts
+               else "not comparable" if "not comparable" in verdicts or not table
+               else "same digest")
+    data = {"schemaVersion": 1, "verdict": verdict,
+            "cross_machine_reproducible": verdict == "same digest", "groups": table,
+            "missing": [f"{g['arm']}: no digest from {', '.join(g['no_digest'])} "
+                        "(the build failed or was skipped)" for g in table if g["no_digest"]],
             "runners": sorted({_where(r, p) for r, p in rows}),
             "results": [r for r, _ in rows]}
-    return Merged(data, _merge_md(data), 0 if ok else 1)
+    return Merged(data, _merge_md(data), {"same digest": 0, "different digests": 1,
+                                          "not comparable": 2}[verdict])
+
+
+def _group(key: tuple[Any, ...], digests: dict[str, set[str]], missing: set[str]
+           ) -> dict[str, Any]:
+    """One group of equal inputs: its digests, the runners that gave none, its verdict."""
+    verdict = ("different digests" if len(digests) > 1
+               else "not comparable" if missing or not digests else "same digest")
+    return {"arm": key[0], "spec_hash": key[1], "commit": key[6], "source_date_epoch": key[5],
+            "digests": {d: sorted(w) for d, w in digests.items()},
+            "no_digest": sorted(missing), "verdict": verdict,
+            "same_digest_everywhere": verdict == "same digest"}
+
+
+_MERGE_HEAD = {"same digest": "same digest on every runner",
+               "different digests": "**different digests for the same inputs**",
+               "not comparable": "**not comparable**: a runner gave no digest"}
 
 
 def _merge_md(data: dict[str, Any]) -> str:
-    verdict = ("same digest on every runner" if data["cross_machine_reproducible"]
-               else "**different digests for the same inputs**")
-    out = [f"# servelab report: {verdict}", "",
-           f"Runners: {', '.join(data['runners'])}", "",
-           "| arm | commit | SOURCE_DATE_EPOCH | digest | runners |", "|---|---|---|---|---|"]
+    out = [f"# servelab report: {_MERGE_HEAD[data['verdict']]}", "",
+           f"Runners: {', '.join(md_text(w) for w in data['runners'])}", ""]
+    if data["missing"]:
+        out += [*(f"- missing: {md_text(m)}" for m in data["missing"]), ""]
+    out += ["| arm | commit | SOURCE_DATE_EPOCH | digest | runners |", "|---|---|---|---|---|"]
     for g in data["groups"]:
+        head = f"| {md_text(g['arm'])} | {md_text(str(g['commit'])[:12])} | " \
+               f"{md_text(g['source_date_epoch'])} | "
         for digest, where in g["digests"].items():
-            out.append(f"| {g['arm']} | {str(g['commit'])[:12]} | {g['source_date_epoch']} | "
-                       f"`{digest}` | {', '.join(where)} |")
+            out.append(f"{head}{md_code(digest)} | {', '.join(map(md_text, where))} |")
+        if g["no_digest"]:
+            out.append(f"{head}none (no build) | {', '.join(map(md_text, g['no_digest']))} |")
     by_arm: dict[str, list[dict[str, Any]]] = {}
     for r in data["results"]:
         by_arm.setdefault(r["arm"], []).append(r)
@@ -71,13 +103,17 @@ def _merge_md(data: dict[str, Any]) -> str:
         for m in aggregate.ALL_METRICS:
             s = st.metrics.get(m.key)
             if s:
-                out.append(f"| {arm} | {m.label} | {_fmt(s.median, m.unit)} | "
+                out.append(f"| {md_text(arm)} | {m.label} | {_fmt(s.median, m.unit)} | "
                            f"{_fmt(s.min, m.unit)} | {_fmt(s.max, m.unit)} | {len(s.values)} |")
     return "\n".join(out) + "\n"
 
 
 INPUT_FIELDS = ("dockerfile_sha256", "context_sha256", "model_sha256", "request_sha256",
                 "commit", "source_date_epoch")
+
+
+#: the arm whose digest decides compare's verdict
+JUDGED_ARM = "treatment"
 
 
 def _base_digests(r: dict[str, Any]) -> str | None:
@@ -128,13 +164,26 @@ def differing_inputs(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[s
 
 
 def compare_runs(a: Path, b: Path) -> Merged:
+    """The arms of runs *a* and *b* side by side. Only what both measured is compared: the
+    verdict needs the treatment's digest on both sides, else it is "not comparable" (exit 2)
+    and ``missing`` says what is absent."""
     ra, rb = results.load_results(a), results.load_results(b)
     arms = sorted({r["arm"] for r in ra} | {r["arm"] for r in rb})
     rows = [_compare_arm(arm, [r for r in ra if r["arm"] == arm],
                          [r for r in rb if r["arm"] == arm]) for arm in arms]
-    drift = any(row["digest_changed"] for row in rows if row["arm"] == "treatment")
-    data = {"schemaVersion": 1, "a": str(a), "b": str(b), "arms": rows, "drift": drift}
-    return Merged(data, _compare_md(data), 1 if drift else 0)
+    missing = [m for row in rows for m in row["missing"]]
+    judged = next((row for row in rows if row["arm"] == JUDGED_ARM), None)
+    if judged is None:
+        missing.append(f"{JUDGED_ARM}: in neither run")
+    if judged is None or not (judged["digests_a"] and judged["digests_b"]):
+        verdict = "not comparable"
+    else:
+        verdict = "digest drift" if judged["digest_changed"] else "same digest"
+    data = {"schemaVersion": 1, "a": str(a), "b": str(b), "verdict": verdict,
+            "comparable": verdict != "not comparable", "drift": verdict == "digest drift",
+            "missing": missing, "arms": rows}
+    return Merged(data, _compare_md(data), {"same digest": 0, "digest drift": 1,
+                                            "not comparable": 2}[verdict])
 
 
 def _compare_arm(arm: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> dict[str, Any]:
@@ -152,16 +201,41 @@ def _compare_arm(arm: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -
     inputs = {f: {"a": ia[f], "b": ib[f], "same": ia[f] == ib[f]} for f in RECORDED}
     return {"arm": arm, "digests_a": da, "digests_b": db,
             "digest_changed": bool(da and db and da != db), "metrics": metrics,
-            "inputs": inputs}
+            "inputs": inputs, "missing": _arm_missing(arm, (("A", ra, da), ("B", rb, db)), metrics)}
+
+
+_Side = tuple[str, list[dict[str, Any]], list[str]]
+
+
+def _arm_missing(arm: str, sides: tuple[_Side, _Side], metrics: list[dict[str, Any]]
+                 ) -> list[str]:
+    """What one side of *arm* lacks: the arm itself, any digest (nothing built), a metric."""
+    out: list[str] = []
+    for side, rows, digests in sides:
+        if not rows:
+            out.append(f"{arm}: not in {side}")
+        elif not digests:
+            out.append(f"{arm}: {side} built nothing (no digest in {len(rows)} result(s))")
+    if all(rows for _, rows, _ in sides):
+        out += [f"{arm}: {m['label']} not measured in {'A' if m['a'] is None else 'B'}"
+                for m in metrics if m["change"] is None]
+    return out
+
+
+_COMPARE_HEAD = {"same digest": "same digest", "digest drift": "digest drift",
+                 "not comparable": "**not comparable**"}
 
 
 def _compare_md(data: dict[str, Any]) -> str:
-    head = "digest drift" if data["drift"] else "same digest"
-    out = [f"# servelab compare: {head}", "", f"A: `{data['a']}`  ", f"B: `{data['b']}`", ""]
+    out = [f"# servelab compare: {_COMPARE_HEAD[data['verdict']]}", "",
+           f"A: {md_code(data['a'])}  ", f"B: {md_code(data['b'])}", ""]
+    if data["missing"]:
+        out += ["Missing (not compared):", "",
+                *(f"- {md_text(m)}" for m in data["missing"]), ""]
     for row in data["arms"]:
-        out += [f"## {row['arm']}", "", "| | A | B | B − A |", "|---|---|---|---|",
-                f"| digest | {', '.join(f'`{d}`' for d in row['digests_a']) or '–'} | "
-                f"{', '.join(f'`{d}`' for d in row['digests_b']) or '–'} | |"]
+        out += [f"## {md_text(row['arm'])}", "", "| | A | B | B − A |", "|---|---|---|---|",
+                f"| digest | {', '.join(map(md_code, row['digests_a'])) or '–'} | "
+                f"{', '.join(map(md_code, row['digests_b'])) or '–'} | |"]
         for m in row["metrics"]:
             out.append(f"| {m['label']} | {_fmt(m['a'], m['unit'])} | {_fmt(m['b'], m['unit'])} "
                        f"| {_fmt(m['change'], m['unit'])} |")

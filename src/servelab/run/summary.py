@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from servelab.report import md_text, terminal_text
 from servelab.run.aggregate import (
     ALL_METRICS,
     NUMERIC,
@@ -304,8 +305,9 @@ def _findings_details(results: list[dict[str, Any]]) -> list[str]:
                 f"{len(listed)}</summary>", "",
                 "| severity | id | package | installed | fixed |", "|---|---|---|---|---|"]
         for f in listed[:500]:
-            out.append(f"| {f.get('severity')} | {f.get('id')} | {f.get('package')} | "
-                       f"{f.get('installed')} | {f.get('fixed') or '–'} |")
+            out.append(f"| {md_text(f.get('severity'))} | {md_text(f.get('id'))} | "
+                       f"{md_text(f.get('package'))} | {md_text(f.get('installed'))} | "
+                       f"{md_text(f.get('fixed') or '–')} |")
         out += ["", "</details>", ""]
     return out
 
@@ -326,10 +328,12 @@ def _failed_check(c: FailedCheck, repeats: int) -> list[str]:
             f"{', '.join(map(str, c.repeats))} of {repeats})"
             if c.repeats and len(c.repeats) < repeats else "")
     name = f"lint `{c.rule}`" if c.stage == "lint" else f"`{c.name}`"
-    out = [f"- {mark} **{name}**{_place(c)}{some}: {c.message}"]
-    out += [f"  - {e}" for e in c.evidence]
+    # a lint finding quotes the Dockerfile (the PR's text): shown as text, not Markdown/HTML
+    shown = md_text if c.stage == "lint" else terminal_text
+    out = [f"- {mark} **{name}**{_place(c)}{some}: {shown(c.message)}"]
+    out += [f"  - {terminal_text(e)}" for e in c.evidence]
     if c.fix:
-        out.append(f"  - fix: {c.fix}")
+        out.append(f"  - fix: {shown(c.fix)}")
     return out
 
 

@@ -21,7 +21,16 @@ from typing import Any
 
 from servelab import __version__
 from servelab.findings import TRIVY_LEVEL
-from servelab.report import SARIF_LEVEL, SarifLocation, SarifResult, SarifRule, sarif_log
+from servelab.report import (
+    SARIF_LEVEL,
+    SarifLocation,
+    SarifResult,
+    SarifRule,
+    md_code,
+    md_text,
+    sarif_log,
+    terminal_text,
+)
 from servelab.scan.result import DESCENDING, ScanDiff, ScanResult, _sort, normalise_fail_on
 from servelab.scan.trivy import TrivyFinding
 from servelab.spec import ScanPolicy
@@ -61,7 +70,8 @@ def render_report(results: list[ScanResult], diffs: list[ScanDiff | None], fmt: 
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from the image or Trivy as Markdown (a table cell, a note)."""
+    return md_text(text)
 
 
 def _where(f: TrivyFinding) -> str:
@@ -108,7 +118,8 @@ def render_text(result: ScanResult, diff: ScanDiff | None = None) -> str:
         lines += [f"    new {f.severity} {f.id} {_where(f)}" for f in diff.new]
         lines += [f"    fixed {f.severity} {f.id} {_where(f)}" for f in diff.fixed]
     lines += [f"  note: {n}" for n in result.notes]
-    return "\n".join(lines) + "\n"
+    # a target's name, Trivy's titles and paths come from the image: one line each, no escapes
+    return "\n".join(terminal_text(line) for line in lines) + "\n"
 
 
 def _finding_rows(findings: list[TrivyFinding], limit: int = MARKDOWN_ROWS) -> list[str]:
@@ -116,7 +127,7 @@ def _finding_rows(findings: list[TrivyFinding], limit: int = MARKDOWN_ROWS) -> l
             "|---|---|---|---|---|---|"]
     for f in findings[:limit]:
         name = f.package if f.kind == "vulnerability" else f"/{f.path}:{f.line or 1}"
-        rows.append(f"| {f.severity} | `{_cell(f.id)}` | {_cell(name)} | "
+        rows.append(f"| {f.severity} | {md_code(f.id)} | {_cell(name)} | "
                     f"{_cell(f.installed_version) or '–'} | {_cell(f.fixed_version) or '–'} | "
                     f"{_cell(f.title)} |")
     if len(findings) > limit:
@@ -129,7 +140,7 @@ def render_markdown(result: ScanResult, diff: ScanDiff | None = None) -> str:
     g = result.gate
     verdict = "passed" if g is None or g.passed else "**failed**"
     out = [
-        f"### Vulnerability scan: `{_cell(result.target)}`", "",
+        f"### Vulnerability scan: {md_code(result.target)}", "",
         f"Digest `{result.digest}`{_on(result)}, {_scanned(result)}. {_provenance(result)}.",
         "",
         f"Gate {verdict}: {g.reason if g else 'not evaluated'}.", "",
@@ -142,7 +153,7 @@ def render_markdown(result: ScanResult, diff: ScanDiff | None = None) -> str:
         out += [*_finding_rows(_sort(result.findings)), ""]
     if result.suppressed:
         out.append(f"{len(result.suppressed)} suppressed: " + ", ".join(
-            f"`{f.id}` ({_cell(f.suppressed)})" for f in _sort(result.suppressed)[:50]))
+            f"{md_code(f.id)} ({_cell(f.suppressed)})" for f in _sort(result.suppressed)[:50]))
         out.append("")
     if diff is not None:
         out += render_diff_markdown(diff)
@@ -152,7 +163,7 @@ def render_markdown(result: ScanResult, diff: ScanDiff | None = None) -> str:
 
 def render_diff_markdown(diff: ScanDiff) -> list[str]:
     """The comparison with the control or baseline, as Markdown lines."""
-    out = [f"#### Compared with `{_cell(diff.control)}`", "",
+    out = [f"#### Compared with {md_code(diff.control)}", "",
            f"{len(diff.new)} new, {len(diff.fixed)} fixed, {len(diff.unchanged)} unchanged.",
            ""]
     for title, items in (("New", diff.new), ("Fixed", diff.fixed)):

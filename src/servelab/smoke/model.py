@@ -20,8 +20,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from servelab.errors import InputError
-from servelab.hashing import manifest_digest, sha256_file, tree_files
+from servelab.hashing import TreeTooLarge, manifest_digest, sha256_file, tree_files
 from servelab.spec import Model
+from servelab.textio import Limit
 
 
 @dataclass(frozen=True)
@@ -72,13 +73,35 @@ class ModelInfo:
         }
 
 
+#: How much of a model directory is hashed at most (docs/limits.md): a model tree is a few
+#: hundred files; ``--model /`` (the whole host) stops here, before any file is read.
+MODEL_ENTRIES = Limit("SERVELAB_MAX_MODEL_FILES", 50_000,
+                      "files and directories in a model directory")
+MODEL_BYTES = Limit("SERVELAB_MAX_MODEL_BYTES", 2048 << 30, "bytes of a model")
+
+
 def digest_path(path: Path) -> tuple[str, list[ModelFile]]:
-    """(sha256, files) of a model file or directory, as described in the module docstring."""
+    """(sha256, files) of a model file or directory, as described in the module docstring;
+    InputError past :data:`MODEL_ENTRIES` or :data:`MODEL_BYTES`."""
     if path.is_file():
-        f = ModelFile(path.name, path.stat().st_size, sha256_file(path))
+        size = path.stat().st_size
+        if size > MODEL_BYTES.value():
+            raise _too_large(path, MODEL_BYTES)
+        f = ModelFile(path.name, size, sha256_file(path))
         return f.sha256, [f]
-    entries = tree_files(path)
+    try:
+        entries = tree_files(path, max_entries=MODEL_ENTRIES.value(),
+                             max_bytes=MODEL_BYTES.value())
+    except TreeTooLarge as e:
+        raise _too_large(path, MODEL_BYTES if e.what == "bytes" else MODEL_ENTRIES) from e
     return manifest_digest(entries), [ModelFile(*e) for e in entries]
+
+
+def _too_large(path: Path, limit: Limit) -> InputError:
+    return InputError(
+        f"the model at {path} holds more than {limit.value()} {limit.what}: not hashed "
+        "(is it the model's own directory?)",
+        hint=f"point model.path (or --model) at the model's directory; {limit.raise_hint()}")
 
 
 def model_info(model: Model | None, client: Any = None) -> ModelInfo | None:

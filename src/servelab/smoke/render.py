@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from servelab.report import terminal_text
 from servelab.smoke.result import SmokeResult
 
 FORMATS = ("text", "json")
@@ -102,4 +103,6 @@ def render_text(res: SmokeResult) -> str:
     out += [f"  note: {n}" for n in res.notes]
     if res.files.get("result"):
         out.append(f"  files: {res.files['result']}")
-    return "\n".join(out) + "\n"
+    # the server's log lines, paths and the image's names are the container's words: one line
+    # each, behind servelab's own prefix, with no escape sequence
+    return "\n".join(terminal_text(line) for line in out) + "\n"

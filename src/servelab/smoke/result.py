@@ -8,15 +8,16 @@ The stage itself is :func:`servelab.smoke.stage.smoke_image`; its report is made
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from servelab.errors import CommandError
 from servelab.smoke.diagnose import Diagnosis
 from servelab.smoke.model import ModelInfo
 from servelab.smoke.modelload import ModelLoad
@@ -265,9 +266,50 @@ def check_response(req: Request, status: int | None, body: bytes) -> str | None:
             return "the body is not JSON"
         if not json_subset(req.expect_json, doc):
             return f"the body does not contain {json.dumps(req.expect_json)}"
-    if req.expect_regex is not None and not re.search(req.expect_regex, text):
-        return f"the body does not match /{req.expect_regex}/"
+    if req.expect_regex is not None:
+        found = regex_search(req.expect_regex, text)
+        if found is None:
+            return (f"the check /{req.expect_regex}/ took more than {regex_timeout():g} s (a "
+                    "pattern that backtracks); simplify it, or raise SERVELAB_REGEX_TIMEOUT")
+        if not found:
+            return f"the body does not match /{req.expect_regex}/"
     return None
+
+
+#: The body text an expected regex is matched against: its first MiB.
+REGEX_MAX_TEXT = 1 << 20
+#: Seconds one regex check may take (SERVELAB_REGEX_TIMEOUT); a backtracking pattern such as
+#: ``(a+)+$`` takes exponential time, so the match runs in a child process that is killed then.
+REGEX_TIMEOUT_S = 2.0
+_SEARCH = ("import json, re, sys\n"
+           "d = json.load(sys.stdin)\n"
+           "sys.exit(0 if re.search(d['p'], d['t']) else 1)\n")
+
+
+def regex_timeout() -> float:
+    from servelab import proc
+
+    return proc.deadline(proc.REGEX_TIMEOUT_ENV, REGEX_TIMEOUT_S)
+
+
+@functools.lru_cache(maxsize=16)
+def regex_search(pattern: str, text: str) -> bool | None:
+    """Whether *pattern* matches the first :data:`REGEX_MAX_TEXT` characters of *text*; None
+    when it did not finish within :func:`regex_timeout` (never a match). The responses of one
+    smoke test are often equal, so each (pattern, text) is matched once."""
+    import sys
+
+    from servelab import proc
+
+    doc = json.dumps({"p": pattern, "t": text[:REGEX_MAX_TEXT]})
+    try:
+        out = proc.run([sys.executable, "-I", "-c", _SEARCH], input_text=doc, check=False,
+                       timeout=regex_timeout())
+    except CommandError as e:
+        if e.timed_out:
+            return None
+        raise
+    return out.returncode == 0
 
 
 @dataclass
