@@ -11,7 +11,7 @@ from servelab.lint.parse import Instruction, Stage
 
 from . import RULES, Context, Hit
 from ._common import values
-from ._start import script_name, scripts
+from ._start import missing_note, missing_scripts, script_name, scripts
 from .weights import reaches
 
 
@@ -55,9 +55,17 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
         exp = fetch.expander(lookup, content, ctx.df.escape)
         found += [f"{u.what} in {script_name(src)}:{u.line}"
                   for u in fetch.unverified_downloads(content, exp, known_urls_only=True)]
+    missing = missing_scripts(ctx, text, run_state, state.workdirs.get(ins.line), st)
     if found:
-        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}{reaches(ctx, st)}",
+        note = f"; {missing_note(ctx, missing)}" if missing else ""
+        yield Hit("download-unverified", ins.line,
+                  f"RUN {'; '.join(found)}{reaches(ctx, st)}{note}",
                   context={"stage": st.label})
+    elif missing:
+        yield Hit("download-unverified", ins.line,
+                  f"the downloads of this RUN were not judged: {missing_note(ctx, missing)}",
+                  fix=f"pass --context with the directory docker build is given (now "
+                  f"{ctx.context_dir})", context={"stage": st.label}, severity=Severity.INFO)
 
 
 @RULES.rule(
