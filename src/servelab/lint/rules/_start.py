@@ -167,11 +167,13 @@ def missing_scripts(ctx: Context, text: str, state: StageState, workdir: str | N
     return out
 
 
-def missing_note(ctx: Context, missing: list[tuple[str, Instruction]]) -> str:
-    """What :func:`missing_scripts` found, as the end of a finding's message."""
+def missing_note(ctx: Context, missing: list[tuple[str, Instruction]],
+                 unread: str = "what it runs was not read") -> str:
+    """What :func:`missing_scripts` found, as the end of a finding's message (*unread*: what
+    was not read because of it)."""
     shown = ", ".join(f"{p} ({c.cmd} at line {c.line})" for p, c in missing[:3])
     return (f"{shown} comes from the build context {ctx.context_dir}, which lacks it, so "
-            "what it runs was not read (pass --context with the directory docker build is "
+            f"{unread} (pass --context with the directory docker build is "
             "given)")
 
 
