@@ -337,10 +337,11 @@ def _remote(w: Workload, c: Container, ctx: Context, ref: ModelRef) -> Iterator[
     Severity.WARNING,
     "the model volume is missing or writable, or the model is downloaded at every start",
     rationale="Weights belong outside the image and must not change under a running server. "
-    "Downloading them at each start (an init container into an emptyDir, a start script, "
-    "KServe's storage initializer for an hf://, s3:// or gs:// storageUri, or the server "
-    "pulling from a hub) makes every start as slow as the download and ties scale-up to the "
-    "hub.",
+    "Downloading them at each start (an init container into an emptyDir: huggingface-cli, "
+    "ollama pull, python -m <pkg>.downloader --model-uri <hub id>, a storage-initializer "
+    "image; a start script or postStart hook; KServe's storage initializer for an hf://, "
+    "s3:// or gs:// storageUri; or the server pulling from a hub) makes every start as slow "
+    "as the download and ties scale-up to the hub. Reported per container and per source.",
     fix="mount the model from a PersistentVolumeClaim, an OCI image volume or a node-local "
     "cache, with readOnly: true",
 )
