@@ -94,7 +94,8 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     text = expand_known(follow.without_comments(ins.text()), state.lookup)
     whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
     # a script given only config or tokenizer files (`warm.py config.json org/m`) fetches those
-    ran = [] if downloads.names_only_other_files(text) else scripts(
+    others_only = downloads.names_only_other_files(text)
+    ran = [] if others_only else scripts(
         ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line), st)
     for src, content in ran:
         python = src.image_path.endswith(".py")
@@ -103,7 +104,8 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
             code = expand_known(code, shell.assignments(code).get)
         for what in dict.fromkeys(downloads.build_weight_downloads(code)):
             whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
-    missing = missing_scripts(ctx, ins.text(), state, state.workdirs.get(ins.line), st)
+    missing = [] if others_only else missing_scripts(ctx, ins.text(), state,
+                                                     state.workdirs.get(ins.line), st)
     if whats:
         note = f"; {missing_note(ctx, missing)}" if missing else ""
         yield Hit("weights-baked", ins.line,
