@@ -68,5 +68,6 @@ def test_the_docs_list_every_known_server() -> None:
 def test_default_caches_come_from_the_table() -> None:
     assert default_cache("ghcr.io/huggingface/text-generation-inference:3.0.1") == "/data"
     assert default_cache("nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3") == "/opt/nim/.cache"
+    assert default_cache("docker.io/ollama/ollama:0.5.4") == "/root/.ollama"
     assert default_cache("vllm/vllm-openai:v0.8.5") is None
     assert default_cache("") is None

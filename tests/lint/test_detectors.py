@@ -75,6 +75,21 @@ def test_unverified_downloads_left_alone(text: str) -> None:
     assert _unverified(text) == []
 
 
+def test_a_tag_is_mutable_as_an_image_tag_is() -> None:
+    """Only a 40-hex commit is immutable: a clone at a tag (``--branch v1``, ``git checkout
+    v1``, ``git reset --hard tags/b4500``) that is then built is reported as a tag."""
+    found = fetch.branch_builds([(1, "git clone --branch v${VERSION} https://github.com/o/r "
+                                     "&& cd r && make", "/src")],
+                                lambda t: fetch.expander(VALUES.get, t))
+    assert [(line, "at the tag v" in m and "mutable" in m) for line, m in found] == [(1, True)]
+    assert _clones("git clone https://github.com/o/r && cd r && git checkout v1.2.0 "
+                   "&& pip install .") == [1]
+    assert _clones("git clone https://github.com/o/r", "cd r && git reset --hard tags/b4500",
+                   "cd r && cmake -B build") == [1]
+    assert _clones("git clone https://github.com/o/r && cd r && git checkout 0123abc "
+                   "&& pip wheel -w /w .") == [1]
+
+
 def _clones(*runs: str, workdir: str = "/src") -> list[int]:
     rows = [(n, text, workdir) for n, text in enumerate(runs, start=1)]
     return [line for line, _m in fetch.branch_builds(
@@ -91,7 +106,10 @@ def test_branch_clone_then_build_is_found_once_where_it_was_cloned() -> None:
 
 
 def test_pinned_or_unbuilt_clones_are_fine() -> None:
-    assert _clones("git clone --branch v${VERSION} https://github.com/o/r && cd r && make") == []
+    # a ref that still holds a variable no ARG sets is not judged
+    assert _clones("git clone --branch v${NOT_SET} https://github.com/o/r && cd r && make") == []
+    assert _clones("git clone --revision 0123456789abcdef0123456789abcdef01234567 "
+                   "https://github.com/o/r && cd r && make") == []
     assert _clones("git clone https://github.com/o/r && cd r && git checkout "
                    "0123456789abcdef0123456789abcdef01234567 && pip install .") == []
     assert _clones("git clone https://github.com/o/plugin ~/.zsh/plugin && pip install x") == []
@@ -302,3 +320,45 @@ def test_a_download_used_in_a_later_run_names_both_lines() -> None:
                  "wc -l /opt/labels.txt") == []
     [(line, what)] = _flow("curl -fsSL https://x.example/get > /tmp/get", "bash /tmp/get")
     assert line == 1 and "(bash, at line 2)" in what
+
+
+def _same_host_keys(text: str) -> list[str]:
+    cmds = shell.commands(text)
+    exp = fetch.expander(VALUES.get, text)
+    keys = fetch.key_downloads(cmds, text, exp)
+    return [u.url for u in fetch.same_host_keys(fetch.apt_sources(cmds, exp), keys)]
+
+
+def test_an_apt_key_from_the_repository_host_verifies_nothing() -> None:
+    assert _same_host_keys(
+        "curl -fsSL https://repo.example/key.gpg | gpg --dearmor -o /etc/apt/keyrings/r.gpg "
+        "&& echo 'deb [signed-by=/etc/apt/keyrings/r.gpg] https://repo.example/deb stable "
+        "main' > /etc/apt/sources.list.d/r.list") == ["https://repo.example/deb"]
+    assert _same_host_keys(
+        "wget -qO- https://repo.example/key.asc | apt-key add - && add-apt-repository "
+        "'deb https://repo.example/ubuntu jammy main'") == ["https://repo.example/ubuntu"]
+
+
+def test_apt_keys_checked_or_kept_elsewhere_are_fine() -> None:
+    # the keyring of another repository, or another host's key
+    assert _same_host_keys(
+        "curl -fsSL https://repo.example/key.gpg | gpg --dearmor -o /etc/apt/keyrings/a.gpg "
+        "&& echo 'deb [signed-by=/etc/apt/keyrings/b.gpg] https://repo.example/deb s m' "
+        "> /etc/apt/sources.list.d/b.list") == []
+    assert _same_host_keys(
+        "curl -fsSL https://keys.example/key.gpg | gpg --dearmor -o /etc/apt/keyrings/r.gpg "
+        "&& echo 'deb [signed-by=/etc/apt/keyrings/r.gpg] https://repo.example/deb s m' "
+        "> /etc/apt/sources.list.d/r.list") == []
+    # the fingerprint written out, compared before the key is trusted
+    assert _same_host_keys(
+        "curl -fsSL -o /tmp/k.asc https://repo.example/key.asc && gpg --show-keys "
+        "--with-fingerprint /tmp/k.asc | grep -q 798AEC654E5C15428C8E42EEAA16FCBCA621E701 "
+        "&& gpg --dearmor -o /etc/apt/keyrings/r.gpg /tmp/k.asc && echo 'deb "
+        "[signed-by=/etc/apt/keyrings/r.gpg] https://repo.example/deb s m' > r.list") == []
+
+
+def test_a_saved_key_dearmored_later_is_followed() -> None:
+    text = ("curl -fsSL -o /tmp/k.asc https://repo.example/key.asc && gpg --dearmor -o "
+            "/etc/apt/keyrings/r.gpg /tmp/k.asc && echo 'deb [signed-by=/etc/apt/keyrings/"
+            "r.gpg] https://repo.example/deb s m' > r.list")
+    assert _same_host_keys(text) == ["https://repo.example/deb"]

@@ -290,24 +290,47 @@ def _effective_argv(c: Container, img: ImageFiles,
 
 def container_commands(w: Workload, c: Container, inv: Inventory) -> list[Command]:
     """Every command the container runs at start, as far as the manifests (and the checked
-    image, when it is this container's) tell."""
+    image, when it is this container's) tell: its command, the scripts it runs, and its
+    ``postStart`` hook (which runs at every start too)."""
     env = env_values(w, c, inv)
     argv = [(expand_k8s(v, env), p) for v, p in _argv(c)]
     img = c.image_files
     if img is not None:
         env = {**img.env, **env}
         argv = _effective_argv(c, img, argv)
+    cmds = _argv_commands(w, c, argv, env)
+    cmds += _from_configmaps(w, c, inv, cmds, env)
+    hook = [(expand_k8s(v, env), p) for v, p in _hook_argv(c)]
+    cmds += [replace(cmd, note=cmd.note + HOOK_NOTE)
+             for cmd in _argv_commands(w, c, hook, env)]
+    return cmds + (_from_image(c, img, cmds, env) if img is not None else [])
+
+
+#: How a command of the ``postStart`` hook is named in a finding
+HOOK_NOTE = " (in the postStart hook)"
+
+
+def _hook_argv(c: Container) -> list[tuple[str, JsonPath]]:
+    """The words of the container's ``lifecycle.postStart.exec.command``, with their fields."""
+    lifecycle = c.data.get("lifecycle")
+    start = lifecycle.get("postStart") if isinstance(lifecycle, dict) else None
+    run = start.get("exec") if isinstance(start, dict) else None
+    words = as_list(run.get("command")) if isinstance(run, dict) else []
+    at = (*c.path, "lifecycle", "postStart", "exec", "command")
+    return [(str(v), (*at, i)) for i, v in enumerate(words)]
+
+
+def _argv_commands(w: Workload, c: Container, argv: list[tuple[str, JsonPath]],
+                   env: dict[str, str]) -> list[Command]:
+    """The commands of one argv: a shell's script, or the exec-form command itself."""
     if not argv:
         return []
     at = _shell_script(argv)
     if at is None:  # exec form: each word's field, its object resolved where it is reported
-        cmds = [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], None,
+        return [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], None,
                         word_paths=tuple(p for _, p in argv))]
-    else:
-        obj, path = c.where(argv[at][1]) or (w.obj, argv[at][1])
-        cmds = list(_commands(_Source(argv[at][0], obj, path), env))
-    cmds += _from_configmaps(w, c, inv, cmds, env)
-    return cmds + (_from_image(c, img, cmds, env) if img is not None else [])
+    obj, path = c.where(argv[at][1]) or (w.obj, argv[at][1])
+    return list(_commands(_Source(argv[at][0], obj, path), env))
 
 
 def _mounted_over(c: Container, path: str) -> bool:

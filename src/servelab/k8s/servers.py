@@ -55,6 +55,7 @@ KNOWN_SERVERS: tuple[Server, ...] = (
     Server("TensorFlow Serving", r"^tensorflow/serving$|(^|/)tensorflow-serving$",
            ("tensorflow_model_server",), GPU_TAG),
     Server("MLServer", r"(^|/)mlserver$", ("mlserver",), GPU_RESOURCES),
+    Server("Ollama", r"(^|/)ollama$", ("ollama",), GPU_RESOURCES, cache="/root/.ollama"),
 )
 
 

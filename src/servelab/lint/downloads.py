@@ -203,6 +203,12 @@ def urls(argv: list[str]) -> list[str]:
     return [a for a in argv if _URL.match(a)]
 
 
+def url_host(url: str) -> str:
+    """The host name of *url*, lower-case ("" when it is no URL)."""
+    m = _URL.match(url)
+    return m.group(3).lower() if m else ""
+
+
 def is_loopback(url: str) -> bool:
     m = _URL.match(url)
     return bool(m) and m is not None and m.group(3).lower() in _LOOPBACK

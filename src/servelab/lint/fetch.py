@@ -25,7 +25,14 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from servelab.lint.downloads import ARCHIVES, HUB_URL, is_loopback, is_weight_path, urls
+from servelab.lint.downloads import (
+    ARCHIVES,
+    HUB_URL,
+    is_loopback,
+    is_weight_path,
+    url_host,
+    urls,
+)
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import (
     SimpleCommand,
@@ -307,6 +314,146 @@ def verifies(cmds: list[SimpleCommand], text: str, exp: Expand) -> bool:
     return "hashlib" in text and bool(_DIGEST.search(text))
 
 
+# -- apt repositories trusted with a key fetched from the same host ------------------------
+
+#: ``deb [arch=amd64 signed-by=/usr/share/keyrings/x.gpg] https://host/path suite``
+_DEB_LINE = LazyPattern(r"\bdeb\s+(?:\[([^\]]*)\]\s+)?((?:https?|ftp)://[^\s\"'#]*)")
+_SIGNED_BY = LazyPattern(r"signed-by=([^\s\]]+)")
+#: keyrings every apt source trusts (``apt-key add``, a file in trusted.gpg.d)
+_GLOBAL_KEYRING = "(apt's global keyring)"
+#: gpg options that print a key's fingerprint, to compare with one written in the Dockerfile
+_SHOW_KEY = frozenset({"--show-keys", "--with-fingerprint", "--fingerprint",
+                       "--with-subkey-fingerprint", "--import-options"})
+
+
+class KeyDownload(NamedTuple):
+    """A signing key a build downloads and keeps as an apt keyring."""
+
+    url: str
+    #: the keyring's base name, or :data:`_GLOBAL_KEYRING`
+    keyring: str
+    line: int
+    #: the RUN checks the key's fingerprint against one written in the Dockerfile
+    checked: bool
+
+
+def _keyring_of(cmd: SimpleCommand, exp: Expand) -> str | None:
+    """The keyring a command of a key's pipeline writes: ``gpg --dearmor -o F``, ``tee F``,
+    ``> F``, ``apt-key add -``; None when it writes none."""
+    argv = [exp(a) for a in cmd.argv]
+    if cmd.name == "apt-key" and "add" in argv[1:]:
+        return _GLOBAL_KEYRING
+    out = exp(cmd.stdout)
+    if cmd.name in {"gpg", "gpg2"}:
+        for i, a in enumerate(argv):
+            if a in {"-o", "--output"} and i + 1 < len(argv):
+                out = argv[i + 1]
+            elif a.startswith("--output="):
+                out = a.partition("=")[2]
+    elif cmd.name == "tee":
+        out = next((a for a in argv[1:] if not a.startswith("-")), out)
+    if not out or out.startswith("/dev/"):
+        return None
+    return _GLOBAL_KEYRING if "/etc/apt/trusted.gpg" in out else posixpath.basename(out)
+
+
+def _fingerprint_checked(cmds: list[SimpleCommand], exp: Expand, local: dict[str, str]) -> bool:
+    """Whether a RUN prints a key's fingerprint and compares it with one written out
+    (``gpg --show-keys --with-fingerprint k | grep -q <fingerprint>``)."""
+    shows = any(c.name in {"gpg", "gpg2"} and _SHOW_KEY & {a.partition("=")[0] for a in c.argv}
+                for c in cmds)
+    return shows and any(_written(w, exp, local) for c in cmds for w in c.argv[1:]
+                         if c.name in {"grep", "[", "test", "[[", "echo", "printf", "awk"})
+
+
+def _converted(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str]]:
+    """(base name of the file read, keyring written) of ``gpg --dearmor -o KEYRING FILE``,
+    ``cp``/``mv``/``install FILE KEYRING`` and ``apt-key add FILE``."""
+    argv = [exp(a) for a in cmd.argv]
+    operands = [a for a in argv[1:] if not a.startswith("-")]
+    if cmd.name in {"gpg", "gpg2"} and operands:
+        keyring = _keyring_of(cmd, exp)
+        return [(posixpath.basename(operands[-1]), keyring)] if keyring else []
+    if cmd.name == "apt-key" and len(operands) >= 2:
+        return [(posixpath.basename(operands[-1]), _GLOBAL_KEYRING)]
+    if cmd.name in {"cp", "mv", "install"} and len(operands) >= 2:
+        dest = operands[-1]
+        if "/keyrings/" in dest or "/trusted.gpg" in dest:
+            name = _GLOBAL_KEYRING if "/trusted.gpg" in dest else posixpath.basename(dest)
+            return [(posixpath.basename(operands[0]), name)]
+    return []
+
+
+def key_downloads(cmds: list[SimpleCommand], text: str, exp: Expand) -> list[KeyDownload]:
+    """Signing keys a RUN downloads and stores as apt keyrings: a curl/wget piped into
+    ``gpg --dearmor -o``, ``tee`` or ``apt-key add``, or saved to a file under
+    ``/usr/share/keyrings``, ``/etc/apt/keyrings`` or ``/etc/apt/trusted.gpg.d``."""
+    checked = _fingerprint_checked(cmds, exp, assignments(text))
+    out: list[KeyDownload] = []
+    saved: dict[str, str] = {}  # base name of a downloaded file -> its URL
+    for i, cmd in enumerate(cmds):
+        out += [KeyDownload(saved[b], k, cmd.line, checked) for b, k in _converted(cmd, exp)
+                if b in saved]
+        for url, dest in _fetched(cmd, exp):
+            if dest is not None:
+                saved[posixpath.basename(dest)] = url
+                if "/keyrings/" in dest or "/trusted.gpg" in dest:
+                    name = _GLOBAL_KEYRING if "/trusted.gpg" in dest else posixpath.basename(dest)
+                    out.append(KeyDownload(url, name, cmd.line, checked))
+                continue
+            j = i
+            while cmds[j].piped and j + 1 < len(cmds):
+                j += 1
+                keyring = _keyring_of(cmds[j], exp)
+                if keyring is not None:
+                    out.append(KeyDownload(url, keyring, cmd.line, checked))
+                    break
+    return out
+
+
+def apt_sources(cmds: list[SimpleCommand], exp: Expand) -> list[tuple[str, str, int]]:
+    """(keyring base name or :data:`_GLOBAL_KEYRING`, repository URL, line) of each apt
+    source line a RUN writes (``echo "deb [signed-by=...] URL ..." > x.list``,
+    ``add-apt-repository``). A line rewritten from a downloaded list (``curl URL.list | sed
+    's#deb https://#deb [signed-by=...] https://#'``) takes that download's URL."""
+    out: list[tuple[str, str, int]] = []
+    feed = ""
+    for cmd in cmds:
+        words = " ".join(exp(a) for a in cmd.argv[1:])
+        fetched = _fetched(cmd, exp)
+        for m in _DEB_LINE.finditer(words):
+            url = m.group(2) if url_host(m.group(2)) else feed
+            signed = _SIGNED_BY.search(m.group(1) or "")
+            keyring = posixpath.basename(signed.group(1)) if signed else _GLOBAL_KEYRING
+            if url:
+                out.append((keyring, url, cmd.line))
+        if fetched and cmd.piped:
+            feed = fetched[0][0]
+        elif not cmd.piped:
+            feed = ""
+    return out
+
+
+def same_host_keys(sources: list[tuple[str, str, int]], keys: list[KeyDownload],
+                   run_line: int = 0) -> list[Unverified]:
+    """Apt repositories trusted with a key downloaded from the repository's own host, with
+    no fingerprint written in the Dockerfile to check it: whoever controls the host controls
+    both, so the signature proves nothing. A key's line other than *run_line* (the RUN that
+    writes the sources) is named."""
+    out: list[Unverified] = []
+    for keyring, url, line in sources:
+        for key in keys:
+            if key.keyring == keyring and not key.checked and url_host(key.url) == url_host(url) \
+                    and not is_loopback(url):
+                at = "" if key.line == run_line else f" at line {key.line}"
+                out.append(Unverified(
+                    f"trusts the apt repository {shown(url)} with the key {shown(key.url)} "
+                    f"fetched from the same host in the same build{at}, checked against no "
+                    "fingerprint written in the Dockerfile", line, url))
+                break
+    return out
+
+
 # -- pip installs of what a URL or a branch holds ------------------------------------------
 
 
@@ -399,7 +546,8 @@ _CLONE_WITH_VALUE = frozenset({
 _PINNED_REF = LazyPattern(r"^(v?\d+([._-]\d+)+.*|[0-9a-f]{7,40}|.*\d+\.\d+.*|[a-z]*-?v\d.*)$",
                          re.I)
 _BUILDERS = {
-    ("pip", "install"), ("python", "setup.py"), ("python3", "setup.py"), ("make", ""),
+    ("pip", "install"), ("pip", "wheel"), ("python", "setup.py"), ("python3", "setup.py"),
+    ("make", ""),
     ("cmake", ""), ("ninja", ""), ("cargo", "build"), ("cargo", "install"), ("go", "build"),
     ("go", "install"), ("npm", "install"), ("npm", "ci"), ("maturin", "build"),
     ("poetry", "install"), ("uv", "sync"), ("./configure", ""), ("configure", ""),
@@ -409,10 +557,10 @@ _BUILDERS = {
 class _Pending:
     """A git clone or a downloaded file seen in a stage, and what became of it."""
 
-    __slots__ = ("branch", "done", "kind", "line", "name", "pinned", "url", "via")
+    __slots__ = ("branch", "done", "kind", "line", "name", "pinned", "tag", "url", "via")
 
     def __init__(self, kind: str, url: str, name: str, line: int, *,
-                 branch: str | None = None, pinned: bool = False) -> None:
+                 branch: str | None = None, pinned: bool = False, tag: bool = False) -> None:
         #: "clone" or "download"
         self.kind = kind
         self.url = url
@@ -421,6 +569,8 @@ class _Pending:
         self.line = line
         self.branch = branch
         self.pinned = pinned
+        #: *branch* is a tag (or an abbreviated commit): mutable, unlike a 40-hex commit
+        self.tag = tag
         #: reported, or checked before use
         self.done = False
         #: how it reached this stage (", copied into stage app at line 40"), or ""
@@ -428,7 +578,7 @@ class _Pending:
 
     def carried(self, name: str, via: str) -> _Pending:
         out = _Pending(self.kind, self.url, name, self.line, branch=self.branch,
-                       pinned=self.pinned)
+                       pinned=self.pinned, tag=self.tag)
         out.via = self.via + via + ","
         return out
 
@@ -438,6 +588,15 @@ _Clone = _Pending
 
 def _ref_pinned(ref: str) -> bool:
     return "$" in ref or bool(_PINNED_REF.match(ref))
+
+
+def _ref_kind(ref: str) -> str:
+    """"commit" (a 40-hex commit, immutable; or a ref still holding a variable, not
+    judged), "tag" (a version tag or an abbreviated commit: mutable, as an image tag is
+    against a digest) or "branch"."""
+    if "$" in ref or re.fullmatch(r"[0-9a-f]{40}", ref):
+        return "commit"
+    return "tag" if _PINNED_REF.match(ref) else "branch"
 
 
 def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
@@ -456,9 +615,9 @@ def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
             branch = val if eq else (opts[i + 1] if i + 1 < len(opts) else "")
     after = operands[operands.index(found[0]) + 1:]
     dest = after[0] if after else posixpath.basename(found[0].rstrip("/")).removesuffix(".git")
-    pinned = branch is not None and _ref_pinned(branch)
+    kind = _ref_kind(branch) if branch is not None else "branch"
     return _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
-                    branch=branch, pinned=pinned)
+                    branch=branch, pinned=kind == "commit", tag=kind == "tag")
 
 
 def _enters(path: str, dest: str) -> bool:
@@ -477,16 +636,32 @@ def _builds(cmd: SimpleCommand, dest: str, inside: bool) -> bool:
     return inside and cmd.name.endswith(("install.sh", "build.sh"))
 
 
-def _pins(cmd: SimpleCommand, exp: Expand) -> bool:
+def _checkout(cmd: SimpleCommand, exp: Expand) -> tuple[str, str] | None:
+    """(ref, :func:`_ref_kind` of it) of a ``git checkout/reset/switch <ref>`` of a tag or
+    commit; None for anything else (a branch checked out changes nothing)."""
     argv = [exp(a) for a in cmd.argv]
     if cmd.name != "git":
-        return False
+        return None
     i = 1
     while i < len(argv) and argv[i] in {"-C", "-c"}:
         i += 2
     sub, args = (argv[i], argv[i + 1:]) if i < len(argv) else ("", [])
     refs = [a for a in args if not a.startswith("-")]
-    return sub in {"checkout", "reset", "switch"} and any(_ref_pinned(r) for r in refs[:1])
+    if sub not in {"checkout", "reset", "switch"} or not refs:
+        return None
+    ref = refs[0].removeprefix("refs/").removeprefix("tags/")
+    kind = "tag" if ref != refs[0] and _ref_kind(ref) == "branch" else _ref_kind(ref)
+    return None if kind == "branch" else (ref, kind)
+
+
+def _clone_message(p: _Pending, line: int) -> str:
+    if p.tag:
+        return (f"clones {p.url} at the tag {p.branch}{p.via} and builds or installs it (line "
+                f"{line}): a tag is mutable, as an image tag is against a digest; only a "
+                "40-hex commit checked out is immutable")
+    what = f"branch {p.branch}" if p.branch else "its default branch"
+    return (f"clones {p.url} at {what}{p.via} and builds or installs it (line {line}) with "
+            "no commit checked out")
 
 
 #: programs that run, install or unpack the file they are given
@@ -562,14 +737,12 @@ class Flow:
         exp, cwd = where
         if p.kind == "clone":
             inside = _enters(cwd, p.name)
-            if inside and _pins(cmd, exp):
-                p.pinned = True
+            ref = _checkout(cmd, exp) if inside else None
+            if ref is not None:
+                p.pinned, p.tag, p.branch = ref[1] == "commit", ref[1] == "tag", ref[0]
             elif _builds(cmd, p.name, inside):
                 p.done = True
-                what = f"branch {p.branch}" if p.branch else "its default branch"
-                self.found.append((p.line, f"clones {p.url} at {what}{p.via} and builds or "
-                                           f"installs it (line {line}) with no tag or commit "
-                                           "checked out"))
+                self.found.append((p.line, _clone_message(p, line)))
         elif _runs(cmd, p.name):
             p.done = True
             if not checked:

@@ -9,10 +9,10 @@ from typing import Any
 
 from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
-from servelab.k8s.model import Container, K8sObject, Workload, as_dict
+from servelab.k8s.model import Container, K8sObject, Workload, as_dict, as_list
 from servelab.k8s.rayenv import runtime_envs, serve_model_args
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
-from servelab.k8s.script import Command, container_commands, env_values
+from servelab.k8s.script import HOOK_NOTE, Command, container_commands, env_values
 from servelab.k8s.servers import default_cache
 from servelab.yamlsafe import JsonPath
 
@@ -25,7 +25,7 @@ MODEL_FLAGS = (
 MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY", "HF_MODEL_ID")
 CACHE_FLAGS = ("--download-dir", "--download_dir", "--huggingface-hub-cache")
 CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
-             "NIM_CACHE_PATH")
+             "NIM_CACHE_PATH", "OLLAMA_MODELS")
 #: Volume names or mount paths that hold a model.
 MODEL_NAME = re.compile(r"model|weight|checkpoint|ckpt", re.IGNORECASE)
 #: Programs (and subcommands) that download a model or other artifacts.
@@ -33,8 +33,19 @@ FETCHERS: dict[str, tuple[str, ...]] = {
     "huggingface-cli": ("download",), "hf": ("download",), "aws": ("s3",), "s5cmd": ("cp", "sync"),
     "gsutil": ("cp", "rsync"), "gcloud": ("storage",), "azcopy": ("copy", "cp", "sync"),
     "rclone": ("copy", "sync"), "git": ("clone", "lfs"), "oras": ("pull",),
-    "wget": (), "curl": (),
+    "ollama": ("pull", "run"), "wget": (), "curl": (),
 }
+#: ``python -m <module>`` modules named like a model downloader (``mlops.downloader``,
+#: ``kserve.storage``, ``pkg.initializers.model``)
+DOWNLOADER_MODULE = re.compile(r"download|initiali[sz]er|(^|\.)storage(\.|$)|fetch|puller",
+                               re.IGNORECASE)
+#: flags of such a module (and of an init container's args) that name the model's source
+SOURCE_FLAGS = ("--model-uri", "--model_uri", "--storage-uri", "--storage_uri", "--uri",
+                "--src", "--source", "--repo-id", "--repo_id", "--model-id", "--model_id",
+                "--model", "--model-name", "--model_name")
+#: images of init containers that download what their args name (KServe's and Kubeflow's)
+INITIALIZER_IMAGE = re.compile(r"storage-initiali[sz]er|model-initiali[sz]er|model-downloader",
+                               re.IGNORECASE)
 #: Volume sources that outlive the pod: a cache filled once is reused by the next start.
 PERSISTENT_SOURCES = ("persistentVolumeClaim", "hostPath", "csi", "nfs", "image", "ephemeral")
 #: URI schemes whose model is downloaded at every start (KServe's storage initializer).
@@ -129,11 +140,50 @@ def loads_model(w: Workload) -> bool:
     return w.serves or w.is_gpu or w.model_uri is not None
 
 
+def _hub_source(words: tuple[str, ...] | list[str]) -> str | None:
+    """The model source a downloader is given: a URI of a scheme downloaded at every start
+    (hf://, s3://, ...), or a hub id or URL after a source flag (``--model-uri org/m``)."""
+    for w in words:
+        scheme = w.split("://", 1)[0].lower() if "://" in w else ""
+        if scheme in DOWNLOADED_SCHEMES and not LOCALHOST.match(w):
+            return w
+    for _, value in _flag_values(words, SOURCE_FLAGS):
+        if kind_of(value) in ("hub", "remote") and not LOCALHOST.match(value):
+            return value
+    return None
+
+
+def _module_download(words: tuple[str, ...]) -> str | None:
+    """``python -m <pkg>.downloader --model-uri <hub id>``: a downloader module given a
+    model source, as written; else None."""
+    if "-m" not in words or not re.fullmatch(r"python[\d.]*", words[0].rsplit("/", 1)[-1]):
+        return None
+    at = words.index("-m")
+    module = words[at + 1] if at + 1 < len(words) else ""
+    if not DOWNLOADER_MODULE.search(module) or _hub_source(words[at + 2:]) is None:
+        return None
+    return " ".join(words[:6]) + (" ..." if len(words) > 6 else "")
+
+
+def initializer_fetch(c: Container) -> str | None:
+    """An init container of a downloader image (KServe's storage-initializer) given no
+    command, only args naming a model source: ``storage-initializer hf://org/m /mnt/models``."""
+    image = str(c.data.get("image") or "")
+    if "command" in c.data or not INITIALIZER_IMAGE.search(image):
+        return None
+    args = [str(a) for a in as_list(c.data.get("args"))]
+    source = _hub_source(args)
+    name = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+    return f"{name} {source}" if source else None
+
+
 def fetch_of(cmd: Command) -> str | None:
     """The download a command makes (a model, code or artifact), as written; else None."""
     subs = FETCHERS.get(cmd.program)
     words = cmd.words
     if subs is None:
+        if (module := _module_download(words)) is not None:
+            return module
         return "snapshot_download" if any("snapshot_download" in w for w in words) else None
     if subs and (len(words) < 2 or words[1] not in subs):
         return None
@@ -198,15 +248,16 @@ def dies_with_pod(w: Workload, init: Container) -> bool:
 
 
 def _init_downloads(w: Workload, ctx: Context) -> Iterator[Finding]:
+    """One finding per init container that downloads into a volume that dies with the pod."""
     for init in w.init_containers:
         fetches = [cmd for cmd in container_commands(w, init, ctx.inventory) if fetch_of(cmd)]
-        if not fetches or not dies_with_pod(w, init):
+        what = f"{fetch_of(fetches[0])}{_revision(fetches[0])}" if fetches else \
+            initializer_fetch(init)
+        if what is None or not dies_with_pod(w, init):
             continue
-        cmd = fetches[0]
         yield hit("model-mount", w, f"init container {init.name!r} downloads at every pod start "
-                  f"({fetch_of(cmd)}{_revision(cmd)}) into a volume that dies with the pod: "
-                  "slow starts, and a registry or hub outage stops scale-up", init.path,
-                  container=init, fix=ALTERNATIVES)
+                  f"({what}) into a volume that dies with the pod: slow starts, and a registry "
+                  "or hub outage stops scale-up", init.path, container=init, fix=ALTERNATIVES)
 
 
 def _script_downloads(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
@@ -221,9 +272,10 @@ def _script_downloads(w: Workload, c: Container, ctx: Context) -> Iterator[Findi
             continue
         where = f"into {target}, on no persistent volume" if target else "into a cache that " \
             "dies with the pod"
-        yield hit("model-mount", w, f"the start command downloads the model at every start "
-                  f"({what}{_revision(cmd)}){cmd.note} {where}", cmd.path, container=c, at=cmd.obj,
-                  line=cmd.line, fix=ALTERNATIVES)
+        who = "the postStart hook" if HOOK_NOTE in cmd.note else "the start command"
+        yield hit("model-mount", w, f"{who} downloads the model at every start "
+                  f"({what}{_revision(cmd)}){cmd.note.replace(HOOK_NOTE, '')} {where}", cmd.path,
+                  container=c, at=cmd.obj, line=cmd.line, fix=ALTERNATIVES)
 
 
 def _model_mounts(w: Workload, c: Container, local: list[str]) -> list[tuple[int, dict[str, Any]]]:
@@ -285,10 +337,11 @@ def _remote(w: Workload, c: Container, ctx: Context, ref: ModelRef) -> Iterator[
     Severity.WARNING,
     "the model volume is missing or writable, or the model is downloaded at every start",
     rationale="Weights belong outside the image and must not change under a running server. "
-    "Downloading them at each start (an init container into an emptyDir, a start script, "
-    "KServe's storage initializer for an hf://, s3:// or gs:// storageUri, or the server "
-    "pulling from a hub) makes every start as slow as the download and ties scale-up to the "
-    "hub.",
+    "Downloading them at each start (an init container into an emptyDir: huggingface-cli, "
+    "ollama pull, python -m <pkg>.downloader --model-uri <hub id>, a storage-initializer "
+    "image; a start script or postStart hook; KServe's storage initializer for an hf://, "
+    "s3:// or gs:// storageUri; or the server pulling from a hub) makes every start as slow "
+    "as the download and ties scale-up to the hub. Reported per container and per source.",
     fix="mount the model from a PersistentVolumeClaim, an OCI image volume or a node-local "
     "cache, with readOnly: true",
 )
@@ -309,13 +362,15 @@ def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
     for _, r in (kr for kr in kinds if kr[0] == "unresolved"):
         ctx.note(f"model-mount: {w.ref}: the model is named by {r.value!r}, a value the "
                  "manifests do not set: not checked")
-    init_fetches = [cmd for i in w.init_containers
-                    for cmd in container_commands(w, i, ctx.inventory) if fetch_of(cmd)]
+    fetched = [cmd.text for i in (*w.init_containers, c)
+               for cmd in container_commands(w, i, ctx.inventory) if fetch_of(cmd)]
+    fetched += [f for f in map(initializer_fetch, w.init_containers) if f]
     remote = [r for k, r in kinds if k in ("hub", "remote")]
     if remote:
-        # per source: an init container's download hides the server's own pull only when it
-        # fetches that same model (its finding is the init container's)
-        if not script and not any(remote[0].value in cmd.text for cmd in init_fetches):
+        # per source: an init container's download, or the server's own start script or
+        # hook, hides the server's pull only when it fetches that same model (the finding
+        # is then the download's)
+        if not any(remote[0].value in text for text in fetched):
             yield from _remote(w, c, ctx, remote[0])
         return
     # an init container's download cannot put the model at a path on none of the server's

@@ -128,6 +128,55 @@ def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | 
             yield src, content
 
 
+#: programs that run the script named by their first operand
+_SCRIPT_RUNNERS = LazyPattern(r"^(sh|bash|dash|zsh|ash|ksh|source|\.|python[\d.]*|perl|ruby|node)$")
+
+
+def _ran_words(cmd: SimpleCommand) -> list[str]:
+    """The words of *cmd* that name the script it runs: the program itself
+    (``./scripts/fetch.sh``), an interpreter's first operand (``python fetch.py``), or the
+    module of ``python -m pkg.mod``."""
+    if cmd.name in _FILE_TOOLS:
+        return []
+    words = [cmd.argv[0]]
+    if _SCRIPT_RUNNERS.match(cmd.name):
+        operands = [a for a in cmd.argv[1:] if not a.startswith("-")]
+        words += operands[:1] + _modules(cmd.argv)
+    return words
+
+
+def missing_scripts(ctx: Context, text: str, state: StageState, workdir: str | None,
+                    stage: Stage) -> list[tuple[str, Instruction]]:
+    """(image path, the COPY/ADD that should bring it) of each script the commands of *text*
+    run that a COPY takes from a build context path that does not exist: the context given
+    is not the one docker build gets, so what the script does was not read."""
+    if workdir is not None and workdir != state.workdir:
+        state = state.copy(workdir=workdir)
+    out: list[tuple[str, Instruction]] = []
+    for cmd in commands(text):
+        for word in _ran_words(cmd):
+            path = ctx.analysis.resolve_in_image(word, state)
+            if path is None or any(p == path for p, _c in out):
+                continue
+            src = ctx.analysis.source_of(path, state) or follow.source(ctx.analysis, path, stage)
+            if src is not None and (src.context_path is None or src.context_path.is_file()):
+                continue  # a heredoc, or a file the context holds
+            copy = follow.missing_copy(ctx.analysis, stage, path)
+            if copy is not None:
+                out.append((path, copy))
+    return out
+
+
+def missing_note(ctx: Context, missing: list[tuple[str, Instruction]],
+                 unread: str = "what it runs was not read") -> str:
+    """What :func:`missing_scripts` found, as the end of a finding's message (*unread*: what
+    was not read because of it)."""
+    shown = ", ".join(f"{p} ({c.cmd} at line {c.line})" for p, c in missing[:3])
+    return (f"{shown} comes from the build context {ctx.context_dir}, which lacks it, so "
+            f"{unread} (pass --context with the directory docker build is "
+            "given)")
+
+
 def _in_context(ctx: Context, src: FileSource) -> bool:
     """Whether *src* is a heredoc or a file whose real path is inside the build context
     (a link out of the context is never followed)."""

@@ -8,10 +8,11 @@ from servelab.findings import Severity
 from servelab.lint import fetch
 from servelab.lint.image import StageState, is_url
 from servelab.lint.parse import Instruction, Stage
+from servelab.lint.shell import commands
 
 from . import RULES, Context, Hit
 from ._common import values
-from ._start import script_name, scripts
+from ._start import missing_note, missing_scripts, script_name, scripts
 from .weights import reaches
 
 
@@ -39,11 +40,16 @@ def check_remote_add(ctx: Context) -> Iterator[Hit]:
                 )
 
 
-def _run_problems(ctx: Context, st: Stage, state: StageState,
-                  ins: Instruction) -> Iterator[Hit]:
+def _run_problems(ctx: Context, st: Stage, state: StageState, ins: Instruction,
+                  keys: list[fetch.KeyDownload]) -> Iterator[Hit]:
     text = ins.text()
-    found = [u.what for u in fetch.unverified_downloads(
-        text, fetch.expander(state.lookup, text, ctx.df.escape))]
+    exp = fetch.expander(state.lookup, text, ctx.df.escape)
+    found = [u.what for u in fetch.unverified_downloads(text, exp)]
+    cmds = commands(text)
+    # keys stay for the stage's later RUNs, at this RUN's line
+    keys += [k._replace(line=ins.line) for k in fetch.key_downloads(cmds, text, exp)]
+    found += [u.what for u in fetch.same_host_keys(fetch.apt_sources(cmds, exp), keys,
+                                                   ins.line)]
     run_state = ctx.analysis.with_binds(state, ins)
     outer = fetch.expander(state.lookup, text, ctx.df.escape)
 
@@ -55,9 +61,17 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
         exp = fetch.expander(lookup, content, ctx.df.escape)
         found += [f"{u.what} in {script_name(src)}:{u.line}"
                   for u in fetch.unverified_downloads(content, exp, known_urls_only=True)]
+    missing = missing_scripts(ctx, text, run_state, state.workdirs.get(ins.line), st)
     if found:
-        yield Hit("download-unverified", ins.line, f"RUN {'; '.join(found)}{reaches(ctx, st)}",
+        note = f"; {missing_note(ctx, missing)}" if missing else ""
+        yield Hit("download-unverified", ins.line,
+                  f"RUN {'; '.join(found)}{reaches(ctx, st)}{note}",
                   context={"stage": st.label})
+    elif missing:
+        yield Hit("download-unverified", ins.line,
+                  f"the downloads of this RUN were not judged: {missing_note(ctx, missing)}",
+                  fix=f"pass --context with the directory docker build is given (now "
+                  f"{ctx.context_dir})", context={"stage": st.label}, severity=Severity.INFO)
 
 
 @RULES.rule(
@@ -67,7 +81,9 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
     rationale="`curl ... | sh` (also `| VAR=x $PY -`), an installer, archive or program "
     "fetched with no checksum or signature check (get-pip.py, install.sh, *.tar.gz, a .deb "
     "for dpkg -i, a release binary), a `pip install` of a URL with no hash or of `git+` at a "
-    "branch or tag, or a git clone of a branch that is then built: the build runs whatever "
+    "branch or tag, a git clone of a branch or tag (only a 40-hex commit is immutable) that "
+    "is then built, or an apt repository trusted with a key downloaded from its own host "
+    "with no fingerprint written in the Dockerfile: the build runs whatever "
     "the server (or the branch) holds that day, so it is neither reproducible nor protected "
     "from a compromised download. A download used in a later RUN, or in a stage that copies "
     "it with COPY --from, counts the same, naming both lines. Only a digest or key written in "
@@ -78,18 +94,22 @@ def _run_problems(ctx: Context, st: Stage, state: StageState,
     "| sha256sum -c - (the digest written in the Dockerfile), or gpg --verify with a key "
     "imported by its fingerprint, or cosign verify, before running it, or use ADD "
     "--checksum=sha256:<hex>; pip: a URL with #sha256=<hex> or git+...@<40-hex commit>; for "
-    "git, check out a commit (or a tag) before building",
+    "git, check out a 40-hex commit before building (a tag is mutable); for an apt "
+    "repository, COPY its keyring from the context or compare the downloaded key with a "
+    "fingerprint written in the Dockerfile (gpg --show-keys --with-fingerprint KEY | grep "
+    "-q <fingerprint>)",
 )
 def check_download_unverified(ctx: Context) -> Iterator[Hit]:
     flows: dict[int, fetch.Flow] = {}
     for st in ctx.df.stages:
         state = ctx.analysis.state(st)
         flow = fetch.Flow(_expanders(ctx, state))
+        keys: list[fetch.KeyDownload] = []
         if st.parent is not None and st.parent in flows:
             flow.inherit(flows[st.parent])
         for ins in st.instructions:
             if ins.cmd == "RUN":
-                yield from _run_problems(ctx, st, state, ins)
+                yield from _run_problems(ctx, st, state, ins, keys)
                 flow.run(ins.line, ins.text(), state.workdirs.get(ins.line, "/"))
             elif ins.cmd == "COPY" and len(ins.args) >= 2:
                 _copy_from(ctx, flows, flow, ins)
@@ -111,8 +131,9 @@ def _copy_from(ctx: Context, flows: dict[int, fetch.Flow], flow: fetch.Flow,
 
 
 _CLONE_FIX = (
-    "build from a tag or a commit: git clone --branch v1.2.3 --depth 1 URL, or git checkout "
-    "<commit sha> before building; or install a released, pinned package instead"
+    "build from a commit, the one immutable ref: git clone URL DIR && git -C DIR checkout "
+    "<40-hex commit sha> (a tag can be moved, as an image tag can), or git clone --revision "
+    "<sha> (git 2.49+); or install a released, pinned package instead"
 )
 
 

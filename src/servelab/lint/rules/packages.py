@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from servelab.findings import Severity
+from servelab.lint import follow
 from servelab.lint import packages as pkg
 from servelab.lint.fetch import expander
 from servelab.lint.image import Analysis, StageState
@@ -13,6 +14,7 @@ from servelab.lint.shell import SimpleCommand, commands, normalise
 
 from . import RULES, Context, Hit
 from ._common import listing
+from ._start import missing_note
 
 
 def _snapshot_configured(ctx: Context) -> bool:
@@ -114,12 +116,17 @@ def check_unpinned_packages(ctx: Context) -> Iterator[Hit]:
 def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
               snapshot: Callable[[], bool]) -> Iterator[Hit]:
     workdir = state.workdirs.get(ins.line, "/")
+    missing: list[tuple[str, Instruction]] = []
 
     def read(path: str) -> str | None:
         img = ctx.analysis.resolve_in_image(path, state) or path
         if not img.startswith("/"):
             img = f"{workdir.rstrip('/')}/{img}"
         src = ctx.analysis.source_of(img, state)
+        if src is None or (src.context_path is not None and not src.context_path.is_file()):
+            copy = follow.missing_copy(ctx.analysis, st, img)
+            if copy is not None:  # copied from a context that lacks it
+                missing.append((img, copy))
         return Analysis.read(src) if src else None
 
     by_manager: dict[str, tuple[list[str], list[str]]] = {}
@@ -130,10 +137,17 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
             whats, pkgs = by_manager.setdefault(manager, ([], []))
             whats.append(what)
             pkgs.extend(bad)
+    note = missing_note(ctx, missing, "the packages it lists were not read") if missing else ""
     for manager, (whats, bad) in by_manager.items():
         yield Hit(
             "unpinned-packages",
             ins.line,
-            f"{listing(whats)} without pinned versions: {listing(bad)}",
+            f"{listing(whats)} without pinned versions: {listing(bad)}"
+            + (f"; {note}" if note and manager == "pip" else ""),
             context={"stage": st.label, "manager": manager},
         )
+    if note and "pip" not in by_manager:
+        yield Hit("unpinned-packages", ins.line, f"whether this RUN's pip install pins its "
+                  f"packages was not judged: {note}", fix="pass --context with the directory "
+                  f"docker build is given (now {ctx.context_dir})",
+                  context={"stage": st.label, "manager": "pip"}, severity=Severity.INFO)

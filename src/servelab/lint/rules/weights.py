@@ -13,7 +13,7 @@ from servelab.lint.parse import Instruction, Stage
 
 from . import RULES, Context, Hit
 from ._common import values
-from ._start import script_name, scripts
+from ._start import missing_note, missing_scripts, script_name, scripts
 
 _WHOLE_CONTEXT = {".", "./", "*", "./*", "/", ""}
 _SHOWN = 5
@@ -102,7 +102,8 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     text = expand_known(follow.without_comments(ins.text()), state.lookup)
     whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
     # a script given only config or tokenizer files (`warm.py config.json org/m`) fetches those
-    ran = [] if downloads.names_only_other_files(text) else scripts(
+    others_only = downloads.names_only_other_files(text)
+    ran = [] if others_only else scripts(
         ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line), st)
     for src, content in ran:
         python = src.image_path.endswith(".py")
@@ -111,10 +112,19 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
             code = expand_known(code, shell.assignments(code).get)
         for what in dict.fromkeys(downloads.build_weight_downloads(code)):
             whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
+    missing = [] if others_only else missing_scripts(ctx, ins.text(), state,
+                                                     state.workdirs.get(ins.line), st)
     if whats:
+        note = f"; {missing_note(ctx, missing)}" if missing else ""
         yield Hit("weights-baked", ins.line,
                   f"RUN downloads model weights at build time ({', '.join(whats)})"
-                  f"{reaches(ctx, st)}", context={"stage": st.label})
+                  f"{reaches(ctx, st)}{note}", context={"stage": st.label})
+    elif missing:
+        yield Hit("weights-baked", ins.line,
+                  f"whether this RUN downloads model weights was not judged: "
+                  f"{missing_note(ctx, missing)}", fix=f"pass --context with the directory "
+                  f"docker build is given (now {ctx.context_dir})", context={"stage": st.label},
+                  severity=Severity.INFO)
 
 
 def _line_of(code: str, what: str) -> str:
