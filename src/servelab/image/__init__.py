@@ -13,7 +13,8 @@
   multi-platform image, and the unpacked layout Trivy reads.
 * :mod:`~servelab.image.listing`: what a layer holds (file names and sizes), indexed from
   bytes another pass reads anyway, so a multi-GB layer is not inflated twice.
-* :mod:`~servelab.image.diff` (what differs between two images), :mod:`~servelab.image.pin`
+* :mod:`~servelab.image.diff` (what differs between two images; a layer's tar entries are
+  read by :mod:`~servelab.image.entries`), :mod:`~servelab.image.pin`
   (pin ``FROM`` lines), :mod:`~servelab.image.render` (their text, Markdown and JSON).
 
 Names are imported on first use, so importing this package costs nothing.
