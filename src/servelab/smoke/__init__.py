@@ -5,6 +5,7 @@
 * :mod:`~servelab.smoke.prober`: the long-lived prober in the container's network namespace:
   created, started, first accept, ready, first good request on one clock.
 * :mod:`~servelab.smoke.result`: :class:`SmokeResult` and its settings;
+  :mod:`~servelab.smoke.verdict`: the verdict decided from what a start observed;
   :mod:`~servelab.smoke.diagnose`: likely causes of a failed start (a new cause goes there).
 * :mod:`~servelab.smoke.weights` (baked weights in layers), :mod:`~servelab.smoke.model`
   (model hashing), :mod:`~servelab.smoke.modelload` (bytes read before ready),
