@@ -53,6 +53,7 @@ from typing import IO, Any, BinaryIO
 from servelab.errors import CapabilityError, InputError
 from servelab.image import listing
 from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive, parse_object
+from servelab.textio import open_output
 
 #: what BuildKit compresses the layers it makes with (the intermediate archive only)
 BUILD_COMPRESSION = "zstd"
@@ -380,7 +381,7 @@ class Shaper:
 
     def _write(self, img: ImageSource, index: dict[str, Any], out: Path) -> Shaped:
         shaped = Shaped(out, [], [])
-        with out.open("wb") as f:
+        with open_output(out, what="the image's OCI archive") as f:
             w = _Job(TarWriter(f), img, self, shaped, out)
             w.tar.add_dir("blobs/")
             w.tar.add_dir("blobs/sha256/")

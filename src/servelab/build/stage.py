@@ -59,7 +59,7 @@ from servelab.errors import (
 )
 from servelab.image.ref import pinned_digest
 from servelab.spec import Arm, BuildSettings
-from servelab.textio import cache_dir, write_text_atomic
+from servelab.textio import cache_dir, write_file, write_text_atomic
 
 DEFAULT_MIN_FREE_BYTES = 1024**3
 LOG_FILE = "build.log"
@@ -561,7 +561,8 @@ class Builds:
             notes=notes, shape_s=shaped.seconds, export=shaped.to_dict())
         self.last_primary = rec.primary
         rec.wall_s = time.monotonic() - t0
-        (out_dir / RECORD_FILE).write_text(json.dumps(rec.to_dict(), indent=2) + "\n")
+        write_file(out_dir / RECORD_FILE, json.dumps(rec.to_dict(), indent=2) + "\n",
+                   what="the build record")
         return rec
 
     def _check_disk(self) -> None:
@@ -581,7 +582,7 @@ class Builds:
             res = proc.run(argv, timeout=settings.timeout_s,
                            env={"SOURCE_DATE_EPOCH": str(epoch)})
         except CommandError as e:
-            log.write_text(e.stderr)
+            write_file(log, e.stderr, what="the build log")
             if e.returncode is None and not e.timed_out:
                 raise
             why = (f"timed out after {settings.timeout_s}s" if e.timed_out
@@ -591,7 +592,7 @@ class Builds:
                 f"{proc.tail(e.stderr, 15)}",
                 hint=f"see {log}; raise build.timeoutSeconds if it needs longer"
                 if e.timed_out else f"see {log} for the whole build output") from e
-        log.write_text(res.stderr + res.stdout)
+        write_file(log, res.stderr + res.stdout, what="the build log")
         return res.seconds
 
     def _shape(self, tmp: Path) -> export.Shaped:

@@ -72,13 +72,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _log_text(path: str | None) -> str:
     from pathlib import Path
 
+    from servelab.errors import ServelabError
+    from servelab.textio import read_tail
+
     if not path:
         return ""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError:
+    try:  # the safe reader: a pipe or /dev/zero as --log is skipped, never waited on
+        raw = read_tail(Path(path), 1 << 20, what="log")
+    except (ServelabError, OSError):
         return ""
-    return raw[-(1 << 20):].decode("utf-8", errors="replace")
+    return raw.decode("utf-8", errors="replace")
 
 
 def _exit_code(text: str) -> int | None:
