@@ -172,6 +172,23 @@ def test_a_read_only_filesystem_is_exit_3(tmp_path: Path) -> None:
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_run_out_on_a_full_disk_is_exit_3(tmp_path: Path) -> None:
+    """A tmpfs of 8 KiB (private mount namespace, root only): the run's files do not fit."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) to mount a small filesystem")
+    exp = _experiment(_mkdir(tmp_path / "src"))
+    small = _mkdir(tmp_path / "small")
+    script = 'mount -t tmpfs -o size=8k tmpfs "$0" && exec "$@"'
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, str(small),
+         sys.executable, "-m", "servelab", "run", str(exp), "--stages", "lint", "--out",
+         str(small / "out")],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert "No space left on device" in proc.stderr and str(small / "out") in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_a_pipe_with_a_reader_gets_the_report_in_place(tmp_path: Path) -> None:
     pipe = _fifo(tmp_path / "pipe")
     reader = os.open(pipe, os.O_RDWR | os.O_NONBLOCK)  # open before servelab: it has a reader

@@ -456,7 +456,7 @@ def save_sizes(sizes: dict[str, int | None]) -> None:
     merged = {**load_sizes(), **known}
     items = list(merged.items())[-MAX_CACHED_SIZES:]
     d = cache_dir()
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ServelabError):  # a cache: a full disk costs only time
         d.mkdir(parents=True, exist_ok=True)
         write_text_atomic(d / SIZES_FILE, json.dumps(dict(items)))
 
