@@ -672,7 +672,8 @@ def _collisions(path: Path, names: tuple[str, ...]) -> list[str]:
     return sorted(n for n in there if any(fnmatch.fnmatchcase(n, p) for p in names))
 
 
-def _make_dir(path: Path, option: str) -> None:
+def _make_dir(path: Path, option: str) -> bool:
+    """Make the output directory *path*; True when this call made it."""
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -688,6 +689,7 @@ def _make_dir(path: Path, option: str) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise write_error(e, path, f"the {option} directory") from e
+    return st is None
 
 
 @contextlib.contextmanager
@@ -698,7 +700,7 @@ def claim_dir(path: Path, *, names: tuple[str, ...], option: str = "--out") -> A
     servelab on the same directory, or one that would overwrite a file, is exit 2 at once."""
     import fcntl
 
-    _make_dir(path, option)
+    made = _make_dir(path, option)
     lock = path / LOCK_FILE
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
@@ -717,6 +719,9 @@ def claim_dir(path: Path, *, names: tuple[str, ...], option: str = "--out") -> A
         finally:  # still locked: a later command checks the names under its own lock
             with contextlib.suppress(OSError):
                 lock.unlink()
+            if made:  # a directory made for a command that wrote nothing goes again
+                with contextlib.suppress(OSError):
+                    path.rmdir()
     finally:
         os.close(fd)
 

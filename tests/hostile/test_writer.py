@@ -412,3 +412,11 @@ def test_scan_out_dir_that_is_a_file_is_exit_2_before_scanning(tmp_path: Path) -
     assert outcome.code == 2, outcome.explain()
     assert "--out-dir names an existing file" in outcome.stderr
     assert target.read_text() == "keep\n"
+
+
+def test_a_new_out_dir_of_a_command_that_failed_is_not_left(tmp_path: Path) -> None:
+    """report --out NEW with bad input: exit 2, and neither NEW nor its lock stays."""
+    bad = _touch(tmp_path / "summary.json")
+    outcome = run_servelab(["report", str(bad), "--out", str(tmp_path / "new")], cwd=tmp_path)
+    assert outcome.problems() == [], outcome.explain()
+    assert outcome.code == 2 and not (tmp_path / "new").exists(), outcome.explain()
