@@ -172,6 +172,23 @@ def test_a_read_only_filesystem_is_exit_3(tmp_path: Path) -> None:
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_no_permission_is_exit_2(tmp_path: Path) -> None:
+    """An immutable directory refuses even root (EPERM); skipped where chattr cannot set it."""
+    locked = _mkdir(tmp_path / "locked")
+    made = subprocess.run(["chattr", "+i", str(locked)], capture_output=True, check=False) \
+        if shutil.which("chattr") else None
+    if made is None or made.returncode != 0:
+        pytest.skip("chattr +i is not available on this filesystem")
+    try:
+        outcome = run_servelab(["lint", "--no-hadolint", str(GOOD / "Dockerfile"), "-o",
+                                str(locked / "report.txt")], cwd=tmp_path)
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=True)
+    assert outcome.problems() == [] and outcome.code == 2, outcome.explain()
+    assert "permission denied" in outcome.stderr or "not permitted" in outcome.stderr
+    assert str(locked / "report.txt") in outcome.stderr
+
+
 def test_run_out_on_a_full_disk_is_exit_3(tmp_path: Path) -> None:
     """A tmpfs of 8 KiB (private mount namespace, root only): the run's files do not fit."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
