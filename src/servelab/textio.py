@@ -431,12 +431,6 @@ def note_input(st: os.stat_result) -> None:
     _INPUTS.add((st.st_dev, st.st_ino))
 
 
-def note_input_path(path: Path) -> None:
-    """:func:`note_input` for a path (an input read by another program, a directory)."""
-    with contextlib.suppress(OSError):
-        note_input(path.stat())
-
-
 def is_disk_fault(e: OSError) -> bool:
     """The disk's fault (full, over quota, read-only, I/O error): exit 3, not the user's."""
     return e.errno in _DISK_ERRNOS
@@ -582,8 +576,8 @@ def write_file(path: Path, data: str | bytes, *, what: str = "the output",
                onto_input: bool = False) -> None:
     """Write *data* (text is UTF-8) to *path*: atomically for a regular or new file, in
     place for a named pipe, a character device or a standard stream (``-o /dev/stdout``);
-    never onto an input (unless *onto_input*: ``pin --write`` rewrites its Dockerfile, mode
-    kept)."""
+    never onto an input (unless *onto_input*: ``pin --write`` rewrites its Dockerfile). A
+    replaced file keeps its mode."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd = _fd_of(path)
     if fd is not None:
@@ -595,7 +589,7 @@ def write_file(path: Path, data: str | bytes, *, what: str = "the output",
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_in_place(path, raw, what)
         return
-    with _atomic(path, what, stat.S_IMODE(st.st_mode) if onto_input and st else None) as fd:
+    with _atomic(path, what, stat.S_IMODE(st.st_mode) if st else None) as fd:
         _write_all(fd, raw)
 
 

@@ -250,11 +250,13 @@ def test_a_regular_file_is_replaced_by_rename_never_rewritten(tmp_path: Path) ->
     shell's ``>`` follows it: its target is replaced, the link stays."""
     target = tmp_path / "report.txt"
     target.write_text("old report\n")
+    target.chmod(0o600)
     old_inode = target.stat().st_ino
     with target.open() as held:
         textio.write_file(target, "new report\n")
         assert held.read() == "old report\n"
     assert target.read_text() == "new report\n" and target.stat().st_ino != old_inode
+    assert target.stat().st_mode & 0o777 == 0o600  # the replaced file's mode is kept
     elsewhere = _touch(tmp_path / "elsewhere")
     (tmp_path / "link").symlink_to(elsewhere)
     textio.write_file(tmp_path / "link", "report\n")
