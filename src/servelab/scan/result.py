@@ -238,13 +238,16 @@ def _pick_result(doc: dict[str, Any], path: Path) -> dict[str, Any]:
 
 
 def _check_servelab_doc(path: Path, doc: dict[str, Any]) -> None:
-    """A run's result.json or summary.json as baseline goes through its schema first."""
+    """A run's result.json or summary.json as baseline goes through its schema first (scan's
+    own --json document is told apart by its "tool" key)."""
     from servelab.spec import read_result, read_summary
 
-    if "results" in doc:
-        read_summary(path)
-    elif doc.get("schemaVersion") == 1 and "arm" in doc:
+    if doc.get("tool") == "servelab scan" or doc.get("schemaVersion") != 1:
+        return
+    if "arm" in doc:
         read_result(path)
+    elif "results" in doc:
+        read_summary(path)
 
 
 def load_result(path: Path, policy: ScanPolicy | None = None) -> ScanResult:
