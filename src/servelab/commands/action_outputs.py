@@ -23,8 +23,10 @@ the control-vs-treatment table) with the token in GITHUB_TOKEN; never for a fork
 request; a failure to comment is a warning, not a failed step.
 
 Errors are written as ::error workflow commands on standard output, which the runner turns
-into annotations. Exit codes: 0 outputs written, 2 bad input or usage (GITHUB_OUTPUT not set,
-an unwritable file), 3 a missing tool.
+into annotations. summary.json is read through the safe reader and its schema. A
+GITHUB_OUTPUT or GITHUB_STEP_SUMMARY that cannot be written is a warning on stderr, not a
+failure. Exit codes: 0 outputs written (or warned about), 2 bad input or usage (GITHUB_OUTPUT
+not set, a summary.json that is not servelab's, a pipe or device), 3 a missing tool.
 """
 
 from __future__ import annotations
