@@ -191,7 +191,8 @@ def main() -> int:
     ap.add_argument("--baseline-src", type=Path, metavar="DIR",
                     help="an older servelab's src/ directory to score the same way")
     ap.add_argument("--check", action="store_true",
-                    help=f"exit 1 when serving precision is under {TARGET:.0%} on a set")
+                    help="exit 1 when serving precision is under "
+                    + f"{TARGET:.0%}".replace("%", "%%") + " on a set")
     ap.add_argument("--quick", action="store_true",
                     help="3 entries of each set, no verdict: checks the script, not figures")
     args = ap.parse_args()

@@ -2,7 +2,10 @@
 
 1. One Dockerfile, as a whole process: `servelab lint FILE` against `python -c pass`;
    the target is at most 2 x (python -c pass) + 150 ms.
-2. 1,000 Dockerfiles in one call (hadolint excluded, as the target says): under 5 s.
+2. One Dockerfile whose build context lint follows (generated here: a FastAPI-style
+   package of 50 modules that import each other, a Makefile whose targets call scripts, a
+   shell entrypoint that execs uvicorn): the same target as 1.
+3. 1,000 Dockerfiles in one call (hadolint excluded, as the target says): under 5 s.
 
 Before measuring, servelab's modules are compiled to bytecode, as pip does when it installs
 the wheel: a source checkout run with PYTHONDONTWRITEBYTECODE=1 (as on the development
@@ -79,6 +82,46 @@ def _make_many(root: Path, n: int) -> None:
         (d / "Dockerfile").write_text(texts[i % len(texts)])
 
 
+FOLLOW_MODULES = 50
+
+
+def _make_followed(root: Path) -> Path:
+    """A build context for lint to follow; returns its Dockerfile."""
+    pkg = root / "app"
+    (pkg / "routers").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "routers" / "__init__.py").write_text("")
+    for i in range(FOLLOW_MODULES - 3):
+        nxt = f"from app.routers import r{i + 1}\n" if i + 1 < FOLLOW_MODULES - 3 else ""
+        (pkg / "routers" / f"r{i}.py").write_text(
+            f"{nxt}from fastapi import APIRouter\n\nrouter = APIRouter()\n\n\n"
+            f"@router.get('/r{i}')\ndef handler_{i}(q: str = '') -> dict:\n"
+            f"    return {{'route': {i}, 'q': q}}\n")
+    (pkg / "model.py").write_text(
+        "from transformers import AutoModel\n\n\ndef load():\n"
+        "    return AutoModel.from_pretrained('org/model')\n")
+    (pkg / "main.py").write_text(
+        "from contextlib import asynccontextmanager\n\nfrom fastapi import FastAPI\n\n"
+        "from app.model import load\nfrom app.routers import r0\n\n\n@asynccontextmanager\n"
+        "async def lifespan(app):\n    app.state.model = load()\n    yield\n\n\n"
+        "app = FastAPI(lifespan=lifespan)\napp.include_router(r0.router)\n")
+    (root / "scripts").mkdir()
+    for name in ("build", "assets", "check"):
+        (root / "scripts" / f"{name}.sh").write_text(
+            f"#!/bin/sh\nset -eu\necho {name}\npython -m compileall -q app\n")
+    (root / "Makefile").write_text(
+        "PY ?= python3\n\nall: build\n\nbuild: assets check\n\tsh scripts/build.sh\n\n"
+        "assets:\n\tsh scripts/assets.sh\n\ncheck:\n\tsh scripts/check.sh\n")
+    (root / "entrypoint.sh").write_text(
+        "#!/bin/sh\nset -e\ncd /srv\nexec uvicorn app.main:app --host 0.0.0.0 --port 8000\n")
+    dockerfile = root / "Dockerfile"
+    dockerfile.write_text(ONE.read_text().split("\nCMD")[0] + "\n"
+                          "WORKDIR /srv\nCOPY Makefile /srv/\nCOPY scripts/ /srv/scripts/\n"
+                          "COPY app/ /srv/app/\nCOPY entrypoint.sh /entrypoint.sh\n"
+                          "RUN make build\nENTRYPOINT [\"/entrypoint.sh\"]\n")
+    return dockerfile
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=15, help="runs per process figure (median)")
@@ -105,6 +148,14 @@ def main() -> int:
     print(f"servelab lint (1 file, no hadolint) {one * 1000:8.1f} ms   "
           f"target <= {target * 1000:.1f} ms   {'OK' if one <= target else 'MISSED'}   "
           f"(cpu {one_cpu * 1000:.1f} ms, cpu target {(2 * base_cpu + 0.150) * 1000:.1f} ms)")
+    with tempfile.TemporaryDirectory() as tmp:
+        followed = _make_followed(Path(tmp))
+        _time([*lint, "--no-hadolint", str(followed)], 1)
+        follow = _time([*lint, "--no-hadolint", str(followed)], args.runs)
+        follow_cpu = LAST_CPU[0]
+    print(f"servelab lint (1 file, {FOLLOW_MODULES} modules followed) {follow * 1000:8.1f} ms   "
+          f"target <= {target * 1000:.1f} ms   {'OK' if follow <= target else 'MISSED'}   "
+          f"(cpu {follow_cpu * 1000:.1f} ms)")
     if shutil.which("hadolint") or Path(sys.executable).with_name("hadolint").exists():
         with_h = _time([*lint, str(ONE)], args.runs)
         print(f"servelab lint (1 file, hadolint)    {with_h * 1000:8.1f} ms   (for information)")
@@ -115,7 +166,7 @@ def main() -> int:
         many = _time([*lint, "--no-hadolint", "-f", "json", "-o", out, tmp], min(3, args.runs))
     print(f"servelab lint ({many_n} files, 1 call)  {many * 1000:8.1f} ms   "
           f"target < {MANY_LIMIT_S * 1000:.0f} ms   {'OK' if many < MANY_LIMIT_S else 'MISSED'}")
-    ok = one <= target and many < MANY_LIMIT_S
+    ok = one <= target and follow <= target and many < MANY_LIMIT_S
     return 0 if ok or not args.check else 1
 
 

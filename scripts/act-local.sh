@@ -24,6 +24,8 @@
 #     a name used twice in a run refused, as GitHub does), github/codeql-action/upload-sarif
 #     and actions/attest-build-provenance (they record what they were given). actions/checkout
 #     of the repository itself is act's own (a copy of this checkout, history included);
+#   * each run gets its own github.run_id (its number under the state directory; act alone
+#     gives every run 1), so cache keys and artifact names that end in it do not collide;
 #   * no cache server and no version check: nothing is sent anywhere by act itself.
 #
 # Options:
@@ -322,6 +324,7 @@ for label in ubuntu-latest ubuntu-24.04 ubuntu-22.04 self-hosted; do
 done
 args=("$event" -W "$workflow" -e "$run_dir/event.json" --pull=false --no-cache-server
       --env "SERVELAB_ACT_RUN=$run_dir" --env "SERVELAB_ACT_CACHE=$state/cache"
+      --env "GITHUB_RUN_ID=$n"
       "${platforms[@]}" "${locals[@]}")
 if [ -n "$job" ]; then args+=(-j "$job"); fi
 

@@ -13,6 +13,8 @@
 #   - a local OCI registry on 127.0.0.1:5000 (Debian's docker-registry)
 #   - the example's base image, made locally (debootstrap), pushed to that registry;
 #     its name@sha256 goes into examples/build-args.env (untracked)
+#   - for the tests only (not when SERVELAB_SETUP_FOR=example, as scripts/example.sh sets): a
+#     pinned Mermaid CLI (npm) with Debian's chromium, to check the Mermaid charts servelab writes
 #
 # Source it (". scripts/bootstrap.sh") to get PATH and DOCKER_HOST set, or run it.
 set -euo pipefail
@@ -274,6 +276,42 @@ setup_sarif_schema() {
   log "SARIF 2.1.0 schema from npm $SARIF_NPM"
 }
 
+# The tests check every Mermaid chart servelab writes (servelab history's xychart-beta) with a
+# pinned Mermaid: npm's mermaid-cli in a folder of the state dir, driven by Debian's chromium
+# (PUPPETEER_SKIP_DOWNLOAD=1: puppeteer never downloads a browser). mermaid-cli 11.x is the
+# last line that runs on Debian's Node 20 (12.x needs Node 22). Fast when already installed.
+MERMAID_CLI_VERSION="11.12.0"
+MERMAID_VERSION="11.12.0"
+PUPPETEER_VERSION="23.11.1"
+
+setup_mermaid_cli() {
+  local dir="$STATE/mermaid-cli"
+  local want="mermaid-cli $MERMAID_CLI_VERSION mermaid $MERMAID_VERSION puppeteer $PUPPETEER_VERSION"
+  if [ -x "$dir/node_modules/.bin/mmdc" ] && [ -x /usr/bin/chromium ] \
+     && [ "$(cat "$dir/.servelab-mermaid" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  if [ "$(id -u)" != 0 ] && ! [ -x /usr/bin/chromium ]; then
+    log "chromium missing (apt-get install chromium): the Mermaid chart check will skip"; return 0
+  fi
+  [ -x /usr/bin/chromium ] || apt_install chromium
+  command -v npm >/dev/null 2>&1 || apt_install npm
+  log "installing the Mermaid CLI ($want) into $dir"
+  mkdir -p "$dir"
+  cat > "$dir/package.json" <<JSON
+{"name": "servelab-mermaid-check", "private": true,
+ "dependencies": {"@mermaid-js/mermaid-cli": "$MERMAID_CLI_VERSION",
+                  "mermaid": "$MERMAID_VERSION", "puppeteer": "$PUPPETEER_VERSION"}}
+JSON
+  # --no-sandbox: chromium refuses to start as root with its sandbox on
+  cat > "$dir/puppeteer.json" <<JSON
+{"executablePath": "/usr/bin/chromium", "args": ["--no-sandbox", "--disable-gpu"]}
+JSON
+  (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm install --silent --no-audit --no-fund \
+      --save-exact >/dev/null 2>&1) || { log "npm install of the Mermaid CLI failed"; exit 3; }
+  printf '%s' "$want" > "$dir/.servelab-mermaid"
+}
+
 setup_example_weights() {
   # The example's model weights: 8 MiB of deterministic, incompressible bytes (sha256 in counter
   # mode), made here rather than committed. The control bakes them into its image, the
@@ -304,6 +342,7 @@ main() {
   setup_torch_cpu
   setup_example_weights
   setup_sarif_schema
+  [ "${SERVELAB_SETUP_FOR:-tests}" = example ] || setup_mermaid_cli
   setup_engine
   setup_registry
   setup_base_image

@@ -17,6 +17,7 @@
 # Extra arguments go to `servelab run` (e.g. --repeats 2).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export SERVELAB_SETUP_FOR=example # only the tests need the Mermaid CLI
 # shellcheck source=scripts/bootstrap.sh
 . scripts/bootstrap.sh
 out="${SERVELAB_OUT:-servelab-out/run-$(date -u +%Y%m%dT%H%M%SZ)}"

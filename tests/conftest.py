@@ -1,7 +1,7 @@
 """Shared fixtures. Tests that need real parts (Docker, registry, Trivy) are never skipped in CI.
 
-When ``CI`` is set, a skip of a test marked ``docker``, ``registry``, ``trivy`` or ``act`` is
-turned into a failure: a skip that hides a missing part is a failure of the run.
+When ``CI`` is set, a skip of a test marked ``docker``, ``registry``, ``trivy``, ``act`` or
+``mermaid`` is turned into a failure: a skip that hides a missing part is a failure of the run.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
-REAL_PARTS = ("docker", "registry", "trivy", "act")
+REAL_PARTS = ("docker", "registry", "trivy", "act", "mermaid")
 IN_CI = bool(os.environ.get("CI"))
 
 

@@ -34,6 +34,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("run", "run", "run a whole experiment: lint, build, scan, smoke; artifacts and summary"),
     ("report", "report", "merge artifacts from several jobs or runners into one summary"),
     ("compare", "compare", "compare two result.json or summary.json files side by side"),
+    ("history", "history", "the trend of past runs: digests, size, start-up, findings, verdicts"),
     ("push", "push", "push the image a run tested to a registry, byte for byte (same digest)"),
     ("gpu-probe", "gpu_probe", "probe the host's GPUs and CUDA without Docker (nvidia-smi, torch)"),
     ("action-outputs", "action_outputs", "the GitHub Action's outputs and artifact plan"),

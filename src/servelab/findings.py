@@ -190,15 +190,19 @@ class Finding(Record):
 class FindingsReport(Record):
     """What a checker returns: findings, the rules they refer to, and what was checked."""
 
-    __slots__ = ("files", "findings", "notes", "rules", "tool")
+    __slots__ = ("files", "findings", "notes", "rules", "settings", "tool")
 
     def __init__(self, tool: str, findings: list[Finding], rules: dict[str, Rule],
-                 files: list[str] | None = None, notes: list[str] | None = None) -> None:
+                 files: list[str] | None = None, notes: list[str] | None = None, *,
+                 settings: dict[str, Any] | None = None) -> None:
         self.tool = tool
         self.findings = findings
         self.rules = rules
         self.files: list[str] = [] if files is None else files
         self.notes: list[str] = [] if notes is None else notes
+        #: the settings file used (``file``) and what it changed (``disabled`` rule ids,
+        #: ``severity``, ``hadolint``); None when no settings file was used
+        self.settings = settings
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)

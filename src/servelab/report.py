@@ -64,6 +64,12 @@ def _where(f: Finding) -> str:
     return ":".join(parts)
 
 
+def settings_line(settings: dict[str, Any]) -> str:
+    """``settings: FILE (disables: a, b)``: which settings file decided what, in one line."""
+    disabled = ", ".join(settings.get("disabled") or []) or "no rule"
+    return f"settings: {settings.get('file')} (disables: {disabled})"
+
+
 @register
 class TextReporter(Reporter):
     name = "text"
@@ -71,13 +77,22 @@ class TextReporter(Reporter):
 
     def render(self, report: FindingsReport) -> str:
         lines: list[str] = []
-        for f in report.sorted_findings():
+        found = report.sorted_findings()
+        fixes = _fix_counts(found)
+        shown: set[tuple[str | None, str, str]] = set()
+        for f in found:
             ctx = "".join(f" ({k}: {v})" for k, v in f.context.items() if k != "path")
             path = f.context.get("path")
             at = f" at {path}" if path else ""
             lines.append(f"{_where(f)}: {f.severity.value} [{f.rule_id}] {f.message}{at}{ctx}")
-            if f.fix:
-                lines.append(f"    fix: {f.fix}")
+            key = (f.file, f.rule_id, f.fix or "")
+            if f.fix and key not in shown:
+                shown.add(key)
+                n = fixes[key]
+                more = f" (for all {n} [{f.rule_id}] findings in this file)" if n > 1 else ""
+                lines.append(f"    fix: {f.fix}{more}")
+        if report.settings:
+            lines.append(settings_line(report.settings))
         lines.extend(f"note: {n}" for n in report.notes)
         c = report.counts()
         n_files = len(report.files)
@@ -89,6 +104,17 @@ class TextReporter(Reporter):
         else:
             lines.append(f"{report.tool}: {n_files} file(s) checked, no findings")
         return "\n".join(lines) + "\n"
+
+
+def _fix_counts(found: list[Finding]) -> dict[tuple[str | None, str, str], int]:
+    """How many findings share each (file, rule, fix text): the text report prints a fix
+    once per rule per file, at its first finding, however often the rule fires there."""
+    counts: dict[tuple[str | None, str, str], int] = {}
+    for f in found:
+        if f.fix:
+            key = (f.file, f.rule_id, f.fix)
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 @register
@@ -114,6 +140,7 @@ class JsonReporter(Reporter):
                 if rid in report.rules
             },
             "notes": report.notes,
+            "settings": report.settings,
         }
         import json  # only for this format: text output needs no json (3 ms of lint's start)
 

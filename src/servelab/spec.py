@@ -16,18 +16,20 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
-from collections.abc import Sequence
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from servelab import yamlsafe
 from servelab.build.buildargs import parse_build_args_file
-from servelab.errors import InputError
+from servelab.errors import InputError, UsageError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
-from servelab.textio import BLOB_BYTES, ascii_int, read_bytes
+from servelab.textio import BLOB_BYTES, AllowedPath, PathPolicy, ascii_int, read_bytes
 
 MARKER = "servelab.dev/experiment"
 
@@ -335,6 +337,10 @@ def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
         )
     if v == "const":
         return f"{err.instance!r} must be {err.validator_value!r}", None, path, False
+    if v == "format" and err.validator_value == "regex":
+        return (f"{err.instance!r} is not a regular expression Python can compile",
+                "fix the expression (escape ( ) [ ] with a backslash to match them as text)",
+                path, False)
     if v == "required":
         return err.message.replace("is a required property", "is required here"), None, path, True
     if v == "not" and isinstance(err.instance, dict):
@@ -370,7 +376,23 @@ def validator(name: str, pointer: str | None = None) -> Any:
         return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     resource: Resource[Any] = Resource.from_contents(schema)
     registry: Registry[Any] = Registry().with_resource(schema["$id"], resource)
-    return Draft202012Validator({"$ref": f"{schema['$id']}#{pointer}"}, registry=registry)
+    return Draft202012Validator({"$ref": f"{schema['$id']}#{pointer}"}, registry=registry,
+                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def check_options(section: str, data: dict[str, Any], options: dict[str, str]) -> None:
+    """Command-line values that mirror the spec's *section* (``serve``, ``request``,
+    ``model``), checked by the spec's own schema: the first problem is a UsageError (exit 2)
+    naming the option (*options* maps a field to its option), before anything starts."""
+    errors = sorted(validator("experiment", f"/$defs/{section}").iter_errors(data),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    for err in errors:
+        msg, fix, path, _at_key = _explain(err)
+        names = [str(p) for p in path if not isinstance(p, int)]
+        option = next((options[n] for n in reversed(names) if n in options),
+                      options.get("", section))
+        raise UsageError(f"{option}: {msg}", hint=fix or f"give {option} a value the "
+                         f"experiment's {section} section would take (docs/spec.md)")
 
 
 def _schema_findings(
@@ -524,26 +546,208 @@ def check_file(path: Path, document: str | None = None) -> Checked:
     return check_document(doc, str(path))
 
 
+# ---------------------------------------------------------------------------- named paths
+
+#: the build-only fields of an arm: with ``image`` (a prebuilt image) they contradict it
+_BUILD_FIELDS = ("dockerfile", "context", "gitRef", "target", "buildArgsFile")
+
+
+class NamedPath(NamedTuple):
+    """One path an experiment names: where in the spec, its kind (``--allow-path KIND=``),
+    the text, what it is relative to, what it must be, and whether the file wrote it (a
+    default is not checked for existence)."""
+
+    at: tuple[str, ...]
+    kind: str
+    value: str
+    base: Path
+    need: str  # "file", "dir", "file or dir", or "" (may not exist yet)
+    named: bool
+
+
+LineOf = Callable[[tuple[str, ...]], int]
+
+
+def _arm_paths(name: str, d: dict[str, Any], base: Path, *, policy: PathPolicy,
+               file: str, line: LineOf) -> list[NamedPath]:
+    if d.get("image"):
+        return []
+    need = "" if d.get("gitRef") else None  # built from the ref's tree, not this checkout
+    ctx_value = str(d.get("context", "."))
+    out = [NamedPath((name, "context"), "context", ctx_value, base,
+                     "dir" if need is None else "", "context" in d)]
+    try:
+        ctx = policy.confine(ctx_value, base, kind="context", field=f"{name}.context",
+                             file=file, line=line((name, "context")))
+    except InputError:
+        ctx = base / ctx_value  # reported for the context; the Dockerfile is judged there
+    out.append(NamedPath((name, "dockerfile"), "dockerfile", str(d.get("dockerfile",
+                         "Dockerfile")), ctx, "file" if need is None else "", "dockerfile" in d))
+    if "buildArgsFile" in d:
+        out.append(NamedPath((name, "buildArgsFile"), "buildArgsFile", d["buildArgsFile"], base,
+                             "file", True))
+    return out
+
+
+def named_paths(s: dict[str, Any], base: Path, *, policy: PathPolicy, file: str,
+                line: LineOf) -> list[NamedPath]:
+    """Every path the spec *s* names (arms, model, request body, scan files)."""
+    out: list[NamedPath] = []
+    for arm in ("control", "treatment"):
+        if arm in s or arm == "treatment":
+            out += _arm_paths(arm, s.get(arm, {}), base, policy=policy, file=file, line=line)
+    singles = ((("model", "path"), "model", "file or dir"),
+               (("request", "bodyFile"), "bodyFile", "file"),
+               (("scan", "ignoreFile"), "ignoreFile", "file"),
+               (("scan", "vex"), "vex", "file"),
+               (("scan", "cacheDir"), "cacheDir", ""))
+    for at, kind, need in singles:
+        value = (s.get(at[0]) or {}).get(at[1])
+        if isinstance(value, str) and value:
+            out.append(NamedPath(at, kind, value, base, need, True))
+    return out
+
+
+def _is_kind(mode: int, need: str) -> bool:
+    return ((stat.S_ISREG(mode) and "file" in need) or (stat.S_ISDIR(mode) and "dir" in need))
+
+
+def _check_kind(p: NamedPath, resolved: Path) -> str | None:
+    """Why *resolved* is not what *p* needs (missing, a FIFO, a device, ...), or None."""
+    if not p.need or not p.named:
+        return None
+    try:
+        mode = resolved.stat().st_mode
+    except OSError:
+        return f"{'.'.join(p.at)} {p.value!r} does not exist"
+    if _is_kind(mode, p.need):
+        return None
+    what = next((w for t, w in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+                                (stat.S_ISCHR, "a character device"),
+                                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                                (stat.S_ISREG, "a file")) if t(mode)), "not a regular file")
+    return f"{'.'.join(p.at)} {p.value!r} is {what}, not {_NEEDS[p.need]}"
+
+
+_NEEDS = {"file": "a regular file", "dir": "a directory",
+          "file or dir": "a regular file or a directory"}
+
+
+def _link_out(p: NamedPath, path: Path, policy: PathPolicy) -> str | None:
+    """A folder that servelab reads file by file (the model, hashed before it is mounted)
+    must not hold a symbolic link out of the repository either (a link within it, as in a
+    Hugging Face cache's snapshots/, is fine)."""
+    if p.kind != "model" or not path.is_dir():
+        return None
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in [*dirnames, *filenames]:
+            full = Path(dirpath, name)
+            if full.is_symlink() and not policy.permits(Path(os.path.realpath(full)), p.kind):
+                rel = full.relative_to(path).as_posix()
+                return (f"{'.'.join(p.at)} {p.value!r} holds {rel}, a symbolic link that leads "
+                        f"outside the repository {policy.root}")
+    return None
+
+
+class PathCheck(NamedTuple):
+    resolved: dict[tuple[str, ...], Path]
+    findings: list[Finding]
+
+
+def _line_finder(checked: Checked) -> LineOf:
+    doc = checked.document
+    if checked.form == "native":
+        return lambda at: doc.position(("spec", *at)).line
+    inner = doc.data.get("data", {}).get("spec.yaml") if isinstance(doc.data, dict) else None
+    outer = doc.position(("data", "spec.yaml")).line
+    if not isinstance(inner, str) or "\n" not in inner:
+        return lambda at: outer
+    try:
+        inner_doc = yamlsafe.load_documents(inner, "spec.yaml")[0]
+    except (InputError, IndexError):
+        return lambda at: outer
+    return lambda at: outer + inner_doc.position(at).line
+
+
+def check_paths(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) -> PathCheck:
+    """Every named path, resolved (realpath) and confined to the experiment's repository
+    (:class:`servelab.textio.PathPolicy`), with what it must be (a regular file, a
+    directory): one finding per problem, never the content of a file."""
+    resolved: dict[tuple[str, ...], Path] = {}
+    findings: list[Finding] = []  # paths out of the repository first: the gravest
+    others: list[Finding] = []
+    if checked.spec is None:
+        return PathCheck(resolved, findings)
+    file = Path(checked.file)
+    base = Path(os.path.realpath(file)).parent
+    policy = PathPolicy.for_file(file, allowed)
+    line = _line_finder(checked)
+    for p in named_paths(checked.spec, base, policy=policy, file=checked.file, line=line):
+        try:
+            path = policy.confine(p.value, p.base, kind=p.kind, field=".".join(p.at),
+                                  file=checked.file, line=line(p.at))
+        except InputError as e:
+            findings.append(Finding("path", Severity.ERROR, e.message.split(": ", 1)[-1],
+                                    file=checked.file, line=e.line, fix=e.hint))
+            continue
+        why = _check_kind(p, path)
+        fix = _PATH_FIX.get(p.need)
+        if why is None:
+            why = _link_out(p, path, policy)
+            fix = (f"remove the link, or allow where it leads with --allow-path {p.kind}=DIR on "
+                   "the command line")
+        if why is not None:
+            others.append(Finding("path", Severity.ERROR, why, file=checked.file,
+                                  line=line(p.at), fix=fix))
+            continue
+        resolved[p.at] = path
+    return PathCheck(resolved, findings + others + _source_findings(checked, line))
+
+
+_PATH_FIX = {
+    "file": "name an existing regular file (relative to the experiment file; a Dockerfile "
+    "relative to the context)",
+    "dir": "name an existing directory, relative to the experiment file",
+    "file or dir": "name an existing file or directory, relative to the experiment file",
+}
+
+
+def _source_findings(checked: Checked, line: LineOf) -> list[Finding]:
+    """An arm names exactly one source: a prebuilt ``image``, or a build (context,
+    dockerfile, at an optional gitRef), never both."""
+    out: list[Finding] = []
+    s = checked.spec or {}
+    for arm in ("control", "treatment"):
+        d = s.get(arm)
+        if not isinstance(d, dict) or not d.get("image"):
+            continue
+        extra = [k for k in _BUILD_FIELDS if k in d]
+        if extra:
+            out.append(Finding(
+                "schema", Severity.ERROR,
+                f"{arm} names two sources: a prebuilt image and a build "
+                f"({', '.join(extra)}); an arm is one or the other",
+                file=checked.file, line=line((arm, extra[0])),
+                fix=f"keep image (and drop {', '.join(extra)}) to test a prebuilt image, or "
+                "drop image to build the Dockerfile",
+            ))
+    return out
+
+
 # ---------------------------------------------------------------------------- normalising
 
 
-def _arm(name: str, d: dict[str, Any], base: Path, file: Path) -> Arm:
-    context = (base / d.get("context", ".")).resolve()
+def _arm(name: str, d: dict[str, Any], paths: dict[tuple[str, ...], Path], base: Path,
+         file: Path) -> Arm:
+    context = paths.get((name, "context"), base)
     args: dict[str, str] = {}
     if "buildArgsFile" in d:
-        args_path = base / d["buildArgsFile"]
-        if not args_path.exists():
-            raise InputError(
-                f"{name}.buildArgsFile {d['buildArgsFile']!r} does not exist",
-                file=str(file),
-                hint="run scripts/bootstrap.sh (it writes examples/build-args.env) or fix the path",
-            )
-        args.update(parse_build_args_file(args_path))
+        args.update(parse_build_args_file(paths[(name, "buildArgsFile")]))
     args.update(d.get("buildArgs", {}))
     return Arm(
         name=name,
         context=context,
-        dockerfile=context / d.get("dockerfile", "Dockerfile"),
+        dockerfile=paths.get((name, "dockerfile"), context / "Dockerfile"),
         build_args=args,
         target=d.get("target"),
         git_ref=d.get("gitRef"),
@@ -552,13 +756,13 @@ def _arm(name: str, d: dict[str, Any], base: Path, file: Path) -> Arm:
     )
 
 
-def _request(d: dict[str, Any], base: Path) -> Request:
+def _request(d: dict[str, Any], paths: dict[tuple[str, ...], Path]) -> Request:
     expect = d.get("expect", {})
     headers = dict(d.get("headers", {}))
     body: bytes | None = None
     if "bodyFile" in d:
-        body = read_bytes(base / d["bodyFile"], max_bytes=BLOB_BYTES, what="request body file",
-                          display=str(d["bodyFile"]))
+        body = read_bytes(paths[("request", "bodyFile")], max_bytes=BLOB_BYTES,
+                          what="request body file", display=str(d["bodyFile"]))
     elif "body" in d:
         raw = d["body"]
         if isinstance(raw, str):
@@ -573,15 +777,11 @@ def _request(d: dict[str, Any], base: Path) -> Request:
     )
 
 
-def _opt_path(base: Path, value: str | None) -> Path | None:
-    return (base / value) if value else None
-
-
-def _model(m: dict[str, Any] | None, base: Path) -> Model | None:
+def _model(m: dict[str, Any] | None, paths: dict[tuple[str, ...], Path]) -> Model | None:
     if m is None:
         return None
     sha = m["sha256"].removeprefix("sha256:") if "sha256" in m else None
-    return Model(path=_opt_path(base, m.get("path")), volume=m.get("volume"),
+    return Model(path=paths.get(("model", "path")), volume=m.get("volume"),
                  mount_path=m.get("mountPath", "/models"), sha256=sha)
 
 
@@ -595,15 +795,15 @@ def _serve(sv: dict[str, Any]) -> Serve:
     )
 
 
-def _scan(sc: dict[str, Any], base: Path) -> ScanPolicy:
+def _scan(sc: dict[str, Any], paths: dict[tuple[str, ...], Path]) -> ScanPolicy:
     return ScanPolicy(
         fail_on=list(sc.get("failOn", ["CRITICAL", "HIGH"])),
         ignore_unfixed=bool(sc.get("ignoreUnfixed", False)),
-        ignore_file=_opt_path(base, sc.get("ignoreFile")), vex=_opt_path(base, sc.get("vex")),
+        ignore_file=paths.get(("scan", "ignoreFile")), vex=paths.get(("scan", "vex")),
         timeout_s=int(sc.get("timeoutSeconds", 1800)),
         max_db_age_hours=float(sc.get("maxDbAgeHours", 168)),
         db_repositories=list(sc.get("dbRepositories", [])),
-        cache_dir=_opt_path(base, sc.get("cacheDir")), offline=bool(sc.get("offline", False)),
+        cache_dir=paths.get(("scan", "cacheDir")), offline=bool(sc.get("offline", False)),
     )
 
 
@@ -615,14 +815,27 @@ def _gates(gt: dict[str, Any]) -> Gates:
                  min_effect={k: float(v) for k, v in gt.get("minEffect", {}).items()})
 
 
-def build_experiment(checked: Checked) -> Experiment:
-    """The typed model of a valid document (paths resolved against the file's directory)."""
+def _first_error(findings: list[Finding]) -> InputError:
+    first = findings[0]
+    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+    return InputError(f"invalid experiment: {first.message}{more}", file=first.file,
+                      line=first.line,
+                      hint=first.fix or "run 'servelab validate' for every problem")
+
+
+def build_experiment(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) -> Experiment:
+    """The typed model of a valid document: every path it names resolved (realpath) and
+    confined to its repository, or to what *allowed* (``--allow-path``) opens."""
     if checked.spec is None:
         raise InputError("the experiment is not valid", file=checked.file,
                          hint="run servelab validate on it")
     s = checked.spec
-    file = Path(checked.file).resolve()
+    file = Path(os.path.realpath(checked.file))
     base = file.parent
+    named = check_paths(checked, allowed)
+    if named.findings:
+        raise _first_error(named.findings)
+    paths = named.resolved
     g = s.get("gpu", {})
     b = s.get("build", {})
     return Experiment(
@@ -631,12 +844,12 @@ def build_experiment(checked: Checked) -> Experiment:
         fixed=list(s.get("fixed", DEFAULT_FIXED)),
         metrics=list(s.get("metrics", DEFAULT_METRICS)),
         repeats=int(s.get("repeats", 3)),
-        treatment=_arm("treatment", s.get("treatment", {}), base, file),
-        control=_arm("control", s["control"], base, file) if "control" in s else None,
-        model=_model(s.get("model"), base),
+        treatment=_arm("treatment", s.get("treatment", {}), paths, base, file),
+        control=_arm("control", s["control"], paths, base, file) if "control" in s else None,
+        model=_model(s.get("model"), paths),
         serve=_serve(s.get("serve", {})),
-        request=_request(s["request"], base) if "request" in s else None,
-        scan=_scan(s.get("scan", {}), base),
+        request=_request(s["request"], paths) if "request" in s else None,
+        scan=_scan(s.get("scan", {}), paths),
         gpu=GpuNeeds(required=bool(g.get("required", False)), count=g.get("count", "all"),
                      mode=g.get("mode", "auto")),
         build=BuildSettings(source_date_epoch=b.get("sourceDateEpoch", "commit"),
@@ -649,17 +862,14 @@ def build_experiment(checked: Checked) -> Experiment:
     )
 
 
-def load_experiment(path: Path, document: str | None = None) -> Experiment:
-    """Read, validate and normalise; InputError (exit 2) listing the first problem if invalid."""
+def load_experiment(path: Path, document: str | None = None,
+                    allowed: tuple[AllowedPath, ...] = ()) -> Experiment:
+    """Read, validate and normalise; InputError (exit 2) listing the first problem if invalid.
+    *allowed*: the ``--allow-path KIND=DIR`` options (only the command line sets them)."""
     checked = check_file(path, document)
     if checked.findings:
-        first = checked.findings[0]
-        more = f" (and {len(checked.findings) - 1} more)" if len(checked.findings) > 1 else ""
-        raise InputError(
-            f"invalid experiment: {first.message}{more}", file=first.file, line=first.line,
-            hint=first.fix or "run 'servelab validate' for every problem",
-        )
-    return build_experiment(checked)
+        raise _first_error(checked.findings)
+    return build_experiment(checked, allowed)
 
 
 # --- servelab validate: every problem of every file as a finding ---
@@ -670,6 +880,15 @@ RULES = {
         rationale="servelab refuses to run an experiment it cannot interpret exactly.",
         fix="change the value as the message says; see docs/spec.md",
     ),
+    "path": Rule(
+        "path", Severity.ERROR, "a path the experiment names is outside its repository, "
+        "missing, or not the kind of file its field needs",
+        rationale="an experiment often comes with a pull request: the paths it names must not "
+        "reach files outside the repository (a symbolic link counts where it leads), and a "
+        "named pipe or a device must never be opened as a Dockerfile or a request body.",
+        fix="name a regular file or directory inside the repository, or allow a directory "
+        "with --allow-path KIND=DIR on the command line",
+    ),
     "input": Rule(
         "input", Severity.ERROR, "the file cannot be read as an experiment",
         rationale="malformed YAML, duplicate keys, non-UTF-8 bytes, oversized files, alias "
@@ -679,12 +898,16 @@ RULES = {
 }
 
 
-def validate_files(paths: Sequence[Path], document: str | None = None) -> FindingsReport:
-    """Validate each file; unreadable files become findings too, so all problems are listed."""
+def validate_files(paths: Sequence[Path], document: str | None = None,
+                   allowed: tuple[AllowedPath, ...] = ()) -> FindingsReport:
+    """Validate each file, and what the paths it names are (confined, existing, the right
+    kind); unreadable files become findings too, so all problems are listed."""
     findings: list[Finding] = []
     for path in paths:
         try:
-            findings.extend(check_file(path, document).findings)
+            checked = check_file(path, document)
+            findings.extend(checked.findings)
+            findings.extend(check_paths(checked, allowed).findings)
         except InputError as e:
             findings.append(
                 Finding("input", Severity.ERROR, e.message.split(": ", 1)[-1]

@@ -39,6 +39,85 @@ _SIZE = re.compile(r"^([0-9]{1,15})\s*(k|m|g|ki|mi|gi|kib|mib|gib|kb|mb|gb)?$", 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
+# ------------------------------------------------------- where a PR-named path may lead
+
+#: The kinds of path that a file a pull request can change names (docs/limits.md): each is
+#: confined to the repository unless ``--allow-path KIND=DIR`` (the action's ``allow-paths``
+#: input) names a directory for that kind. Nothing in the repository can widen it.
+PATH_KINDS = ("context", "dockerfile", "buildArgsFile", "model", "bodyFile", "ignoreFile",
+              "vex", "cacheDir", "settings")
+
+
+def repository_root(start: Path) -> Path:
+    """The realpath of the repository holding *start* (a file or directory): the nearest
+    directory at or above it with a ``.git`` entry (the git top level; a worktree's or a
+    submodule's ``.git`` file counts), else *start*'s own directory. No subprocess."""
+    here = Path(os.path.realpath(start))
+    if not here.is_dir():
+        here = here.parent
+    for d in (here, *here.parents):
+        if os.path.lexists(d / ".git"):
+            return d
+    return here
+
+
+class AllowedPath(NamedTuple):
+    """``--allow-path KIND=DIR``: paths of *kind* may lead under *directory* (a realpath)."""
+
+    kind: str
+    directory: Path
+
+
+def parse_allow_path(text: str) -> AllowedPath:
+    """``KIND=DIR`` (``model=/models``) as an :class:`AllowedPath`; UsageError otherwise."""
+    kind, sep, where = text.partition("=")
+    canon = {k.lower(): k for k in PATH_KINDS}.get(kind.strip().lower())
+    if not sep or canon is None or not where.strip():
+        raise UsageError(
+            f"--allow-path {text!r} is not KIND=DIR",
+            hint=f"give KIND=DIR with KIND one of {', '.join(PATH_KINDS)}, e.g. model=/models",
+        )
+    if any(c in where for c in "\n\r\0"):
+        raise UsageError(f"--allow-path {text!r}: a directory with a line break or NUL",
+                         hint="give the directory's path on one line")
+    return AllowedPath(canon, Path(os.path.realpath(where.strip())))
+
+
+class PathPolicy(NamedTuple):
+    """Where the paths named in an experiment (or found beside it) may lead: inside *root*
+    (a realpath), or under a directory the command line allowed for their kind."""
+
+    root: Path
+    allowed: tuple[AllowedPath, ...] = ()
+
+    @classmethod
+    def for_file(cls, file: Path, allowed: tuple[AllowedPath, ...] = ()) -> PathPolicy:
+        return cls(repository_root(file), tuple(allowed))
+
+    def permits(self, resolved: Path, kind: str) -> bool:
+        """Whether the realpath *resolved* lies in the repository or an allowed directory."""
+        dirs = [self.root, *(a.directory for a in self.allowed if a.kind == kind)]
+        return any(resolved == d or resolved.is_relative_to(d) for d in dirs)
+
+    def confine(self, value: str, base: Path, *, kind: str, field: str, file: str,
+                line: int | None = None) -> Path:
+        """The realpath of *value* (relative to *base*) when :meth:`permits` allows it; an
+        InputError naming *file*, *line* and the fix otherwise. Open or mount what this
+        returns, never *value* itself (a symbolic link could be swapped in between)."""
+        resolved = Path(os.path.realpath(base / value))
+        if self.permits(resolved, kind):
+            return resolved
+        lexical = Path(os.path.normpath(Path(os.path.realpath(base)) / value))
+        how = "" if lexical == resolved else f" (through a symbolic link, to {resolved})"
+        raise InputError(
+            f"{field} {value!r} leads outside the repository {self.root}{how}",
+            file=file, line=line,
+            hint=f"name a path inside {self.root}; to use one outside it on purpose, pass "
+            f"--allow-path {kind}=DIR on the command line (the action's allow-paths input): "
+            "no file in the repository can allow it",
+        )
+
+
 class Limit(NamedTuple):
     """A documented cap: *default*, or the value of the environment variable *env*."""
 

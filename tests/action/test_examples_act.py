@@ -172,25 +172,70 @@ def test_pr_check_fails_a_download_at_start_with_an_annotation_naming_it(
     assert "servelab%3A no PR comment" in run.log
 
 
-def test_scheduled_rebuild_without_then_with_a_release_record(
+def _history(run: ActLocal) -> tuple[list[dict[str, Any]], str]:
+    """The history file (one JSON object a line) and trend of a scheduled run's artifact."""
+    (found,) = [p for n, p in run.artifacts.items() if n.startswith("servelab-history-")]
+    lines = (found / "history.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in lines], (found / "trend" / "history.md").read_text()
+
+
+def _trend_rows(markdown: str) -> list[str]:
+    return [x for x in markdown.splitlines() if re.match(r"\| (◆ )?\d{4}-\d\d-\d\d ", x)]
+
+
+def test_scheduled_rebuild_carries_its_history_then_checks_a_release_record(
         tmp_path: Path, base_image: str, fixture_trivy_cache: Path) -> None:
-    """scheduled-rebuild.yml: with no record committed it rebuilds HEAD, passes and says how
-    to make the record; with that record committed a rebuild of the release's commit gives
-    the same digest."""
-    repo = team_repo(tmp_path, base_image, fixture_trivy_cache, "scheduled-rebuild.yml")
-    first = act_local(tmp_path, repo, "scheduled-rebuild.yml")
+    """scheduled-rebuild.yml, four runs in a row sharing one cache store, as GitHub's:
+
+    1. no record committed: it rebuilds HEAD, passes, says how to make the record, and starts
+       the history (one run);
+    2. the same commit again: the history, restored from the newest cache entry, has two runs
+       with the same digest, nothing marked;
+    3. after a change to the server: three runs, the newest marked (its digest changed) with
+       the inputs that differ (commit, context), in the job summary and the artifact;
+    4. with the third run's result committed as the release record, a rebuild of the
+       release's commit gives the same digest."""
+    example = "scheduled-rebuild.yml"
+    repo = team_repo(tmp_path, base_image, fixture_trivy_cache, example)
+    first = act_local(tmp_path, repo, example)
     assert first.returncode == 0, first.log[-6000:]
     assert "no release record yet" in first.log
     assert "## No release record yet" in first.log  # the job summary act prints
-    record = first.artifact("-treatment-repeat-1") / "result.json"
+    assert len(_history(first)[0]) == 1
+    second = act_local(tmp_path, repo, example)
+    assert second.returncode == 0, second.log[-6000:]
+    entries, trend = _history(second)
+    assert [e["run"]["id"] for e in entries[:1]] == [_history(first)[0][0]["run"]["id"]]
+    assert len(entries) == 2 and len(_trend_rows(trend)) == 2
+    assert entries[0]["arms"]["treatment"]["digests"] == entries[1]["arms"]["treatment"]["digests"]
+    assert "◆" not in "".join(_trend_rows(trend))
+    app = repo / DEMO / "app.py"
+    app.write_text(app.read_text() + "\n# a change that lands between two nightly runs\n")
+    git(repo, "commit", "-qam", "a comment in the server")
+    third = act_local(tmp_path, repo, example)
+    assert third.returncode == 0, third.log[-6000:]
+    entries, trend = _history(third)
+    rows = _trend_rows(trend)
+    assert len(entries) == 3 and len(rows) == 3
+    assert rows[0].startswith("| ◆ ") and not any(r.startswith("| ◆ ") for r in rows[1:])
+    change = next(x for x in trend.splitlines() if x.startswith("- ") and "treatment" in x)
+    assert "inputs changed: " in change and "commit" in change and "context_sha256" in change
+    shown = third.log.split("Summary - ## servelab history: ", 1)[1]  # the job summary
+    assert len(_trend_rows(shown.split("### Digest changes", 1)[0])) == 3
+    assert "xychart-beta" in third.log
+    assert (third.artifacts[next(n for n in third.artifacts if n.startswith("servelab-history-"))]
+            / "trend" / "history.svg").read_text().startswith("<?xml")
+    record = third.artifact("-treatment-repeat-1") / "result.json"
     digest = json.loads(record.read_text())["image"]["digest"]
+    assert entries[-1]["arms"]["treatment"]["digests"] == [digest]
     shutil.copy2(record, repo / DEMO / "release-result.json")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "record the release")
-    second = act_local(tmp_path, repo, "scheduled-rebuild.yml")
-    assert second.returncode == 0, second.log[-6000:]
-    assert f"same digest as at release: {digest}" in second.log
-    assert "## Release vs today" in second.log
+    fourth = act_local(tmp_path, repo, example)
+    assert fourth.returncode == 0, fourth.log[-6000:]
+    assert f"same digest as at release: {digest}" in fourth.log
+    assert "## Release vs today" in fourth.log
+    assert len(_history(fourth)[0]) == 4
 
 
 def test_matrix_fanout_legs_never_collide_and_report_merges_them(

@@ -1,4 +1,4 @@
-"""servelab.run.github: delimiter-safe outputs, the 1 MiB summary cap, annotation ranking, plans."""
+"""servelab.github: delimiter-safe outputs, the 1 MiB summary cap, annotation ranking, plans."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ ALLOWED: dict[str, str] = {
     "node/": "blobs it fetched from the registry itself (sha256 checked as they are written)",
     "gpu/host.py": "the torch probe script shipped in the package and its JSON output",
     "github/": "summary.json/summary.md the run just wrote, GitHub's step files, the event",
+    "k8s/imagefiles.py": "image layers through servelab.image's verified blob reader",
     "lint/hadolint.py": "hadolint's JSON output",
     "lint/basecfg.py": "docker's and the registry's answers about a base image",
     "lint/parse.py": "its parser child reads, from a pipe, text the parent read with textio",

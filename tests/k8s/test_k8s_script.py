@@ -41,7 +41,7 @@ def test_tokens_split_commands() -> None:
     text = ('set -e  # strict\npip install "a==1" b && echo \'x; y\' || true\n'
             "vllm serve m \\\n  --port 8000 2>&1 | tee log; exec x\n")
     assert _words(text) == [["set", "-e"], ["pip", "install", "a==1", "b"], ["echo", "x; y"],
-                            ["true"], ["vllm", "serve", "m", "--port", "8000", "2>&1"],
+                            ["true"], ["vllm", "serve", "m", "--port", "8000"],
                             ["tee", "log"], ["exec", "x"]]
     lines = [line for token, line, op in tokens(text) if token in ("pip", "vllm", "--port")]
     assert lines == [2, 3, 4]
@@ -131,9 +131,13 @@ def _any_obj(tmp_path: Path) -> K8sObject:
         ("ANYTHING", "nvapi-abcdefghijklmnopqrstuvwxyz012345", Severity.ERROR),
         ("VLLM_API_KEY", "s3cr3t-key-for-prod", Severity.WARNING),
         ("DB_PASSWORD", "hunter2hunter2", Severity.WARNING),
-        ("HF_TOKEN", "$HF_TOKEN", None),
-        ("HF_TOKEN", "<your token>", None),
-        ("OPENAI_API_KEY", "EMPTY", None),
+        ("HF_TOKEN", "$HF_TOKEN", Severity.WARNING),
+        ("HF_TOKEN", "<your token>", Severity.WARNING),
+        ("OPENAI_API_KEY", "EMPTY", Severity.WARNING),
+        ("HUGGING_FACE_HUB_TOKEN", "changeme", Severity.WARNING),
+        ("HF_TOKEN", "$(HF_TOKEN)", None),
+        ("HF_TOKEN", "", None),
+        ("DB_PASSWORD", "changeme", None),
         ("TOKENIZERS_PARALLELISM", "false", None),
         ("MAX_TOKENS", "4096000000", None),
         ("HF_TOKEN_PATH", "/var/run/secrets/hf/token", None),

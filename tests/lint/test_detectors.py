@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from servelab.lint import downloads, fetch, find_dockerfiles, is_dockerfile_name, packages, shell
+from servelab.lint import (
+    downloads,
+    fetch,
+    find_dockerfiles,
+    is_dockerfile_name,
+    packages,
+    shell,
+    walk,
+)
 from servelab.lint.rules.secrets import looks_secret
 
 VALUES = {
@@ -55,8 +63,8 @@ def test_unverified_downloads_found(text: str, expect: str) -> None:
         "curl -fsS http://127.0.0.1:8000/health",
         "curl -L https://x.example/key.gpg | gpg --dearmor > /etc/apt/keyrings/x.gpg",
         "curl -s https://api.github.com/repos/o/r/releases | python3 -c 'import json,sys'",
-        "curl -o a.tgz https://x.example/a.tgz && echo 'abc  a.tgz' | sha256sum -c - "
-        "&& tar xzf a.tgz",
+        "curl -o a.tgz https://x.example/a.tgz && echo '" + "ab" * 32 + "  a.tgz' | "
+        "sha256sum -c - && tar xzf a.tgz",
         "curl -o a.sh https://x.example/a.sh && cosign verify-blob --key k a.sh && sh a.sh",
         "curl -s https://x.example/install.sh",
         "curl -fsSL -o /m/model.safetensors https://huggingface.co/o/m/resolve/main/model.safetensors",
@@ -174,11 +182,12 @@ def test_weight_walk_honours_the_ignore_rules(tmp_path: Path) -> None:
     (tmp_path / "models" / "loader.py").write_text("x = 1\n")
     (tmp_path / "node_modules").mkdir()
     _safetensors(tmp_path / "node_modules" / "m.safetensors")
-    skip = frozenset({"node_modules"})
-    assert downloads.find_weight_files(tmp_path, "models", lambda _r: False, skip) == [
-        ("models/a/model.safetensors", (tmp_path / "models/a/model.safetensors").stat().st_size)]
-    assert downloads.find_weight_files(tmp_path, ".", lambda r: r.endswith(".safetensors"),
-                                       skip) == []
+    size = (tmp_path / "models/a/model.safetensors").stat().st_size
+    assert walk.weight_files(tmp_path, "models", lambda _r: False) == walk.Found(
+        [("models/a/model.safetensors", size)], stopped=False)
+    assert walk.weight_files(tmp_path, ".", lambda _r: False).files == [
+        ("models/a/model.safetensors", size)]  # node_modules is never walked
+    assert walk.weight_files(tmp_path, ".", lambda r: r.endswith(".safetensors")).files == []
 
 
 def test_from_pretrained_of_a_local_path_is_no_download() -> None:
@@ -208,3 +217,88 @@ def test_directory_mode_finds_every_name_teams_use(tmp_path: Path) -> None:
         (tmp_path / "svc" / name).write_text("FROM scratch\n")
     found = sorted(Path(p).name for p, _d in find_dockerfiles([tmp_path]))
     assert found == sorted(n for n, ok in NAMES.items() if ok)
+
+
+DIGEST = "9f" * 32
+FINGERPRINT = "A035C8C19219BA821ECEA86B64E628F8D684696D"
+
+
+def _verifies(text: str) -> bool:
+    exp = fetch.expander({"TOOL_SHA256": DIGEST, "GPG_KEY": FINGERPRINT}.get, text)
+    return fetch.verifies(shell.commands(text), text, exp)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"curl -fsSLO https://x.example/t.zip && echo '{DIGEST}  t.zip' | sha256sum -c -",
+        'curl -fsSLO https://x.example/t.zip && echo "${TOOL_SHA256}  t.zip" | sha256sum -c -',
+        f"curl -o t.zip https://x.example/t.zip && sha256sum t.zip | grep -q {DIGEST}",
+        "curl -fsSLO https://x.example/t.zip && sha256sum -c /tmp/SHA256SUMS",
+        'gpg --batch --keyserver hkps://keys.openpgp.org --recv-keys "$GPG_KEY" '
+        "&& gpg --batch --verify t.zip.asc t.zip",
+        "gpg --import /tmp/keys/release.asc && gpg --verify t.zip.asc t.zip",
+        "cosign verify-blob --key cosign.pub --signature t.sig t.zip",
+        "pip install --require-hashes -r requirements.txt",
+    ],
+)
+def test_verification_needs_a_written_digest_or_key(text: str) -> None:
+    assert _verifies(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apt-get install -y gnupg gpg-agent && curl -fsSLO https://x.example/t.deb",
+        "curl -fsSLO https://x.example/t.zip && curl -fsSLO https://x.example/t.zip.sha256 "
+        "&& sha256sum -c t.zip.sha256",
+        "curl -fsSL https://x.example/key.asc | gpg --import && gpg --verify t.zip.asc t.zip",
+        "curl -fsSL https://x.example/key.gpg | gpg --dearmor -o /usr/share/keyrings/x.gpg",
+        "gpg --show-keys /usr/share/keyrings/x.gpg && curl -o t.run https://x.example/t.run",
+        "curl -o t.zip https://x.example/t.zip && sha256sum t.zip > t.zip.sha256",
+        'SUM="$(curl -fsSL https://x.example/t.zip.sha256)" && echo "$SUM  t.zip" | sha256sum -c -',
+        "gpg --verify t.zip.asc t.zip",
+    ],
+)
+def test_mentions_and_same_host_checks_are_no_verification(text: str) -> None:
+    assert not _verifies(text)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expect"),
+    [
+        ("git+https://github.com/o/r@main", "at the branch main"),
+        ("git+https://github.com/o/r.git@v0.6.3#egg=r", "at the tag v0.6.3: a tag is mutable"),
+        ("r @ git+https://github.com/o/r.git", "at its default branch"),
+        ("git+ssh://git@github.com/o/r.git", "at its default branch"),
+        ("https://x.example/r-1.0-py3-none-any.whl", "with no hash"),
+        (f"git+https://github.com/o/r@{'a' * 40}", ""),
+        (f"https://x.example/r-1.0-py3-none-any.whl#sha256={DIGEST}", ""),
+        ("torch==2.5.1", ""),
+        ("git+https://github.com/o/r@${REF}", ""),
+    ],
+)
+def test_pip_requirements_from_urls_and_branches(spec: str, expect: str) -> None:
+    cmd = shell.commands(f"pip install '{spec}'")[0]
+    found = fetch.pip_unverified(cmd, lambda w: w)
+    if expect:
+        assert len(found) == 1 and expect in found[0]
+    else:
+        assert found == []
+
+
+def _flow(*runs: str) -> list[tuple[int, str]]:
+    return fetch.branch_builds([(n, t, "/") for n, t in enumerate(runs, start=1)],
+                               lambda text: fetch.expander(VALUES.get, text))
+
+
+def test_a_download_used_in_a_later_run_names_both_lines() -> None:
+    [(line, what)] = _flow("curl -fsSL -o /opt/setup https://x.example/setup",
+                           "chmod +x /opt/setup", "/opt/setup --yes")
+    assert line == 1 and "at line 3" in what and "https://x.example/setup" in what
+    assert _flow("curl -fsSL -o /opt/setup https://x.example/setup",
+                 f"echo '{DIGEST}  /opt/setup' | sha256sum -c - && sh /opt/setup") == []
+    assert _flow("curl -fsSL -o /opt/labels.txt https://x.example/labels.txt",
+                 "wc -l /opt/labels.txt") == []
+    [(line, what)] = _flow("curl -fsSL https://x.example/get > /tmp/get", "bash /tmp/get")
+    assert line == 1 and "(bash, at line 2)" in what

@@ -46,5 +46,7 @@ def test_bench_script_runs_and_prints_both_figures() -> None:
     assert done.returncode == 0, done.stderr
     assert "python -c pass" in done.stdout
     assert re.search(r"servelab lint \(1 file, no hadolint\)\s+[\d.]+ ms\s+target <=", done.stdout)
+    followed = r"servelab lint \(1 file, 50 modules followed\)\s+[\d.]+ ms\s+target <="
+    assert re.search(followed, done.stdout)
     many = r"servelab lint \(1000 files, 1 call\)\s+[\d.]+ ms\s+target < 5000"
     assert re.search(many, done.stdout)

@@ -58,11 +58,16 @@ def test_policy_from_spec(images: dict[str, Image], trivy_cache: Path, tmp_path:
         "  scan:\n    failOn: [MEDIUM]\n    offline: true\n"
         f"    cacheDir: {trivy_cache}\n"
     )
+    # the cache lies outside the experiment's folder: only the command line can allow that
     done = run_cli(str(images["treatment"].layout), "--spec", str(spec))
+    assert done.returncode == 2 and "scan.cacheDir" in done.stderr, done.stderr
+    allow = f"--allow-path=cacheDir={trivy_cache}"
+    done = run_cli(str(images["treatment"].layout), "--spec", str(spec), allow)
     assert done.returncode == 1, done.stderr
     assert "gate FAILED: 2 finding(s) at MEDIUM" in done.stdout
     # flags win over the spec
-    done = run_cli(str(images["treatment"].layout), "--spec", str(spec), "--fail-on", "HIGH")
+    done = run_cli(str(images["treatment"].layout), "--spec", str(spec), allow, "--fail-on",
+                   "HIGH")
     assert done.returncode == 0, done.stderr
 
 

@@ -86,3 +86,26 @@ def emit(report_text: str, output: str | None) -> None:
     from servelab.report import write_output
 
     write_output(report_text, output, sys.stdout.write)
+
+
+def allow_path_value(text: str) -> object:
+    """argparse type of ``--allow-path KIND=DIR`` (:func:`servelab.textio.parse_allow_path`)."""
+    from servelab.errors import UsageError
+    from servelab.textio import parse_allow_path
+
+    try:
+        return parse_allow_path(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def add_allow_path(parser: argparse._ActionsContainer) -> None:
+    """``--allow-path KIND=DIR``: the only way to let a path the experiment names lead
+    outside its repository (docs/limits.md); no file can set it."""
+    from servelab.textio import PATH_KINDS
+
+    parser.add_argument(
+        "--allow-path", action="append", default=[], type=allow_path_value, metavar="KIND=DIR",
+        help="let the experiment's paths of KIND lead under DIR, outside the repository "
+        f"(repeatable; KIND: {', '.join(PATH_KINDS)}; e.g. model=/models)",
+    )

@@ -33,11 +33,12 @@ import argparse
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from servelab.build.render import FORMATS
-    from servelab.commands._common import ascii_int
+    from servelab.commands._common import add_allow_path, ascii_int
 
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="the metadata.name of the experiment in a multi-document file")
+    add_allow_path(parser)
     parser.add_argument("--repeats", type=ascii_int, metavar="N",
                         help="builds per arm (default: the experiment's repeats)")
     parser.add_argument("--out", metavar="DIR", default="servelab-out",
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.repeats is not None and args.repeats < 1:
         raise UsageError("--repeats must be at least 1")
-    exp = load_experiment(Path(args.experiment), args.document)
+    exp = load_experiment(Path(args.experiment), args.document, tuple(args.allow_path))
     result = build_experiment(exp, RunOptions(out_dir=Path(args.out), repeats=args.repeats,
                                               keep=args.keep_image))
     kept = []

@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from servelab.findings import FindingsReport
     from servelab.lint.config import LintConfig
+    from servelab.textio import AllowedPath
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_fail_on, add_format
+    from servelab.commands._common import add_allow_path, add_fail_on, add_format
 
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="Dockerfiles or directories (default: .)"
@@ -94,6 +95,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--list-rules", action="store_true", help="list the rule ids with severity and exit"
     )
+    add_allow_path(parser)
     add_format(parser)
     add_fail_on(parser)
 
@@ -124,10 +126,12 @@ def run(args: argparse.Namespace) -> int:
     for item in args.build_arg:
         key, value = parse_build_arg(item)
         build_args[key] = value
-    cfg = config.load_config(Path(args.config), set(RULES)) if args.config else discover_config()
+    cfg = (config.load_config(Path(args.config), set(RULES)) if args.config
+           else discover_config(allowed=tuple(args.allow_path)))
     hadolint = False if args.no_hadolint else None
     if args.spec:
-        report = _lint_spec(Path(args.spec), build_args, cfg, hadolint, args.resolve_base)
+        report = _lint_spec(Path(args.spec), build_args, cfg, hadolint, args.resolve_base,
+                            tuple(args.allow_path))
         emit(get_reporter(args.format).render(report), args.output)
         return 1 if report.fails(args.fail_on) else 0
     report = lint_paths(
@@ -143,16 +147,19 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.fails(args.fail_on) else 0
 
 
-def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,
-               hadolint: bool | None, resolve_base: bool) -> FindingsReport:
+def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,  # noqa: PLR0917
+               hadolint: bool | None, resolve_base: bool,
+               allowed: tuple[AllowedPath, ...]) -> FindingsReport:
     """One report over every arm of an experiment, each with its own context and build args."""
     from servelab.findings import FindingsReport
     from servelab.lint import lint_paths
     from servelab.spec import load_experiment
 
-    exp = load_experiment(path)
+    exp = load_experiment(path, allowed=allowed)
     declared = exp.request is not None or "serve" in exp.spec_data
-    merged = FindingsReport("servelab lint", [], {}, [])
+    from servelab.lint.config import settings_of
+
+    merged = FindingsReport("servelab lint", [], {}, [], settings=settings_of(cfg))
     for arm in exp.arms():
         if arm.image:
             merged.notes.append(f"{arm.name}: a prebuilt image, no Dockerfile to lint")

@@ -19,15 +19,20 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from servelab.textio import AllowedPath
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_fail_on, ascii_int
+    from servelab.commands._common import add_allow_path, add_fail_on, ascii_int
     from servelab.run.render import FORMATS
 
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="metadata.name of the experiment in a multi-document file")
+    add_allow_path(parser)
     parser.add_argument("--out", default="servelab-out", metavar="DIR",
                         help="artifact directory (default: servelab-out); must not hold a run")
     parser.add_argument("--repeats", type=ascii_int, metavar="N",
@@ -75,9 +80,9 @@ def run(args: argparse.Namespace) -> int:
     if args.repeats is not None and not 1 <= args.repeats <= 50:
         raise UsageError("--repeats must be between 1 and 50")
     try:
-        exp = load_experiment(Path(args.experiment), args.document)
+        exp = load_experiment(Path(args.experiment), args.document, tuple(args.allow_path))
     except InputError:
-        _annotate_spec(Path(args.experiment), args.document)
+        _annotate_spec(Path(args.experiment), args.document, tuple(args.allow_path))
         raise
     opts = RunOptions(
         out_dir=Path(args.out), stages=parse_stages(args.stages), repeats=args.repeats,
@@ -97,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _annotate_spec(path: object, document: str | None) -> None:
+def _annotate_spec(path: object, document: str | None, allowed: tuple[AllowedPath, ...]) -> None:
     """Under GitHub Actions, every problem of an invalid experiment as an annotation."""
     import sys
     from pathlib import Path
@@ -109,7 +114,7 @@ def _annotate_spec(path: object, document: str | None) -> None:
     from servelab.report import get_reporter
     from servelab.spec import validate_files
 
-    report = validate_files([Path(str(path))], document)
+    report = validate_files([Path(str(path))], document, allowed)
     sys.stdout.write(get_reporter("github").render(report))
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_fail_on, finite_float
+    from servelab.commands._common import add_allow_path, add_fail_on, finite_float
 
     parser.add_argument("targets", nargs="+", metavar="TARGET",
                         help="image name, OCI layout directory, OCI or docker archive")
@@ -47,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pol = parser.add_argument_group("policy (default: the --spec scan block, else built-ins)")
     pol.add_argument("--spec", metavar="FILE", help="take the policy from this experiment file")
     pol.add_argument("--document", metavar="NAME", help="experiment document in --spec")
+    add_allow_path(pol)
     add_fail_on(pol, default=None, what="the severities that fail the gate",
                 shown_default="CRITICAL,HIGH, or the --spec's failOn")
     pol.add_argument("--ignore-unfixed", action="store_true", default=None,
@@ -86,7 +87,7 @@ def _policy(args: argparse.Namespace) -> Any:
 
     policy = ScanPolicy()
     if args.spec:
-        policy = load_experiment(Path(args.spec), args.document).scan
+        policy = load_experiment(Path(args.spec), args.document, tuple(args.allow_path)).scan
     changes: dict[str, Any] = {}
     if args.fail_on is not None:
         changes["fail_on"] = list(parse_fail_on(args.fail_on).trivy)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from servelab.commands._common import ascii_int, finite_float
+from servelab.commands._common import add_allow_path, ascii_int, finite_float
 
 if TYPE_CHECKING:
     from servelab.smoke.stage import SmokeSettings
@@ -87,6 +87,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="experiment file to take the settings from")
     parser.add_argument("--document", metavar="NAME",
                         help="the experiment document's name in a multi-document file")
+    add_allow_path(parser)
     _add_serve(parser)
     _add_model(parser)
     _add_request(parser)
@@ -154,14 +155,52 @@ def _build_settings(args: argparse.Namespace) -> SmokeSettings:
     from servelab.spec import load_experiment
 
     if args.experiment:
-        s = SmokeSettings.from_experiment(load_experiment(Path(args.experiment), args.document))
+        exp = load_experiment(Path(args.experiment), args.document, tuple(args.allow_path))
+        s = SmokeSettings.from_experiment(exp)
     else:
         s = SmokeSettings()
     s = replace(s, serve=_serve(args, s), model=_model(args, s), request=_request(args, s),
                 probe=args.probe, scan_weights=not args.no_weights_scan, keep=args.keep)
     if args.gpu:
         s = replace(s, gpu=replace(s.gpu, required=True))
+    _check_like_the_spec(s)
     return s
+
+
+_SERVE_OPTIONS = {"port": "--port", "healthPath": "--health-path",
+                  "readinessTimeoutSeconds": "--timeout", "writablePaths": "--writable",
+                  "shmSize": "--shm-size", "network": "--network", "user": "--user",
+                  "env": "--env", "args": "--arg"}
+_REQUEST_OPTIONS = {"path": "--request-path", "method": "--request-method",
+                    "headers": "--request-header", "count": "--request-count",
+                    "status": "--expect-status", "regex": "--expect-regex"}
+_MODEL_OPTIONS = {"mountPath": "--mount-path", "sha256": "--model-sha256", "": "--model"}
+
+
+def _present(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _check_like_the_spec(s: SmokeSettings) -> None:
+    """The options that mirror spec fields go through the spec's own schema: ``--port 0``,
+    ``--health-path health``, a header with a line break or ``--expect-regex '('`` are exit
+    2 at once, as in an experiment, never a timeout later."""
+    from servelab.spec import check_options
+
+    sv = s.serve
+    check_options("serve", _present(
+        port=sv.port, healthPath=sv.health_path, readinessTimeoutSeconds=sv.readiness_timeout_s,
+        writablePaths=list(sv.writable_paths), shmSize=sv.shm_size, network=sv.network,
+        user=sv.user, env=dict(sv.env), args=list(sv.args)), _SERVE_OPTIONS)
+    if s.model is not None:
+        check_options("model", _present(mountPath=s.model.mount_path, sha256=s.model.sha256),
+                      _MODEL_OPTIONS)
+    r = s.request
+    if r is not None:
+        expect = _present(status=r.expect_status, regex=r.expect_regex)
+        check_options("request", _present(path=r.path, method=r.method,
+                                          headers=dict(r.headers), count=r.count,
+                                          expect=expect), _REQUEST_OPTIONS)
 
 
 def _pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:

@@ -18,13 +18,14 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_format
+    from servelab.commands._common import add_allow_path, add_format
 
     parser.add_argument("files", nargs="+", metavar="FILE", help="experiment YAML files")
     parser.add_argument(
         "--document", metavar="NAME",
         help="the metadata.name of the experiment document in a multi-document file",
     )
+    add_allow_path(parser)
     add_format(parser)
 
 
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from servelab.spec import validate_files
 
     reporter = get_reporter(args.format)
-    report = validate_files([Path(f) for f in args.files], args.document)
+    report = validate_files([Path(f) for f in args.files], args.document,
+                            tuple(args.allow_path))
     emit(reporter.render(report), args.output)
     return int(ExitCode.BAD_INPUT if report.findings else ExitCode.OK)

@@ -140,12 +140,39 @@ def prepared_input(target: str | Path, run_id: str = "scan",
         if inp.kind == "oci-archive":
             unpack_oci_archive(inp.path, tmp)
             layout = tmp
+        verify_layout(layout, platform)
         if platform or _layout_nested(layout):
             yield _narrowed(inp, layout, tmp, platform)
         else:
             yield ImageInput(inp.target, "oci-dir", path=layout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verify_layout(layout: Path, platform: str | None = None) -> None:
+    """Read the config and every layer of the image a tool will be pointed at through the
+    verified reader (digest, declared size, the config's diff_id, decompression caps) and
+    as a tar: a corrupt input image is an InputError (exit 2), as in ``servelab diff``,
+    never a tool failure (exit 3) nor a scan of something other than what the digest names."""
+    with OciLayout(layout) as source:
+        chosen = platforms.choose(source.platform_manifests(), platform)
+        config = source.read_config(chosen.config)
+        diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+        ids = [str(d) for d in diff_ids] if len(diff_ids) == len(chosen.layers) else []
+        for n, layer in enumerate(chosen.layers):
+            with source.open_layer(layer, diff_id=ids[n] if ids else None) as data:
+                _read_tar(data, f"{source.name}: layer {layer.digest}")
+
+
+def _read_tar(stream: Any, name: str) -> None:
+    """Walk a layer's tar members (their data is read past, nothing is kept)."""
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tf:
+            for _member in tf:
+                pass
+    except (tarfile.TarError, EOFError) as e:
+        raise InputError(f"not a readable tar archive ({e})", file=name,
+                         hint="rebuild or re-export the image; the layer is damaged") from e
 
 
 def _narrowed(inp: ImageInput, layout: Path, tmp: Path, platform: str | None) -> ImageInput:

@@ -19,9 +19,11 @@ from servelab.lint import hadolint as _hadolint
 from servelab.lint import ignore, parse, rules
 from servelab.lint.config import LintConfig
 from servelab.lint.image import Analysis
+from servelab.textio import PathPolicy, repository_root
 
 if TYPE_CHECKING:
     from servelab.lint.basecfg import BaseResolver
+    from servelab.textio import AllowedPath
 
 __all__ = [
     "RULES", "LintConfig", "discover_config", "find_dockerfiles", "is_dockerfile_name",
@@ -32,9 +34,11 @@ __all__ = [
 RULES: dict[str, Rule] = rules.RULES.rules
 
 
-def discover_config(start: Path | None = None) -> LintConfig:
-    """Lint settings from the nearest .servelab.yaml/pyproject.toml above *start* (cwd)."""
-    return _config.discover((start or Path.cwd()).resolve(), set(RULES))
+def discover_config(start: Path | None = None,
+                    allowed: tuple[AllowedPath, ...] = ()) -> LintConfig:
+    """Lint settings from the nearest .servelab.yaml/pyproject.toml at or above *start*
+    (cwd), within its repository."""
+    return _config.discover((start or Path.cwd()).resolve(), set(RULES), allowed)
 
 
 _BASE_NAMES = ("dockerfile", "containerfile")
@@ -72,12 +76,14 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
             out.append((p, str(given)))
             continue
         found: list[tuple[Path, str]] = []
-        for dirpath, dirnames, filenames in os.walk(p):
+        policy = PathPolicy(repository_root(p))
+        for dirpath, dirnames, filenames in os.walk(p):  # linked folders are not entered
             dirnames[:] = sorted(d for d in dirnames if d not in ignore.SKIP_DIRS)
             for f in sorted(filenames):
                 if is_dockerfile_name(f):
-                    q = Path(dirpath) / f
-                    found.append((q, str(q)))
+                    q = Path(dirpath) / f  # a link out of the repository is refused unread
+                    found.append((policy.confine(f, Path(dirpath), kind="dockerfile",
+                                                 field="Dockerfile", file=str(q)), str(q)))
         if not found:
             raise InputError(
                 f"no Dockerfile found (looked for {DOCKERFILE_NAMES})",
@@ -91,6 +97,7 @@ def find_dockerfiles(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
 class _FileResult(NamedTuple):
     df: parse.Dockerfile
     findings: list[Finding]
+    suppressions: _config.Suppressions
 
 
 def _lint_file(
@@ -129,28 +136,21 @@ def _lint_file(
                 context=h.context,
             )
         )
-    return _FileResult(df, findings)
+    spans = [(ins.line, ins.end_line) for ins in df.instructions]
+    return _FileResult(df, findings, _config.Suppressions(df.lines, spans))
 
 
-def _instruction_start(df: parse.Dockerfile, line: int) -> int:
-    for ins in df.instructions:
-        if ins.line <= line <= ins.end_line:
-            return ins.line
-    return line
-
-
-def _suppressed(f: Finding, df: parse.Dockerfile, cfg: LintConfig) -> bool:
+def _suppressed(f: Finding, sup: _config.Suppressions, cfg: LintConfig) -> bool:
     related = {f.rule_id, _hadolint.DUPLICATES.get(f.rule_id, f.rule_id)}
     if related & cfg.disable:
         return True
-    start = _instruction_start(df, f.line or 1)
-    if related & _config.suppressions(df.lines, start):
+    start = sup.start(f.line or 1)
+    if related & sup.servelab(start):
         return True
     if f.source != "servelab":
         return False
     manager = f.context.get("manager")
-    return any(_hadolint.covers(code, f.rule_id, manager)
-               for code in _config.hadolint_ignores(df.lines, start))
+    return any(_hadolint.covers(code, f.rule_id, manager) for code in sup.hadolint(start))
 
 
 def _merge_hadolint(
@@ -171,7 +171,7 @@ def _merge_hadolint(
             continue
         seen.add(key)
         res = results.get(f.file or "")
-        if res is None or _suppressed(f, res.df, cfg):
+        if res is None or _suppressed(f, res.suppressions, cfg):
             continue
         f.severity = cfg.severity.get(f.rule_id, f.severity)
         report.findings.append(f)
@@ -230,9 +230,10 @@ def lint_paths(
             for rid, r in enabled.items()
         },
         files=list(results),
+        settings=_config.settings_of(cfg),
     )
     for display, res in results.items():
-        report.findings += [f for f in res.findings if not _suppressed(f, res.df, cfg)]
+        report.findings += [f for f in res.findings if not _suppressed(f, res.suppressions, cfg)]
         report.notes += [
             f"{display}:{line}: unknown rule id {rid!r} in a servelab: ignore comment"
             for line, rid in _config.unknown_suppressions(res.df.lines, set(RULES))

@@ -3,7 +3,9 @@ build-argument files.
 
 Settings come from ``--config FILE`` or the first of ``.servelab.yaml``/``.servelab.yml``
 (under a ``lint:`` key) or ``pyproject.toml`` (``[tool.servelab.lint]``) found in the
-current directory or its parents (up to the repository root)::
+current directory or its parents, never above the repository (the git top level; outside
+git, only the current directory): a pull request cannot reach a settings file elsewhere on
+the machine, and the report names the file used and the rules it disabled::
 
     [tool.servelab.lint]
     disable = ["no-health", "DL3008"]
@@ -13,6 +15,7 @@ current directory or its parents (up to the repository root)::
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +24,7 @@ from typing import Any, NamedTuple
 
 from servelab.errors import InputError
 from servelab.findings import Severity
+from servelab.textio import AllowedPath, PathPolicy, repository_root
 
 _EXTERNAL_ID = re.compile(r"^(DL|SC)\d{4}$")
 _SUPPRESS = re.compile(r"#\s*servelab:\s*ignore\s*=\s*([A-Za-z0-9_,\s.-]+)")
@@ -147,21 +151,48 @@ def load_config(path: Path, known: set[str]) -> LintConfig:
     return cfg
 
 
-def discover(start: Path, known: set[str]) -> LintConfig:
-    """Settings from the nearest .servelab.yaml or pyproject.toml, or the defaults."""
-    for d in [start, *start.parents]:
-        for name in (".servelab.yaml", ".servelab.yml"):
-            if (d / name).is_file():
-                cfg = _from_yaml(d / name, known)
-                if cfg is not None:
-                    return cfg
-        if (d / "pyproject.toml").is_file():
-            cfg = _from_toml(d / "pyproject.toml", known, found=True)
+def _within(start: Path, root: Path) -> list[Path]:
+    """*start* and its parents up to *root* (the repository), nearest first."""
+    dirs = [start]
+    for d in start.parents:
+        if not (start.is_relative_to(root) and d.is_relative_to(root)):
+            break
+        dirs.append(d)
+    return dirs if start.is_relative_to(root) else []
+
+
+def _found(d: Path, policy: PathPolicy) -> list[tuple[Path, bool]]:
+    """The settings files in *d*, each confined to the repository (a symbolic link to a
+    file outside it is an InputError, as any path an experiment names)."""
+    out = []
+    for name in (".servelab.yaml", ".servelab.yml", "pyproject.toml"):
+        if (d / name).is_file():
+            path = policy.confine(name, d, kind="settings", field="settings file",
+                                  file=str(d / name))
+            out.append((path, name == "pyproject.toml"))
+    return out
+
+
+def discover(start: Path, known: set[str], allowed: tuple[AllowedPath, ...] = ()) -> LintConfig:
+    """Settings from the nearest .servelab.yaml or pyproject.toml at or above *start*, never
+    above its repository (the git top level, or *start* itself outside git), or the defaults.
+    A file found is opened by its resolved path, and must resolve inside the repository."""
+    policy = PathPolicy(repository_root(start), allowed)
+    for d in _within(Path(os.path.realpath(start)), policy.root):
+        for path, toml in _found(d, policy):
+            cfg = _from_toml(path, known, found=True) if toml else _from_yaml(path, known)
             if cfg is not None:
                 return cfg
-        if (d / ".git").exists():
-            break
     return LintConfig()
+
+
+def settings_of(cfg: LintConfig) -> dict[str, Any] | None:
+    """What a report says about the settings used (``FindingsReport.settings``)."""
+    if cfg.source is None:
+        return None
+    return {"file": cfg.source, "disabled": sorted(cfg.disable),
+            "severity": {k: v.value for k, v in sorted(cfg.severity.items())},
+            "hadolint": cfg.hadolint}
 
 
 def suppressions(lines: list[str], start: int) -> set[str]:
@@ -179,21 +210,69 @@ def suppressions(lines: list[str], start: int) -> set[str]:
 _HADOLINT_IGNORE = re.compile(r"#\s*hadolint\s+(global\s+)?ignore\s*=\s*([A-Za-z0-9_,\s]+)")
 
 
-def hadolint_ignores(lines: list[str], start: int) -> set[str]:
-    """hadolint codes ignored for the instruction at line *start*: ``# hadolint ignore=``
-    comments directly above it, and ``# hadolint global ignore=`` anywhere in the file."""
+def _codes(text: str) -> set[str]:
+    return {c.strip() for c in text.split(",") if c.strip()}
+
+
+def global_hadolint_ignores(lines: list[str]) -> set[str]:
+    """hadolint codes of ``# hadolint global ignore=`` comments anywhere in the file."""
     out: set[str] = set()
     for raw in lines:
         m = _HADOLINT_IGNORE.search(raw) if "hadolint" in raw else None
         if m and m.group(1):
-            out.update(c.strip() for c in m.group(2).split(",") if c.strip())
+            out |= _codes(m.group(2))
+    return out
+
+
+def hadolint_ignores(lines: list[str], start: int,
+                     global_codes: set[str] | None = None) -> set[str]:
+    """hadolint codes ignored for the instruction at line *start*: ``# hadolint ignore=``
+    comments directly above it, and ``# hadolint global ignore=`` anywhere in the file
+    (*global_codes*, when the caller computed them once)."""
+    out = set(global_hadolint_ignores(lines) if global_codes is None else global_codes)
     i = start - 2
     while i >= 0 and lines[i].lstrip().startswith("#"):
         m = _HADOLINT_IGNORE.search(lines[i])
         if m and not m.group(1):
-            out.update(c.strip() for c in m.group(2).split(",") if c.strip())
+            out |= _codes(m.group(2))
         i -= 1
     return out
+
+
+class Suppressions:
+    """What a Dockerfile's comments suppress, read once per file and per instruction (so the
+    work per finding is constant): the instruction a line belongs to, the ``# servelab:
+    ignore=`` and ``# hadolint ignore=`` comments above it, the global hadolint ignores."""
+
+    __slots__ = ("_ends", "_global", "_hadolint", "_lines", "_servelab", "_starts")
+
+    def __init__(self, lines: list[str], spans: list[tuple[int, int]]) -> None:
+        """*spans*: (first line, last line) of each instruction, 1-based, in order."""
+        self._lines = lines
+        self._starts = [a for a, _b in spans]
+        self._ends = [b for _a, b in spans]
+        self._global: set[str] | None = None
+        self._servelab: dict[int, set[str]] = {}
+        self._hadolint: dict[int, set[str]] = {}
+
+    def start(self, line: int) -> int:
+        """The first line of the instruction that holds *line* (else *line* itself)."""
+        from bisect import bisect_right
+
+        k = bisect_right(self._starts, line) - 1
+        return self._starts[k] if k >= 0 and line <= self._ends[k] else line
+
+    def servelab(self, start: int) -> set[str]:
+        if start not in self._servelab:
+            self._servelab[start] = suppressions(self._lines, start)
+        return self._servelab[start]
+
+    def hadolint(self, start: int) -> set[str]:
+        if self._global is None:
+            self._global = global_hadolint_ignores(self._lines)
+        if start not in self._hadolint:
+            self._hadolint[start] = hadolint_ignores(self._lines, start, self._global)
+        return self._hadolint[start]
 
 
 def unknown_suppressions(lines: list[str], known: set[str]) -> list[tuple[int, str]]:

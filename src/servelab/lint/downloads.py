@@ -3,14 +3,13 @@ installs in a start command or start script."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.shell import SimpleCommand, commands
+from servelab.lint.shell import SimpleCommand, commands, shown
 from servelab.textio import head_of
 
 WEIGHT_EXT = (
@@ -47,8 +46,15 @@ _MODEL_OPTS = frozenset(
         "--model-name-or-path",
         "--model_name_or_path",
         "--tokenizer",
+        "--model-uri",
+        "--model_uri",
+        "--repo-id",
+        "--repo_id",
     }
 )
+#: a program or ``python -m`` module whose job is to download (``app.downloader``,
+#: ``model_downloader``, ``download-model``): given a hub id, it fetches it, offline or not
+_DOWNLOADER = LazyPattern(r"(^|[._/-])(down)?load(er|ers)?([._-]|$)|download", re.I)
 _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = {"1", "true", "yes", "on"}
 _INSTALLERS = {
@@ -72,6 +78,8 @@ _FETCHERS = {
     ("git", "clone"),
     ("git", "lfs"),
     ("ollama", "pull"),
+    ("ollama", "run"),  # pulls the model first when it is not in the store
+    ("text-generation-server", "download-weights"),
 }
 
 
@@ -178,37 +186,6 @@ def names_only_other_files(text: str) -> bool:
     return bool(named) and all(
         "." + w.rsplit(".", 1)[1].lower() in _NOT_WEIGHT_EXT and not is_weight_path(w)
         for w in named)
-
-
-def find_weight_files(
-    context: Path, start: str, excluded: Callable[[str], bool], skip: frozenset[str],
-    limit: int = 5000,
-) -> list[tuple[str, int]]:
-    """(path relative to *context*, size) of weight files under *start* (a file or a folder
-    relative to the context) that the build context keeps (*excluded* says what
-    .dockerignore drops); at most *limit* files are looked at."""
-    root = context / start if start not in {"", "."} else context
-    if root.is_file():
-        size = None if excluded(start) else weight_file(root)
-        return [(start, size)] if size is not None else []
-    found: list[tuple[str, int]] = []
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(dirpath, context).replace(os.sep, "/")
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames
-                             if d not in skip and not excluded(rel_dir + d))
-        for f in sorted(filenames):
-            seen += 1
-            rel = rel_dir + f
-            if excluded(rel):
-                continue
-            size = weight_file(Path(dirpath) / f)
-            if size is not None:
-                found.append((rel, size))
-        if seen > limit:
-            break
-    return found
 
 
 def human_size(n: int) -> str:
@@ -387,13 +364,13 @@ def _hub_id(value: str) -> bool:
 def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
     pair = _pair(cmd)
     if pair in _INSTALLERS:
-        return f"installs packages at start (`{' '.join(cmd.argv[:2])}`)", cmd.argv[0]
+        return f"installs packages at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[0]
     if pair in _FETCHERS:
-        return f"downloads at start (`{' '.join(cmd.argv[:2])}`)", cmd.argv[1]
+        return f"downloads at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[1]
     if cmd.name in {"curl", "wget"}:
         remote = [u for u in urls(cmd.argv) if not is_loopback(u)]
         if remote:
-            return f"downloads {remote[0]} at start", remote[0]
+            return f"downloads {shown(remote[0])} at start", remote[0]
     return None
 
 
@@ -408,6 +385,10 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
         found = _command_problem(cmd)
         if found:
             out.append(StartProblem(found[0], found[1], cmd.line))
+            continue
+        if _DOWNLOADER.search(cmd.name):
+            out += [StartProblem(f"downloads the hub model {m!r} at start (`{cmd.name}`)", m,
+                                 cmd.line) for m in _hub_ids(cmd, {**env, **cmd.env})]
             continue
         if is_offline or offline(cmd.env):
             continue

@@ -1,15 +1,18 @@
 """Downloads in build steps that run or install what nobody verified.
 
-Three patterns, each judged on the simple commands of one RUN (heredoc bodies included):
+Judged on the simple commands of one RUN (heredoc bodies included), and across RUNs:
 
 * a download piped into an interpreter (``curl ... | sh``, ``wget -O- ... | python3``,
-  ``sh -c "$(curl ...)"``, ``bash <(curl ...)``);
+  ``curl ... | VAR=x $PY -``, ``sh -c "$(curl ...)"``, ``bash <(curl ...)``);
 * a download of an installer, archive or program (``get-pip.py``, ``*.sh``, ``*.run``,
   ``*.tar.gz``, ``*.zip``, ``*.deb``, a file saved into a ``bin/`` directory or made
-  executable) in a RUN that checks no checksum or signature (``sha256sum -c``, ``gpg
-  --verify``, ``cosign verify``, ...);
-* a ``git clone`` of a branch (the default one, or ``-b main``) that is then built or
-  installed with no checkout of a tag or commit in between.
+  executable) in a RUN that verifies nothing (:func:`verifies`: a digest or key written in
+  the Dockerfile or the context; mentioning gpg is no check);
+* ``pip install`` of a URL without a hash, or of ``git+`` not at a 40-hex commit
+  (:func:`pip_unverified`);
+* (:class:`Flow`) a ``git clone`` of a branch that a later command builds or installs, and
+  a downloaded file that a later command runs, installs or unpacks, in the same RUN, a later
+  one, or a stage that copies it with ``COPY --from``.
 
 URLs and refs are judged after substituting ARG/ENV values and the RUN's own shell
 assignments (``PROTOC_ZIP=protoc.zip && curl -OL .../$PROTOC_ZIP``).
@@ -24,7 +27,13 @@ from typing import NamedTuple
 
 from servelab.lint.downloads import ARCHIVES, HUB_URL, is_loopback, is_weight_path, urls
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.shell import SimpleCommand, assignments, commands, options_and_operands
+from servelab.lint.shell import (
+    SimpleCommand,
+    assignments,
+    commands,
+    options_and_operands,
+    shown,
+)
 from servelab.lint.words import expand
 
 #: substitutes variables in one word (as written where a value is unknown)
@@ -32,10 +41,18 @@ Expand = Callable[[str], str]
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _INTERPRETER = LazyPattern(r"^(python[\d.]*|perl|ruby|node|php)$")
-VERIFY = LazyPattern(
-    r"\b(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|cksum|gpgv?|cosign|minisign|signify|"
-    r"slsa-verifier)\b|openssl\s+(dgst|sha256)|--checksum|--hash[= ]|hashlib"
-)
+#: tools that compute a file's digest
+_HASH_TOOL = LazyPattern(r"^(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|rhash)$")
+#: a digest or key fingerprint written out: 32 to 128 hex digits
+_DIGEST = LazyPattern(r"(?<![0-9A-Za-z])(0x)?[0-9a-fA-F]{32,128}(?![0-9A-Za-z])")
+#: a variable that holds a digest or a key (``$SCCACHE_SHA256``, ``${GPG_KEY}``)
+_DIGEST_VAR = LazyPattern(
+    r"\$\{?([A-Za-z_]*(SHA|SUM|HASH|DIGEST|FINGERPRINT|GPG|KEY)[A-Za-z0-9_]*)",
+                          re.I)
+#: downloads that are themselves checksums or signatures (fetched beside the file they check)
+_CHECK_FILE = LazyPattern(r"(\.(sha(1|256|512)(sum)?|md5|asc|sig|sign|minisig)|sums?(\.txt)?)$",
+                          re.I)
+_SIGNERS = frozenset({"cosign", "minisign", "signify", "slsa-verifier"})
 _INSTALLER = (".sh", ".bash", ".run", ".py", ".pl", ".deb", ".rpm", ".whl", ".jar",
               ".appimage", ".bin", ".apk")
 _BIN_DIR = LazyPattern(r"(^|/)s?bin/[^/]+$")
@@ -139,23 +156,34 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     argv = [exp(a) for a in cmd.argv]
     if cmd.name == "curl":
         _o, operands = options_and_operands(argv[1:], _CURL_WITH_VALUE)
-        return [(u, _curl_output(argv, u)) for u in urls(operands)]
+        return [(u, _curl_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
     if cmd.name == "wget":
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
-        return [(u, _wget_output(argv, u)) for u in urls(operands)]
+        return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
     return []
 
 
-def _reads_stdin(cmd: SimpleCommand) -> bool:
-    """Whether *cmd* is an interpreter that runs the script it reads on stdin."""
+def _reads_stdin(cmd: SimpleCommand, exp: Expand) -> str | None:
+    """The interpreter *cmd* is when it runs the script it reads on stdin (as shown in a
+    message: ``python3``, ``${PY}``), else None. The program may be held in a variable
+    (``curl ... | PIP_ROOT_USER_ACTION=ignore $PY -``): its value decides, and an unknown
+    value counts when the command reads ``-``."""
     name = re.sub(r"\$\{?\w+\}?$", "", cmd.name)  # python${PYTHON_VERSION}
-    if name not in _SHELLS and not _INTERPRETER.match(name):
-        return False
     opts, operands = options_and_operands(cmd.argv[1:], frozenset())
+    held = _VAR.compiled.fullmatch(cmd.argv[0]) is not None
+    if held:
+        value = exp(cmd.argv[0]).rsplit("/", 1)[-1]
+        if "$" in value and operands[:1] != ["-"]:
+            return None  # an unknown program counts only when it reads `-`
+        name = "" if "$" in value else value
+    if name and name not in _SHELLS and not _INTERPRETER.match(name):
+        return None
     if any(o in {"-c", "-e", "-m"} or (o.startswith("-") and not o.startswith("--")
                                        and name in _SHELLS and "c" in o[1:]) for o in opts):
-        return False
-    return not operands or operands[0] in {"-", "--"} or "-s" in opts
+        return None
+    if not operands or operands[0] in {"-", "--"} or "-s" in opts:
+        return shown(cmd.argv[0]) if held else cmd.name
+    return None
 
 
 def _kind(url: str, out: str | None, made_executable: set[str]) -> str | None:
@@ -182,13 +210,147 @@ def _executables(cmds: list[SimpleCommand]) -> set[str]:
     return out
 
 
-def _piped_into_interpreter(cmds: list[SimpleCommand], i: int) -> SimpleCommand | None:
+def _piped_into_interpreter(cmds: list[SimpleCommand], i: int, exp: Expand) -> str | None:
     j = i
     while cmds[j].piped and j + 1 < len(cmds):
         j += 1
-        if _reads_stdin(cmds[j]):
-            return cmds[j]
+        found = _reads_stdin(cmds[j], exp)
+        if found:
+            return found
     return None
+
+
+# -- verification ------------------------------------------------------------------------
+
+
+def _written(raw: str, exp: Expand, local: dict[str, str]) -> bool:
+    """Whether *raw* carries a digest or key fingerprint written in the Dockerfile or given
+    to the build: hex digits after ARG/ENV substitution (not inside a URL), or a variable
+    named like one that the RUN itself does not set (a build argument). A value the RUN
+    computes (``SHA=$(curl .../file.sha256)``) was fetched, not written."""
+    value = exp(raw)
+    if _DIGEST.search(value) and not urls([value]) and "://" not in value:
+        return True
+    return any(m.group(1) not in local for m in _DIGEST_VAR.finditer(value))
+
+
+def _fetched_names(cmds: list[SimpleCommand], exp: Expand) -> tuple[set[str], bool]:
+    """Base names of the files the RUN downloads, and whether it downloads a checksum or
+    signature file (``SHA256SUMS``, ``x.tar.gz.sha256``, ``x.asc``)."""
+    names: set[str] = set()
+    check_files = False
+    for cmd in cmds:
+        for url, dest in _fetched(cmd, exp):
+            names.add(posixpath.basename((dest or url).split("?", 1)[0]))
+            check_files = check_files or bool(_CHECK_FILE.search(url.split("?", 1)[0]))
+    return names, check_files
+
+
+def _local_file(word: str, fetched: set[str], check_files: bool) -> bool:
+    """Whether a checksum or key file named on a command line came with the build (the
+    context, an earlier step), not from a download in this RUN."""
+    return word not in {"", "-"} and not check_files and posixpath.basename(word) not in fetched
+
+
+def _checksum_checked(cmd: SimpleCommand, written: bool, fetched: set[str],
+                      check_files: bool) -> bool:
+    if not _HASH_TOOL.match(cmd.name):
+        return False
+    if written:  # a digest written in the RUN: echo "<hex>  f" | sha256sum -c, grep, [ = ]
+        return True
+    opts, operands = options_and_operands(cmd.argv[1:], frozenset({"-a", "--algorithm"}))
+    checking = any(o in {"-c", "--check"} or (o[:2] != "--" and "c" in o[1:]) for o in opts)
+    return checking and any(_local_file(f, fetched, check_files) for f in operands)
+
+
+def _key_pinned(cmds: list[SimpleCommand], exp: Expand, local: dict[str, str],
+                fetched: set[str], check_files: bool) -> bool:
+    """Whether the RUN gives gpg a key it did not fetch: ``--recv-keys <fingerprint>``
+    written out, or ``--import``/``--keyring`` of a file from the context."""
+    for cmd in cmds:
+        if cmd.name not in {"gpg", "gpg2", "gpgv"}:
+            continue
+        argv = cmd.argv[1:]
+        for i, a in enumerate(argv):
+            name, eq, inline = a.partition("=")
+            rest = [inline] if eq else argv[i + 1:]
+            if name in {"--recv-keys", "--recv-key", "--receive-keys"} and any(
+                    _written(k, exp, local) for k in rest[:4]):
+                return True
+            if name in {"--import", "--keyring"} and rest and not rest[0].startswith("-") \
+                    and _local_file(exp(rest[0]), fetched, check_files):
+                return True
+    return False
+
+
+def verifies(cmds: list[SimpleCommand], text: str, exp: Expand) -> bool:
+    """Whether a RUN checks what it downloads against a digest or a key written in the
+    Dockerfile or the context: a checksum tool with a written digest (or a checksum file
+    that no download of this RUN fetched), ``gpg --verify``/``gpgv`` with a key given by
+    fingerprint or from the context, a signature tool (cosign, minisign, signify,
+    slsa-verifier), pip's ``--hash``. Mentioning gpg (``gpg-agent``, ``gnupg``, a copied
+    ``*.gpg`` keyring, ``gpg --dearmor`` of a fetched key) is no check."""
+    local = assignments(text)
+    fetched, check_files = _fetched_names(cmds, exp)
+    written = any(_written(w, exp, local) for c in cmds for w in c.argv[1:]
+                  if c.name in {"echo", "printf", "grep", "[", "test", "[["}
+                  or _HASH_TOOL.match(c.name))
+    for cmd in cmds:
+        if _checksum_checked(cmd, written, fetched, check_files) or cmd.name in _SIGNERS:
+            return True
+        if any(a.startswith("--hash=") or a == "--require-hashes" for a in cmd.argv):
+            return True
+    signed = any((c.name in {"gpg", "gpg2"} and "--verify" in c.argv) or c.name == "gpgv"
+                 for c in cmds)
+    if signed and _key_pinned(cmds, exp, local, fetched, check_files):
+        return True
+    return "hashlib" in text and bool(_DIGEST.search(text))
+
+
+# -- pip installs of what a URL or a branch holds ------------------------------------------
+
+
+def _vcs_ref(spec: str) -> tuple[str, str | None]:
+    """(url, ref or None) of ``git+https://host/o/r@ref#egg=x`` or ``name @ git+...``."""
+    url = spec.split(" @ ", 1)[-1].strip().split("#", 1)[0]
+    path = url.split("://", 1)[-1]
+    host_and_path, at, ref = path.rpartition("@")
+    if not at or "/" not in host_and_path:  # git+ssh://git@host/o/r: that @ is the user
+        return url, None
+    return url.rsplit("@", 1)[0], ref
+
+
+def _pip_problem(spec: str) -> str | None:
+    """What is unverified about one pip requirement on a command line, or None."""
+    if spec.startswith(("git+", "hg+")) or " @ git+" in spec:
+        url, ref = _vcs_ref(spec)
+        if ref is not None and re.fullmatch(r"[0-9a-f]{40}", ref):
+            return None
+        if ref is None:
+            return f"installs {url} at its default branch"
+        if _ref_pinned(ref) and "$" not in ref:
+            return (f"installs {url} at the tag {ref}: a tag is mutable, as an image tag is "
+                    "against a digest")
+        return None if "$" in ref else f"installs {url} at the branch {ref}"
+    if urls([spec]) and "#sha256=" not in spec and not is_loopback(spec):
+        return f"installs {spec} with no hash"
+    return None
+
+
+def pip_unverified(cmd: SimpleCommand, exp: Expand) -> list[str]:
+    """What a ``pip install`` (or ``uv pip install``) takes from a URL or a git branch or tag
+    with nothing to check it: a wheel or sdist URL without ``#sha256=`` or ``--hash``, a
+    ``git+`` requirement not pinned to a 40-hex commit."""
+    if cmd.name != "pip" or "install" not in cmd.argv[1:3] or "--require-hashes" in cmd.argv:
+        return []
+    from servelab.lint.packages import PIP_WITH_VALUE
+
+    _opts, operands = options_and_operands(cmd.argv[cmd.argv.index("install") + 1:],
+                                           PIP_WITH_VALUE)
+    return [p for p in (_pip_problem(exp(op)) for op in operands) if p]
+
+
+# -- downloads that are run or installed -----------------------------------------------------
 
 
 def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = False,
@@ -197,7 +359,7 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
     With *known_urls_only* (a script a RUN runs), a URL still holding a variable after
     substitution is skipped: such a download often sits behind a guard on that variable."""
     cmds = commands(text)
-    checked = VERIFY.search(text) is not None
+    checked = verifies(cmds, text, exp)
     made_exec = _executables(cmds)
     out: list[Unverified] = []
     for m in _FED_TO_SHELL.finditer(text):
@@ -205,23 +367,25 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
         if found and not is_loopback(found[0]):
             line = text.count("\n", 0, m.start()) + 1
             out.append(Unverified(f"runs a downloaded script unchecked ({m.group(1)} "
-                                  f"{found[0]} fed to a shell)", line, found[0]))
+                                  f"{shown(found[0])} fed to a shell)", line, found[0]))
     fed = {u.url for u in out}
     for i, cmd in enumerate(cmds):
+        if not checked:
+            out += [Unverified(what, cmd.line) for what in pip_unverified(cmd, exp)]
         for url, dest in _fetched(cmd, exp):
             if is_loopback(url) or url in fed or (known_urls_only and "$" in url):
                 continue
-            interp = _piped_into_interpreter(cmds, i) if dest is None else None
+            interp = _piped_into_interpreter(cmds, i, exp) if dest is None else None
             if interp is not None:
-                out.append(Unverified(f"runs a downloaded script unchecked ({cmd.name} {url} "
-                                      f"| {interp.name})", cmd.line, url))
+                out.append(Unverified(f"runs a downloaded script unchecked ({cmd.name} "
+                                      f"{shown(url)} | {interp})", cmd.line, url))
                 continue
             if checked or (dest is None and not cmd.piped):
                 continue  # verified, or printed / captured rather than saved or unpacked
             kind = _kind(url, dest, made_exec)
             if kind:
-                out.append(Unverified(f"downloads {kind} ({url}) and checks no checksum or "
-                                      "signature", cmd.line, url))
+                out.append(Unverified(f"downloads {kind} ({shown(url)}) and checks no "
+                                      "checksum or signature", cmd.line, url))
     return out
 
 
@@ -242,19 +406,34 @@ _BUILDERS = {
 }
 
 
-class _Clone:
-    """A git clone seen in a stage, and what became of it."""
+class _Pending:
+    """A git clone or a downloaded file seen in a stage, and what became of it."""
 
-    __slots__ = ("branch", "dest", "line", "pinned", "reported", "url")
+    __slots__ = ("branch", "done", "kind", "line", "name", "pinned", "url", "via")
 
-    def __init__(self, url: str, dest: str, line: int, branch: str | None,
-                 pinned: bool) -> None:
+    def __init__(self, kind: str, url: str, name: str, line: int, *,
+                 branch: str | None = None, pinned: bool = False) -> None:
+        #: "clone" or "download"
+        self.kind = kind
         self.url = url
-        self.dest = dest
+        #: the base name of the clone's folder or of the downloaded file
+        self.name = name
         self.line = line
         self.branch = branch
         self.pinned = pinned
-        self.reported = False
+        #: reported, or checked before use
+        self.done = False
+        #: how it reached this stage (", copied into stage app at line 40"), or ""
+        self.via = ""
+
+    def carried(self, name: str, via: str) -> _Pending:
+        out = _Pending(self.kind, self.url, name, self.line, branch=self.branch,
+                       pinned=self.pinned)
+        out.via = self.via + via + ","
+        return out
+
+
+_Clone = _Pending
 
 
 def _ref_pinned(ref: str) -> bool:
@@ -278,7 +457,8 @@ def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
     after = operands[operands.index(found[0]) + 1:]
     dest = after[0] if after else posixpath.basename(found[0].rstrip("/")).removesuffix(".git")
     pinned = branch is not None and _ref_pinned(branch)
-    return _Clone(found[0], posixpath.basename(dest.rstrip("/")), cmd.line, branch, pinned)
+    return _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
+                    branch=branch, pinned=pinned)
 
 
 def _enters(path: str, dest: str) -> bool:
@@ -287,6 +467,7 @@ def _enters(path: str, dest: str) -> bool:
 
 
 def _builds(cmd: SimpleCommand, dest: str, inside: bool) -> bool:
+    """Whether *cmd* builds or installs the clone in folder *dest* (*inside*: run in it)."""
     argv = cmd.argv
     sub = argv[1] if len(argv) > 1 else ""
     if (cmd.name, sub) in _BUILDERS or (cmd.name, "") in _BUILDERS:
@@ -308,32 +489,111 @@ def _pins(cmd: SimpleCommand, exp: Expand) -> bool:
     return sub in {"checkout", "reset", "switch"} and any(_ref_pinned(r) for r in refs[:1])
 
 
-def branch_builds(runs: Iterable[tuple[int, str, str]],
-                  exp_for: Callable[[str], Expand]) -> list[tuple[int, str]]:
-    """(instruction line, message) for each clone of a branch that a later command of the
-    stage builds or installs. *runs* are the stage's RUNs (line, text, WORKDIR) in order."""
-    clones: list[_Clone] = []
-    out: list[tuple[int, str]] = []
-    for line, text, workdir in runs:
-        exp = exp_for(text)
+#: programs that run, install or unpack the file they are given
+_RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "source", ".", "perl", "ruby",
+                      "node", "dpkg", "rpm", "apt-get", "apt", "pip", "tar", "unzip", "java"})
+
+
+def _runs(cmd: SimpleCommand, name: str) -> bool:
+    """Whether *cmd* runs, installs or unpacks the file named *name* (a base name)."""
+    if posixpath.basename(cmd.argv[0]) == name:
+        return True
+    if cmd.name not in _RUNNERS and not _INTERPRETER.match(cmd.name):
+        return False
+    return any(posixpath.basename(a) == name for a in cmd.argv[1:] if not a.startswith("-"))
+
+
+class Flow:
+    """Clones of a branch and unchecked downloads followed across the RUNs of a stage and
+    into the stages that copy them (``COPY --from``): a clone built, or a downloaded file run,
+    installed or unpacked, in a later RUN is the same unverified download as in one RUN.
+
+    *exp_for* gives a RUN text's word substitution. :attr:`found` holds (instruction line,
+    message) of what was found, each naming both lines."""
+
+    def __init__(self, exp_for: Callable[[str], Expand]) -> None:
+        self.exp_for = exp_for
+        self.pending: list[_Pending] = []
+        self.found: list[tuple[int, str]] = []
+
+    def inherit(self, parent: Flow) -> None:
+        """A stage built FROM *parent* holds what it holds, at the same paths."""
+        self.pending += [p for p in parent.pending if not p.done and not p.pinned]
+
+    def copy_from(self, other: Flow, sources: list[str], dest: str, line: int,
+                  stage: str) -> None:
+        """``COPY --from=<stage> SOURCES DEST`` at *line* brings *other*'s clones and
+        downloads whose name (or folder) is copied."""
+        for p in other.pending:
+            if p.done or p.pinned:
+                continue
+            for src in sources:
+                base = posixpath.basename(src.rstrip("/"))
+                if base == p.name or src.rstrip("/") in {"", "."}:
+                    name = p.name if dest.endswith("/") or base != p.name else \
+                        posixpath.basename(dest.rstrip("/")) or p.name
+                    self.pending.append(p.carried(name, f", copied from stage {stage} at line "
+                                                        f"{line}"))
+                    break
+
+    def run(self, line: int, text: str, workdir: str) -> None:
+        """Follow one RUN (at *line*, its text, its WORKDIR)."""
+        exp = self.exp_for(text)
+        cmds = commands(text)
+        checked = verifies(cmds, text, exp)
+        reported = {u.url for u in unverified_downloads(text, exp)}
         cwd = workdir
-        for cmd in commands(text):
+        for cmd in cmds:
             if cmd.name == "cd" and len(cmd.argv) > 1:
                 cwd = exp(cmd.argv[1])
             c = _clone(cmd, exp)
             if c is not None:
                 c.line = line
-                clones.append(c)
+                self.pending.append(c)
                 continue
-            for c in clones:
-                if c.pinned or c.reported:
-                    continue
-                inside = _enters(cwd, c.dest)
-                if inside and _pins(cmd, exp):
-                    c.pinned = True
-                elif _builds(cmd, c.dest, inside):
-                    c.reported = True
-                    what = f"branch {c.branch}" if c.branch else "its default branch"
-                    out.append((c.line, f"clones {c.url} at {what} and builds or installs "
-                                        f"it (line {line}) with no tag or commit checked out"))
-    return out
+            for p in self.pending:
+                if not p.done and not p.pinned:
+                    self._use(p, cmd, (exp, cwd), line, checked)
+            self._downloads(cmd, exp, line, checked, reported)
+
+    def _use(self, p: _Pending, cmd: SimpleCommand, where: tuple[Expand, str], line: int,
+             checked: bool) -> None:
+        """What *cmd* (run in folder ``where[1]``) does with the clone or download *p*."""
+        exp, cwd = where
+        if p.kind == "clone":
+            inside = _enters(cwd, p.name)
+            if inside and _pins(cmd, exp):
+                p.pinned = True
+            elif _builds(cmd, p.name, inside):
+                p.done = True
+                what = f"branch {p.branch}" if p.branch else "its default branch"
+                self.found.append((p.line, f"clones {p.url} at {what}{p.via} and builds or "
+                                           f"installs it (line {line}) with no tag or commit "
+                                           "checked out"))
+        elif _runs(cmd, p.name):
+            p.done = True
+            if not checked:
+                at = "in the same RUN" if line == p.line and not p.via else f"at line {line}"
+                self.found.append((p.line, f"downloads {shown(p.url)}{p.via} and runs, "
+                                           f"installs or unpacks it ({cmd.name}, {at}) "
+                                           "with no checksum or signature check"))
+
+    def _downloads(self, cmd: SimpleCommand, exp: Expand, line: int, checked: bool,
+                   reported: set[str]) -> None:
+        if checked:
+            return
+        for url, dest in _fetched(cmd, exp):
+            if dest and url not in reported and not is_loopback(url) \
+                    and not is_weight_path(url) and not HUB_URL.search(url):
+                self.pending.append(_Pending("download", url, posixpath.basename(dest), line))
+
+
+def branch_builds(runs: Iterable[tuple[int, str, str]],
+                  exp_for: Callable[[str], Expand]) -> list[tuple[int, str]]:
+    """(instruction line, message) for each clone of a branch that a later command of the
+    stage builds or installs, and each unchecked download a later command runs. *runs* are
+    the stage's RUNs (line, text, WORKDIR) in order."""
+    flow = Flow(exp_for)
+    for line, text, workdir in runs:
+        flow.run(line, text, workdir)
+    return flow.found

@@ -72,6 +72,19 @@ def _translate(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
+_WILDCARD = re.compile(r"[*?\[]")
+
+
+def has_wildcard(segment: str) -> bool:
+    """Whether a path segment holds ``*``, ``?`` or ``[`` (a COPY glob, Go's filepath.Match)."""
+    return bool(_WILDCARD.search(segment))
+
+
+def segment_regex(segment: str) -> re.Pattern[str]:
+    """One path segment's pattern as a regex: ``*`` and ``?`` never match ``/``."""
+    return _translate(segment.replace("**", "*"))
+
+
 def parse(text: str) -> list[Pattern]:
     pats: list[Pattern] = []
     for raw in text.splitlines():
@@ -99,14 +112,22 @@ def excluded(path: str, patterns: list[Pattern]) -> bool:
     return result
 
 
+def _within(path: Path, folder: Path) -> bool:
+    """Whether *path*, its links resolved, lies in *folder*: an ignore file linked out of the
+    build context is never read (BuildKit would look for it inside the context)."""
+    import os
+
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
 def find(dockerfile: Path, context: Path) -> Path | None:
     """The ignore file BuildKit uses: ``<Dockerfile>.dockerignore`` beside it, else the
-    context's ``.dockerignore``."""
+    context's ``.dockerignore``; one that is a link out of its folder counts as absent."""
     specific = dockerfile.with_name(dockerfile.name + ".dockerignore")
-    if specific.is_file():
+    if specific.is_file() and _within(specific, specific.parent):
         return specific
     general = context / ".dockerignore"
-    return general if general.is_file() else None
+    return general if general.is_file() and _within(general, context) else None
 
 
 def load(dockerfile: Path, context: Path) -> list[Pattern] | None:

@@ -7,6 +7,7 @@ copies from part of the image (see :meth:`Analysis.reachable`).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Mapping
@@ -113,6 +114,8 @@ class Analysis:
         self.context = context
         self.build_args = dict(build_args or {})
         self._states: dict[int, StageState] = {}
+        #: COPY source patterns whose search stopped at its limit (walk.glob)
+        self.stopped_globs: set[str] = set()
 
     # -- stage graph -----------------------------------------------------------------
     def chain(self, stage: Stage | None = None) -> list[Stage]:
@@ -245,16 +248,20 @@ class Analysis:
                 self._map(state, ins, ctx, dest, as_dir or bool(_GLOB.search(value)))
 
     def context_matches(self, src: str) -> list[Path]:
-        """The context paths a COPY source names (globs expanded, at most 200)."""
+        """The existing context paths a COPY source names, as BuildKit reads them: symbolic
+        links re-rooted at the context root, globs bounded (:mod:`servelab.lint.walk`)."""
+        from servelab.lint import walk
+
         rel = posixpath.normpath(src.lstrip("/")) if src not in {"", "/"} else "."
         if rel.startswith(".."):
             return []
         if _GLOB.search(rel):
-            try:
-                return sorted(self.context.glob(rel))[:200]
-            except (OSError, ValueError):
-                return []
-        return [self.context / rel]
+            found = walk.glob(self.context, rel)
+            if found.stopped:
+                self.stopped_globs.add(src)
+            return found.matches
+        path = walk.reroot(self.context, rel)
+        return [] if path is None else [path]
 
     @staticmethod
     def _map(state: StageState, ins: Instruction, ctx: Path, dest: str, as_dir: bool) -> None:
@@ -291,10 +298,16 @@ class Analysis:
         for img_dir, ctx_dir, ins in reversed(state.dirs):
             prefix = img_dir.rstrip("/") + "/"
             if p.startswith(prefix):
-                cand = ctx_dir / p[len(prefix) :]
-                if cand.is_file():
+                from servelab.lint import walk
+
+                cand = walk.reroot(ctx_dir, p[len(prefix):])
+                if cand is not None and cand.is_file() and self._inside(cand):
                     return FileSource(p, ins, context_path=cand)
         return None
+
+    def _inside(self, path: Path) -> bool:
+        """Whether *path* really lies in the build context (symbolic links resolved)."""
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(self.context))
 
     @staticmethod
     def read(src: FileSource) -> str | None:

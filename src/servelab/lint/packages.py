@@ -128,11 +128,16 @@ def pip_spec_pinned(spec: str) -> bool:
         return True
     if "/" in s and "://" not in s and not re.search(r"[<>=!~@]", s):
         return True  # pip reads a word with a slash as a local path: `pip install csrc/ln`
-    if s.startswith(("git+", "hg+", "svn+", "bzr+")) or " @ git+" in s:
+    if is_vcs(s):
         return bool(_VCS_PINNED.search(s))
     if re.match(r"^[a-z]+://", s) or " @ " in s:
         return True  # a direct URL to one artifact
     return "==" in s and not re.search(r"==\s*[^,;\s]*\*", s)
+
+
+def is_vcs(spec: str) -> bool:
+    """``git+https://...`` or ``name @ git+https://...``."""
+    return spec.startswith(("git+", "hg+", "svn+", "bzr+")) or " @ git+" in spec
 
 
 def _requirements_unpinned(text: str) -> list[str]:
@@ -175,7 +180,8 @@ def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
     if "--require-hashes" in args:
         return []
     opts, operands = options_and_operands(args, PIP_WITH_VALUE)
-    bad = [op for op in operands if not pip_spec_pinned(op)]
+    # a git+ requirement at a branch or tag is download-unverified's (fetch.pip_unverified)
+    bad = [op for op in operands if not pip_spec_pinned(op) and not is_vcs(op)]
     for i, o in enumerate(opts):
         name, _, inline = o.partition("=")
         if name in {"-c", "--constraint", "--constraints"}:

@@ -80,6 +80,53 @@ INPUT_FIELDS = ("dockerfile_sha256", "context_sha256", "model_sha256", "request_
                 "commit", "source_date_epoch")
 
 
+def _base_digests(r: dict[str, Any]) -> str | None:
+    bases = sorted(str(b["digest"]) for b in (_get(r, "image", "base") or [])
+                   if isinstance(b, dict) and b.get("digest"))
+    return ", ".join(bases) or None
+
+
+def _builder(r: dict[str, Any]) -> str | None:
+    b = _get(r, "environment", "builder")
+    if not isinstance(b, dict):
+        return None
+    return (f"{b.get('driver', '?')} buildx {b.get('buildx_version', '?')} "
+            f"buildkit {b.get('buildkit_version', '?')}")
+
+
+#: Every recorded input two runs are compared on, beside the hashes in ``inputs``: what an
+#: equal digest depends on (base image, builder, engine) and what the scan depended on.
+RECORDED: dict[str, Any] = {
+    **{f: (lambda r, f=f: _get(r, "inputs", f)) for f in INPUT_FIELDS},
+    "build_args": lambda r: ", ".join(
+        f"{k}={v}" for k, v in sorted((_get(r, "inputs", "build_args") or {}).items())) or None,
+    "base_digest": _base_digests,
+    "builder": _builder,
+    "engine": lambda r: _get(r, "environment", "engine", "version"),
+    "servelab": lambda r: _get(r, "servelab", "version"),
+    "trivy": lambda r: _get(r, "environment", "trivy", "version"),
+    "trivy_db": lambda r: _get(r, "environment", "trivy", "db_updated_at"),
+}
+
+
+#: The recorded inputs an image digest depends on; the others (model, request, scanner and
+#: its DB) change what was measured of the image, not the image.
+BUILD_INPUTS = frozenset({"dockerfile_sha256", "context_sha256", "commit", "source_date_epoch",
+                          "build_args", "base_digest", "builder", "engine", "servelab"})
+
+
+def recorded_inputs(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The distinct values of every recorded input over *rows* (one arm's results), sorted;
+    ``compare`` and ``history`` say which of them differ between two runs."""
+    return {name: sorted({str(get(r)) for r in rows}) for name, get in RECORDED.items()}
+
+
+def differing_inputs(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[str]:
+    """Names of the recorded inputs whose values differ between *a* and *b* (a name missing
+    from one side, as in an older record, is not counted as a difference)."""
+    return [k for k in RECORDED if k in a and k in b and a[k] != b[k]]
+
+
 def compare_runs(a: Path, b: Path) -> Merged:
     ra, rb = results.load_results(a), results.load_results(b)
     arms = sorted({r["arm"] for r in ra} | {r["arm"] for r in rb})
@@ -101,11 +148,8 @@ def _compare_arm(arm: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -
             metrics.append({"metric": m.key, "label": m.label, "unit": m.unit,
                             "a": x.median if x else None, "b": y.median if y else None,
                             "change": y.median - x.median if x and y else None})
-    inputs = {}
-    for f in INPUT_FIELDS:
-        va = sorted({str(r["inputs"].get(f)) for r in ra})
-        vb = sorted({str(r["inputs"].get(f)) for r in rb})
-        inputs[f] = {"a": va, "b": vb, "same": va == vb}
+    ia, ib = recorded_inputs(ra), recorded_inputs(rb)
+    inputs = {f: {"a": ia[f], "b": ib[f], "same": ia[f] == ib[f]} for f in RECORDED}
     return {"arm": arm, "digests_a": da, "digests_b": db,
             "digest_changed": bool(da and db and da != db), "metrics": metrics,
             "inputs": inputs}

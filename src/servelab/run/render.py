@@ -1,11 +1,18 @@
-"""What ``servelab run`` prints at the end (summary.md itself is :mod:`servelab.run.summary`)."""
+"""What ``servelab run`` prints at the end (summary.md itself is :mod:`servelab.run.summary`),
+and the trend of ``servelab history`` (text, Markdown with Mermaid charts, JSON)."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from servelab.run.history import series
+
+if TYPE_CHECKING:
+    from servelab.run.history import History, Row, Series
 
 FORMATS = ("text", "json")
 
@@ -26,3 +33,157 @@ def render_end(summary: Mapping[str, Any], out_dir: Path, *, fmt: str = "text",
         lines += [f"  {k}" for k in refs]
     lines += [f"summary: {out_dir / 'summary.md'}", f"artifacts: {out_dir}/<arm>/repeat-<n>/"]
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ servelab history
+
+HISTORY_FORMATS = ("text", "markdown", "json")
+_SEVERITY_LETTERS = "CHMLU"
+
+
+def render_history(h: History, fmt: str = "text") -> str:
+    """The trend of ``servelab history``: text, Markdown (with Mermaid charts) or JSON."""
+    if fmt == "json":
+        return json.dumps(h.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    if fmt == "markdown":
+        return history_markdown(h)
+    return _history_text(h)
+
+
+def _short_digests(arm: Mapping[str, Any] | None) -> str:
+    if arm is None:
+        return "–"
+    ds = arm["digests"]
+    return ", ".join(d.removeprefix("sha256:")[:12] for d in ds) or "–"
+
+
+def _repro(arm: Mapping[str, Any] | None) -> str:
+    return {True: "yes", False: "NO", None: "–"}[arm["reproducible"] if arm else None]
+
+
+def _mib(arm: Mapping[str, Any] | None) -> str:
+    size = arm.get("size_bytes") if arm else None
+    return f"{size / 1048576:.2f} MiB" if size is not None else "–"
+
+
+def _startup(arm: Mapping[str, Any] | None) -> str:
+    st = arm.get("startup_s") if arm else None
+    if not st:
+        return "–"
+    return f"{st['median']:.3f} s ({st['min']:.3f}–{st['max']:.3f})"
+
+
+def _sev(arm: Mapping[str, Any] | None) -> str:
+    f = arm.get("findings") if arm else None
+    if f is None:
+        return "–"
+    return "/".join(str(f.get(s, 0)) for s in ("CRITICAL", "HIGH", "MEDIUM", "LOW"))
+
+
+def _plain(text: str) -> str:
+    """Text from an input, on one line: control and format characters shown as ``?``, so a
+    value can neither start a new line (a workflow command in a CI log) nor reorder one."""
+    return "".join("?" if not c.isprintable() else c for c in text)
+
+
+def _cells(row: Row) -> list[str]:
+    e = row.entry
+    c, t = e.arm("control"), e.arm("treatment")
+    mark = "◆ " if row.changes else ""
+    cells = [mark + e.started_at[:16].replace("T", " "), str(e.data.get("commit") or "–")[:12],
+             _short_digests(c), _short_digests(t), f"{_repro(c)} / {_repro(t)}", _mib(t),
+             _startup(t), _sev(t), str(e.data["verdict"])[:80]]
+    return [_plain(x) for x in cells]
+
+
+HEADERS = ["date (UTC)", "commit", "control digest", "treatment digest",
+           "reproducible c/t", "size", "start-up median (min–max)", "findings C/H/M/L",
+           "verdict"]
+
+
+def _change_lines(h: History) -> list[str]:
+    out = []
+    for r in h.rows:
+        for c in r.changes:
+            before = ", ".join(d[:19] for d in c.before)
+            after = ", ".join(d[:19] for d in c.after)
+            out.append(f"{r.entry.started_at[:16].replace('T', ' ')} {c.arm}: digest "
+                       f"{before} -> {after}: {c.reading}")
+    return out
+
+
+def _set_aside(h: History) -> list[str]:
+    others: dict[str, list[str]] = {}
+    for e in h.others:
+        others.setdefault(e.experiment, []).append(e.started_at[:16].replace("T", " "))
+    out = [f"other experiment {name!r} (not in this trend): {len(d)} run(s), "
+           f"{min(d)} to {max(d)}" for name, d in others.items()]
+    out += [f"duplicate: {d.source}: {d.reason}" for d in h.duplicates]
+    out += [f"skipped: {s.source}: {s.reason}" for s in h.skipped]
+    return [_plain(x) for x in out]
+
+
+def _history_text(h: History) -> str:
+    rows = [HEADERS] + [_cells(r) for r in h.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
+    lines = [f"history of experiment {h.experiment!r}: {len(h.rows)} run(s), newest first"
+             " (◆ = a digest changed)"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    changes = _change_lines(h)
+    lines += ["digest changes:", *(f"  {c}" for c in changes)] if changes else \
+        ["digest changes: none"]
+    lines += _set_aside(h)
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def history_markdown(h: History) -> str:
+    """The trend as GitHub Markdown: table, digest changes, charts, what was set aside."""
+    out = [f"## servelab history: {_md_cell(str(h.experiment))}", "",
+           f"{len(h.rows)} run(s), newest first. ◆ marks the first run of a new digest.", "",
+           "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    out += ["| " + " | ".join(_md_cell(c) for c in _cells(r)) + " |" for r in h.rows]
+    changes = _change_lines(h)
+    out += ["", "### Digest changes", ""]
+    out += [f"- {_md_cell(c)}" for c in changes] or ["- none"]
+    out.append("")
+    for s in series(h):
+        out += mermaid_chart(s)
+    aside = _set_aside(h)
+    if aside:
+        out += ["### Set aside", "", *(f"- {_md_cell(a)}" for a in aside), ""]
+    return "\n".join(out) + "\n"
+
+
+def _mermaid_text(text: str) -> str:
+    """Text safe inside a quoted Mermaid string: no quotes, brackets or line breaks."""
+    return "".join(c for c in text if c.isalnum() or c in " .:-_#/()").strip() or "?"
+
+
+def _nice_max(top: float) -> float:
+    if top <= 0:
+        return 1.0
+    step = 10 ** math.floor(math.log10(top))
+    return float(math.ceil(top * 1.1 / step) * step)
+
+
+def mermaid_chart(s: Series) -> list[str]:
+    """One ``xychart-beta`` block of one series (the chart has no legend); runs without a
+    value are not on the x-axis. A note instead of a chart when no run has a value."""
+    if not s.points:
+        return [f"*{s.title}: no run recorded it.*", ""]
+    xs = ", ".join(f'"{_mermaid_text(label)}"' for label, _ in s.points)
+    ys = ", ".join(f"{v:.6g}" for _, v in s.points)
+    top = _nice_max(max(v for _, v in s.points))
+    kind = "line" if len(s.points) > 1 else "bar"
+    note = (f"*{s.missing} run(s) without a value are left off the x-axis.*"
+            if s.missing else "")
+    return ["```mermaid",
+            '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "#0969da"}}}}%%',
+            "xychart-beta", f'    title "{_mermaid_text(s.title)} ({s.unit})"',
+            f"    x-axis [{xs}]", f'    y-axis "{s.unit}" 0 --> {top:g}', f"    {kind} [{ys}]",
+            "```", *([note] if note else []), ""]

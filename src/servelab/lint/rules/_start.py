@@ -11,15 +11,17 @@ library image with no start command of its own.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from servelab.lint import follow
 from servelab.lint.image import Analysis, FileSource, StageState
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.parse import Instruction
-from servelab.lint.shell import commands
+from servelab.lint.parse import Instruction, Stage
+from servelab.lint.shell import SimpleCommand, commands
 
 from . import Context
 from ._common import judged
@@ -78,30 +80,75 @@ _FILE_TOOLS = frozenset({"chmod", "chown", "chgrp", "cp", "mv", "rm", "ln", "mkd
                          "diff"})
 
 
-def scripts(ctx: Context, text: str, state: StageState,
-            workdir: str | None = None) -> Iterator[tuple[FileSource, str]]:
+def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = None,
+            stage: Stage | None = None) -> Iterator[tuple[FileSource, str]]:
     """Files the commands of *text* run (or read) whose content is known, two levels deep.
-    *workdir* is the WORKDIR the commands run in (default: the state's last)."""
+    *workdir* is the WORKDIR the commands run in (default: the state's last); with *stage*
+    (the stage *state* belongs to), files that ``COPY --from`` brought are found too."""
     if workdir is not None and workdir != state.workdir:
         state = state.copy(workdir=workdir)
     seen: set[str] = set()
     todo = [(text, 0)]
     while todo:
         body, depth = todo.pop()
+        # `for f in */install.py; do python "$f"; done`, `find -exec`: once per file found
+        todo += [(b, depth) for b in follow.loop_bodies(body, state, ctx.analysis,
+                                                        state.workdir) if b != body]
+        cur = state
         for cmd in commands(body):
+            if cmd.name == "cd" and len(cmd.argv) == 2 and "$" not in cmd.argv[1]:
+                cur = cur.copy(workdir=posixpath.normpath(
+                    posixpath.join(cur.workdir, cmd.argv[1])))
+                continue
             if cmd.name in _FILE_TOOLS:  # `chmod +x start.sh` does not run start.sh
                 continue
-            for word in [*cmd.argv, *_modules(cmd.argv)]:
-                path = ctx.analysis.resolve_in_image(word, state)
-                src = ctx.analysis.source_of(path, state) if path else None
-                if src is None or src.image_path in seen:
-                    continue
-                seen.add(src.image_path)
-                content = Analysis.read(src)
-                if content is not None:
-                    yield src, content
-                    if depth < 2:
-                        todo.append((content, depth + 1))
+            for src, content in _run_by(ctx, cmd, cur, stage, seen):
+                yield src, content
+                if depth < 2:
+                    todo.append((content, depth + 1))
+
+
+def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | None,
+            seen: set[str]) -> Iterator[tuple[FileSource, str]]:
+    """The files one command runs or reads (a Makefile's recipe for ``make``)."""
+    made = _make(ctx, cmd, state, seen)
+    if made is not None:
+        yield made
+        return
+    for word in [*cmd.argv, *_modules(cmd.argv)]:
+        path = ctx.analysis.resolve_in_image(word, state)
+        src = ctx.analysis.source_of(path, state) if path else None
+        if src is None and path and stage is not None:
+            src = follow.source(ctx.analysis, path, stage)
+        if src is None or src.image_path in seen or not _in_context(ctx, src):
+            continue
+        seen.add(src.image_path)
+        content = Analysis.read(src)
+        if content is not None:
+            yield src, content
+
+
+def _in_context(ctx: Context, src: FileSource) -> bool:
+    """Whether *src* is a heredoc or a file whose real path is inside the build context
+    (a link out of the context is never followed)."""
+    return src.context_path is None or follow.inside(src.context_path, ctx.analysis.context)
+
+
+def _make(ctx: Context, cmd: SimpleCommand, state: StageState,
+          seen: set[str]) -> tuple[FileSource, str] | None:
+    """The Makefile a ``make TARGET`` command reads, with the recipe it runs as its text
+    (at the recipe's lines in the Makefile)."""
+    call = follow.make_call(cmd, state.workdir)
+    if call is None:
+        return None
+    src = ctx.analysis.source_of(call[0], state)
+    key = f"{call[0]} {' '.join(call[1])}"
+    if src is None or key in seen:
+        return None
+    seen.add(key)
+    content = follow.source_text(src, ctx.analysis.context)
+    recipe = follow.make_recipe(content, call[1]) if content else ""
+    return (src, recipe) if recipe else None
 
 
 _APP_SPEC = LazyPattern(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*(\(\))?$")
@@ -160,7 +207,7 @@ def role(ctx: Context) -> RoleVerdict:
     if m := _JOB.search(_words(text)):
         return RoleVerdict(Role.JOB, f"its start command looks like a one-shot job "
                                      f"({m.group(0)!r})")
-    for src, content in scripts(ctx, text, state):
+    for src, content in scripts(ctx, text, state, stage=ctx.df.final):
         if m := _SERVER.search(content):
             return RoleVerdict(Role.SERVER, f"{src.image_path} runs {m.group(0)!r}")
     return RoleVerdict(Role.UNKNOWN, "nothing shows whether it is a server")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from servelab.findings import Severity
-from servelab.lint import downloads, ignore
+from servelab.lint import ignore, walk
 from servelab.lint.parse import Instruction, Stage
 
 from . import RULES, Context, Hit
@@ -52,23 +52,33 @@ def _git_mounted(ctx: Context) -> bool:
     return False
 
 
-def _weights(ctx: Context, pats: list[ignore.Pattern]) -> list[str]:
-    found = downloads.find_weight_files(
-        ctx.context_dir, ".", lambda rel: bool(pats) and ignore.excluded(rel, pats),
-        ignore.SKIP_DIRS,
-    )
+def _weights(ctx: Context, pats: list[ignore.Pattern]) -> tuple[list[str], bool]:
+    """The weight files the context sends (a few named, then a count), and whether the walk
+    stopped at its limit (docs/limits.md)."""
+    walked = walk.weight_files(ctx.context_dir, ".",
+                               lambda rel: bool(pats) and ignore.excluded(rel, pats))
+    found = walked.files
     shown = [p for p, _n in found[:_SHOWN]]
-    return shown + ([f"{len(found) - _SHOWN} more weight files"] if len(found) > _SHOWN else [])
+    more = [f"{len(found) - _SHOWN} more weight files"] if len(found) > _SHOWN else []
+    return shown + more, walked.stopped
 
 
-def _final_leaks(ctx: Context, pats: list[ignore.Pattern] | None) -> list[str]:
+def _final_leaks(ctx: Context, pats: list[ignore.Pattern] | None) -> tuple[list[str], bool]:
     """What a COPY . into the image really brings along: .git (unless a RUN bind-mounts it)
-    and weight files, each only when present in the context and not excluded."""
+    and weight files, each only when present in the context and not excluded; and whether
+    the walk stopped at its limit."""
     leaks: list[str] = []
     git = ctx.context_dir / ".git"
     if git.exists() and not _git_mounted(ctx) and not (pats and ignore.excluded(".git", pats)):
         leaks.append(".git")
-    return leaks + _weights(ctx, pats or [])
+    weights, stopped = _weights(ctx, pats or [])
+    return leaks + weights, stopped
+
+
+def _stop_hit(c: _Copy) -> Hit:
+    return Hit("context-leak", c.ins.line, walk.Found([], True).stop_note(
+        f"{c.ins.cmd} of the whole build context"), context={"stage": c.stage.label},
+        fix=walk.CONTEXT_ENTRIES.raise_hint())
 
 
 @RULES.rule(
@@ -97,14 +107,18 @@ def check_context_leak(ctx: Context) -> Iterator[Hit]:
     final = [c for c in whole if c.final]
     c = (final or whole)[0]
     if not c.final:
-        found = _weights(ctx, pats or [])
+        found, stopped = _weights(ctx, pats or [])
         if found:
             yield Hit("context-leak", c.ins.line, f"{c.ins.cmd} in builder stage "
                       f"{c.stage.label} sends the weight files of the build context to the "
                       f"builder: {listing(found)}", context={"stage": c.stage.label})
+        if stopped:
+            yield _stop_hit(c)
         return
     fix = _KEEP_GIT_FIX if _git_mounted(ctx) else None
-    leaks = _final_leaks(ctx, pats)
+    leaks, stopped = _final_leaks(ctx, pats)
+    if stopped:
+        yield _stop_hit(c)
     if not leaks:
         return
     if path is None:

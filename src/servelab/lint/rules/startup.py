@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from servelab.findings import Severity
-from servelab.lint import downloads
+from servelab.lint import downloads, follow, shell
 from servelab.lint.image import StageState
 from servelab.lint.parse import Instruction
 
@@ -27,8 +27,13 @@ def _attribute(token: str, primary: Instruction, state: StageState) -> Instructi
     rationale="Work done at every start (pip install, model downloads, git clone) makes cold "
     "start slow and fragile: it fails without network, varies with the hub, and runs again "
     "on each replica. Scripts the Dockerfile copies in and the start command runs are read "
-    "too. An image whose start command is a one-shot job (an init container or downloader: "
-    "storage-initializer, download_model.py) is left alone: downloading is its job.",
+    "too (Makefile recipes included), and the Python application it starts (uvicorn or "
+    "gunicorn app specs and factories, python -m, python app.py, fastapi run) is followed "
+    "through its imports: hub loads at import, under __main__, in lifespan and startup hooks "
+    "and app factories are errors; a load in a route handler happens at the first request "
+    "and is a warning. An image whose start command is a one-shot job (an init container or "
+    "downloader: storage-initializer, download_model.py) is left alone: downloading is its "
+    "job.",
     fix="install at build time, mount the weights read-only (-v model:/models:ro) and set "
     "HF_HUB_OFFLINE=1 so hub model ids resolve from the local cache",
 )
@@ -38,11 +43,16 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
     if not texts or role(ctx).role == Role.JOB:
         return
     for primary, text in texts:
+        apps = _applications(ctx, text, state)
+        read = {p for app, _token in apps for p in app.read}
         for p in downloads.start_problems(text, state.env):
             ins = _attribute(p.token, primary, state)
             yield Hit("startup-download", ins.line, f"the {ins.cmd} {p.what}")
-        for src, content in scripts(ctx, text, state):
-            for p in downloads.start_problems(content, state.env):
+        for src, content in scripts(ctx, text, state, stage=ctx.df.final):
+            if src.context_path in read:
+                continue  # Python the application walk read: judged by what runs when
+            code = follow.without_comments(content, src.image_path.endswith(".py"))
+            for p in downloads.start_problems(code, state.env):
                 ins = _attribute(src.image_path.rsplit("/", 1)[-1], primary, state)
                 where = f"{script_name(src)}:{p.line}"
                 yield Hit(
@@ -51,3 +61,93 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
                     f"{src.image_path}, run by {ins.cmd}, {p.what} ({where})",
                     context={"script": where},
                 )
+        for app, token in apps:
+            yield from _app_hits(ctx, app, _attribute(token, primary, state))
+        if not apps:
+            yield from _missing_scripts(ctx, text, primary, state)
+
+
+def _applications(ctx: Context, text: str,
+                  state: StageState) -> list[tuple[follow.Followed, str]]:
+    """The Python applications the start command starts, directly or from the shell scripts
+    it runs, followed into the build context; each with the word that shows which
+    instruction starts it (the app spec, or the script's name)."""
+    found: list[tuple[follow.Followed, str]] = []
+    sources: list[tuple[str, dict[str, str], str]] = [(text, {}, "")]
+    for src, content in scripts(ctx, text, state, stage=ctx.df.final):
+        if not src.image_path.endswith(".py"):
+            sources.append((content, shell.assignments(content),
+                            src.image_path.rsplit("/", 1)[-1]))
+    seen: set[tuple[str, ...]] = set()
+    for body, env, token in sources:
+        for entry in follow.entries(body, state, state.workdir):
+            if entry.paths in seen:
+                continue
+            seen.add(entry.paths)
+            found.append((follow.follow_app(ctx.analysis, entry, env),
+                          token or entry.shown.split()[-1]))
+    return found
+
+
+def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[Hit]:
+    bound = (f" (the walk stopped at {follow.MAX_MODULES} modules, servelab's bound: loads "
+             "in modules past it were not looked for)") if app.truncated else ""
+    missing = _missing(ctx, app)
+    if missing and not app.loads:
+        path, copy = app.missing[0]
+        yield Hit("startup-download", ins.line,
+                  f"{app.entry.shown}, run by {ins.cmd}, was not followed: {path} comes from "
+                  f"the build context ({copy.cmd} at line {copy.line}), which lacks it, so the "
+                  "application's code was not read", severity=Severity.INFO,
+                  fix=f"pass --context with the directory docker build is given (now "
+                  f"{ctx.context_dir})")
+        return
+    for when in (follow.START, follow.REQUEST):
+        loads = [f for f in app.loads if f.when == when]
+        if not loads:
+            continue
+        shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in loads)
+        kinds = {f.kind for f in loads}
+        verb = ("installs packages" if kinds == {"install"} else
+                "downloads from a hub" if kinds == {"hub"} else "downloads and installs")
+        if when == follow.START:
+            what = f"{verb} at start"
+        else:
+            what = (f"{verb} at the first request, not at start (a request waits for "
+                    "it)")
+        yield Hit("startup-download", ins.line,
+                  f"{app.entry.shown}, run by {ins.cmd}, {what}: {shown}{bound}{missing}",
+                  context={"script": loads[0].where},
+                  severity=None if when == follow.START else Severity.WARNING)
+
+
+def _missing_scripts(ctx: Context, text: str, primary: Instruction,
+                     state: StageState) -> Iterator[Hit]:
+    """A script the start command runs that a COPY takes from the build context, which
+    lacks it: nothing in it was read (an info finding pointing to --context)."""
+    for cmd in shell.commands(text):
+        for word in cmd.argv:
+            path = ctx.analysis.resolve_in_image(word, state)
+            src = ctx.analysis.source_of(path, state) if path else None
+            if path is None or (src is not None and (src.context_path is None
+                                                     or src.context_path.is_file())):
+                continue
+            copy = follow.missing_copy(ctx.analysis, ctx.df.final, path)
+            if copy is not None:
+                ins = _attribute(word, primary, state)
+                yield Hit("startup-download", ins.line,
+                          f"{path}, run by {ins.cmd}, comes from the build context "
+                          f"({copy.cmd} at line {copy.line}), which lacks it, so what it "
+                          "runs at start was not read", severity=Severity.INFO,
+                          fix="pass --context with the directory docker build is given "
+                          f"(now {ctx.context_dir})")
+                return
+
+
+def _missing(ctx: Context, app: follow.Followed) -> str:
+    if not app.missing:
+        return ""
+    paths = ", ".join(p for p, _c in app.missing[:3])
+    return (f"; {paths} of the application, copied from the build context, is not in "
+            f"{ctx.context_dir}, so it was not read (pass --context with the directory "
+            "docker build is given)")

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from servelab.findings import Severity
-from servelab.lint import downloads, ignore
+from servelab.lint import downloads, follow, ignore, shell, walk
 from servelab.lint.fetch import expand_known
 from servelab.lint.image import StageState, is_url
 from servelab.lint.parse import Instruction, Stage
@@ -30,6 +30,16 @@ def _named(src: str) -> bool:
     return downloads.is_weight_path(src.rsplit("/", 1)[-1]) and not src.endswith("/")
 
 
+def _what_named(src: str) -> str:
+    """A folder named like weights (``models/``), or a path inside one
+    (``models/config.json``): only a folder is called a folder."""
+    parts = [p for p in src.rstrip("/").split("/") if p not in {"", "."}]
+    if src.endswith("/") or (parts and parts[-1].lower() in downloads.WEIGHT_DIRS):
+        return "a folder named like model weights"
+    folder = next((p for p in parts if p.lower() in downloads.WEIGHT_DIRS), "")
+    return f"a path inside a folder named like model weights ({folder}/)"
+
+
 def _files(found: list[tuple[str, int]]) -> str:
     shown = [f"{p} ({downloads.human_size(n)})" for p, n in found[:_SHOWN]]
     more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
@@ -44,22 +54,30 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
     if not matches:
         if not downloads.is_weight_path(src):
             return None
-        if _named(src):
+        if _named(src) and src.rsplit("/", 1)[-1].lower() not in downloads.WEIGHT_DIRS:
             return Hit("weights-baked", ins.line,
                        f"{ins.cmd} puts model weights ({src}) into the image", context=where)
         return Hit("weights-baked", ins.line,
-                   f"{ins.cmd} {src} copies a folder named like model weights that is not in "
-                   f"the build context {ctx.context_dir}, so only its name was judged (pass "
-                   "--context to have its files read)", context=where, severity=Severity.WARNING)
+                   f"{ins.cmd} {src} copies {_what_named(src)} that is not in the build "
+                   f"context {ctx.context_dir}, so only its name was judged (pass --context "
+                   "to have its files read)", context=where, severity=Severity.WARNING)
     found: list[tuple[str, int]] = []
+    stopped = src in ctx.analysis.stopped_globs
+    root = os.path.realpath(ctx.context_dir)
     for m in matches:
-        rel = os.path.relpath(m, ctx.context_dir).replace(os.sep, "/")
-        found += downloads.find_weight_files(ctx.context_dir, rel, excluded, ignore.SKIP_DIRS)
-    if not found:
-        return None
-    return Hit("weights-baked", ins.line,
-               f"{ins.cmd} {src} puts model weights into the image: {_files(found)}",
-               context=where)
+        walked = walk.weight_files(ctx.context_dir, os.path.relpath(m, root), excluded)
+        found += walked.files
+        stopped = stopped or walked.stopped
+    if found:
+        more = " (and servelab stopped at its walk limit: there may be more)" if stopped else ""
+        return Hit("weights-baked", ins.line,
+                   f"{ins.cmd} {src} puts model weights into the image: {_files(found)}{more}",
+                   context=where)
+    if stopped:
+        return Hit("weights-baked", ins.line,
+                   walk.Found([], True).stop_note(f"{ins.cmd} {src}"), context=where,
+                   severity=Severity.WARNING, fix=walk.CONTEXT_ENTRIES.raise_hint())
+    return None
 
 
 def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
@@ -81,18 +99,46 @@ def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
 
 
 def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> Iterator[Hit]:
-    text = expand_known(ins.text(), state.lookup)
+    text = expand_known(follow.without_comments(ins.text()), state.lookup)
     whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
     # a script given only config or tokenizer files (`warm.py config.json org/m`) fetches those
     ran = [] if downloads.names_only_other_files(text) else scripts(
-        ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line))
+        ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line), st)
     for src, content in ran:
-        for what in dict.fromkeys(downloads.build_weight_downloads(content)):
-            whats.append(f"{what} in {script_name(src)}")
+        python = src.image_path.endswith(".py")
+        code = follow.without_comments(content, python)
+        if not python:  # a script's own `src=https://...` before `wget "$src/$name.bin"`
+            code = expand_known(code, shell.assignments(code).get)
+        for what in dict.fromkeys(downloads.build_weight_downloads(code)):
+            whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
     if whats:
         yield Hit("weights-baked", ins.line,
-                  f"RUN downloads model weights at build time ({', '.join(whats)})",
-                  context={"stage": st.label})
+                  f"RUN downloads model weights at build time ({', '.join(whats)})"
+                  f"{reaches(ctx, st)}", context={"stage": st.label})
+
+
+def _line_of(code: str, what: str) -> str:
+    """``:N``, the first line of *code* that holds what a phrase names (``snapshot_download``
+    of ``snapshot_download()``, the URL of ``curl URL``), or "" when none does."""
+    if "(" in what:  # a call: `name(`, not the import that names it
+        needle = what.split("(", 1)[0].rsplit(" ", 1)[-1] + "("
+    else:
+        needle = max(what.split(), key=len, default="")
+    for n, line in enumerate(code.splitlines(), start=1):
+        if needle and needle in line:
+            return f":{n}"
+    return ""
+
+
+def reaches(ctx: Context, st: Stage) -> str:
+    """How a builder stage's download reaches the final image (empty for the final
+    image's own stages)."""
+    through = follow.reaches_final(ctx.analysis, st)
+    if not through:
+        return ""
+    shown = ", ".join(f"{i.cmd} {' '.join(i.flags)} at line {i.line}".replace("  ", " ")
+                      for i in through[:3])
+    return f"; stage {st.label} reaches the final image through {shown}"
 
 
 @RULES.rule(
@@ -101,8 +147,10 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     "model weights copied or downloaded into the image",
     rationale="Weights in a layer make the image gigabytes larger: every node pulls them "
     "before the server starts, a new model means a new image, and the pull cache is useless "
-    "across models. Stages the final image copies from count, and so do scripts a RUN runs "
-    "(download_model.py, fetch.sh). Files are judged by content (safetensors/GGUF headers, "
+    "across models. Stages the final image copies from count (the finding names the COPY "
+    "--from that brings the download in), and so do scripts a RUN runs (download_model.py, "
+    "fetch.sh, the recipe of make TARGET, every install.py a loop or find -exec runs). "
+    "Files are judged by content (safetensors/GGUF headers, "
     "weight names with a weight container or of 1 MiB and more), honouring .dockerignore.",
     fix="keep weights out of the image: mount them at run time (-v model:/models:ro, a PVC, "
     "or an init container), and point the server at the mount with HF_HUB_OFFLINE=1",

@@ -1,0 +1,106 @@
+"""The history of past runs of one experiment, newest first: e.g. a scheduled rebuild's.
+
+PATH is a run directory (servelab run --out), a summary.json, a history file (JSON Lines,
+*.jsonl, one run a line: what --append-to writes; schemas/history.schema.json), or a folder
+holding any of these (the artifacts of past workflow runs, once downloaded); in a folder,
+history files are those named history.jsonl or *.history.jsonl. Every file is
+read with servelab's safe reader and checked against its schema.
+
+The trend shows per run: date, commit, digest per arm, reproducible or not, compressed size,
+start-up (median and spread), findings by severity and the verdict. The first run of a new
+digest is marked (◆), with the recorded inputs that differ from the run before (base digest,
+SOURCE_DATE_EPOCH, builder, engine, Trivy and its DB, context hash, ...) or, when none
+differs, "not reproducible". Markdown adds size, start-up and findings over time as Mermaid
+xychart-beta charts. Nothing is dropped silently: runs of other experiments are listed apart,
+a run read twice is counted once, and each file or line not used is named with its reason.
+
+--out DIR writes history.md, history.json and history.svg (the charts, self-contained).
+--append-to FILE adds the runs that FILE does not hold yet to it (created when missing),
+keeping its lines as they are: the way to carry a history forward from run to run. Writes are
+atomic and never replace an input.
+
+Exit codes: 0 the trend was written, 2 bad usage or no run could be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from servelab.run.history import History
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="run directories, summary.json or history (.jsonl) files, or "
+                        "folders of them")
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text",
+                        help="what to print (default: text)")
+    parser.add_argument("--experiment", metavar="NAME",
+                        help="the experiment to trace (default: the one with the most runs)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write history.md, history.json and history.svg here")
+    parser.add_argument("--append-to", metavar="HISTORY_FILE",
+                        help="append the runs this history file lacks to it (JSON Lines)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from servelab.run.history import appended, read_history
+    from servelab.run.render import render_history
+    from servelab.textio import write_file
+
+    out = _out_dir(args.out) if args.out else None
+    history = read_history([Path(p) for p in args.paths], args.experiment)
+    if out is not None:
+        _write_out(out, history)
+    if args.append_to:
+        target = Path(args.append_to)
+        text, added = appended(target, history, history.inputs)
+        # the history file is read, then rewritten with its lines kept: on purpose onto an
+        # input (textio's writer refuses that otherwise); a summary.json input never is
+        write_file(target, text, what="the history file", onto_input=True)
+        sys.stderr.write(f"servelab history: {added} run(s) appended to {target}\n")
+    sys.stdout.write(render_history(history, args.format))
+    return 0
+
+
+def _out_dir(text: str) -> Path:
+    from pathlib import Path
+
+    from servelab.errors import InputError
+
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out names an existing file, not a directory; nothing was written",
+                         file=text, hint="give a directory for history.md, .json and .svg")
+    return out
+
+
+def _write_out(out: Path, history: History) -> None:
+    from servelab.errors import InputError
+    from servelab.run.history import same_file, series
+    from servelab.run.render import render_history
+    from servelab.run.svg import history_svg
+    from servelab.textio import write_text_atomic
+
+    files = {"history.md": render_history(history, "markdown"),
+             "history.json": render_history(history, "json"),
+             "history.svg": history_svg(f"servelab history: {history.experiment}",
+                                        series(history))}
+    for name in files:
+        if any(same_file(out / name, f) for f in history.inputs):
+            raise InputError(f"--out would replace an input ({name}); nothing was written",
+                             file=str(out / name), hint="give another --out directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot make the --out directory: {e.strerror or e}", file=str(out),
+                         hint="give a directory path that can be created") from e
+    for name, text in files.items():
+        write_text_atomic(out / name, text)

@@ -1,0 +1,1 @@
+MODEL_NAME = "dslim/bert-base-NER"

@@ -1,0 +1,3 @@
+import pathlib
+
+pathlib.Path("custom_nodes/ComfyUI-Nodes-A/.installed").touch()

@@ -1,0 +1,1 @@
+"""A small model server (fixture)."""

@@ -1,0 +1,2 @@
+def serve() -> None:
+    print("serving on 7860")

@@ -1,0 +1,75 @@
+"""scan gives 2 for a corrupt input image, as diff does (issue 24).
+
+Trivy read a layout whose layer blob was cut short, or replaced, and reported "no findings"
+(exit 0, a false pass), and a layer that was not a tar made Trivy fail (exit 3, as for a
+missing tool). scan now reads the image through the verified reader first (digests, declared
+sizes, the config's diff_ids, decompression, the tar itself): a corrupt input is exit 2 with
+the blob named, before Trivy runs. Real Trivy, a fixture DB written at test time, no network.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hostile_images import Image, Layer, base_files, blob_path, compress, sha, tar_of
+
+import trivydb
+
+pytestmark = pytest.mark.trivy
+
+
+def _scan(target: Path, cache: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    return subprocess.run([sys.executable, "-m", "servelab", "scan", str(target), "--offline",
+                           "--cache-dir", str(cache)], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+
+
+def _cut_short(root: Path) -> str:
+    raw = tar_of(base_files())
+    return Image([Layer(compress(raw, "gzip")[:-12], "gzip", raw=raw)]).write(root)["layers"][0]
+
+
+def _replaced(root: Path) -> str:
+    digest = Image([Layer.of(base_files())]).write(root)["layers"][0]
+    blob_path(root, digest).write_bytes(b"x" * 100)
+    return digest
+
+
+def _not_a_tar(root: Path) -> str:
+    junk = os.urandom(3000)
+    return Image([Layer(junk, "gzip", raw=junk)]).write(root)["layers"][0]
+
+
+def _wrong_diff_id(root: Path) -> str:
+    layer = Layer(compress(tar_of(base_files()), "gzip"), "gzip", diff_id=sha(b"another tar"))
+    return Image([layer]).write(root)["layers"][0]
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (_cut_short, "truncated"), (_replaced, "is truncated"), (_not_a_tar, "not a readable tar"),
+    (_wrong_diff_id, "diff_id"),
+], ids=["gzip-cut-short", "blob-replaced", "not-a-tar", "wrong-diff-id"])
+def test_a_corrupt_image_is_exit_2(tmp_path: Path, trivy_bin: str, make: object,
+                                   said: str) -> None:
+    """trust-options-scan-corrupt"""
+    cache = tmp_path / "cache"
+    trivydb.write_db(cache)
+    digest = make(tmp_path / "img")  # type: ignore[operator]
+    res = _scan(tmp_path / "img", cache, tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert said in res.stderr and digest.split(":")[1][:12] in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+
+
+def test_a_sound_image_is_still_scanned(tmp_path: Path, trivy_bin: str) -> None:
+    cache = tmp_path / "cache"
+    trivydb.write_db(cache)
+    Image([Layer.of(base_files())]).write(tmp_path / "img")
+    res = _scan(tmp_path / "img", cache, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "gate passed" in res.stdout
