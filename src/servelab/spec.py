@@ -315,7 +315,7 @@ def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
             got, got
         )
         return f"expected {err.validator_value}, got {got} {err.instance!r}", fix, path, False
-    if v == "pattern" and "x-hint" in err.schema:
+    if v in ("pattern", "not", "minLength") and "x-hint" in err.schema:  # not: a char class
         msg = f"{err.instance!r} is not valid: expected {err.schema['x-hint']}"
         if path and path[-1] in ("metrics", "fixed"):
             table = METRICS if path[-1] == "metrics" else FACTORS
