@@ -251,17 +251,24 @@ class Cleanup:
     def close(self) -> None:
         """Remove everything registered (newest first), then anything else with our token."""
         entries, self._entries = self._entries, []
-        for e in reversed(entries):
-            if e.kind == "callback":
-                _quiet(e.ref, e.fn or (lambda: None), self.errors)
-            elif self.keep:
-                self.kept.append(f"{e.kind} {e.ref}")
-            elif e.kind == "path":
-                remove_path(Path(e.ref), self.errors)
-            else:
-                _remove_kind(self._client(), e.kind, e.ref, self.errors)
-        if not self.keep and self.client is not None:
-            self._remove_unregistered()
+        removing = [e for e in entries if e.kind != "callback" and not self.keep]
+        shown = logs.progress(f"clean-up of run {self.run_id}") if removing else None
+        with shown or contextlib.nullcontext():
+            for e in reversed(entries):
+                if e.kind == "callback":
+                    _quiet(e.ref, e.fn or (lambda: None), self.errors)
+                elif self.keep:
+                    self.kept.append(f"{e.kind} {e.ref}")
+                else:
+                    if shown is not None:  # removing a 1 GB image takes seconds
+                        short = e.ref[:12] if len(e.ref) == 64 and e.ref.isalnum() else e.ref
+                        shown.step(f"{e.kind} {short}")
+                    if e.kind == "path":
+                        remove_path(Path(e.ref), self.errors)
+                    else:
+                        _remove_kind(self._client(), e.kind, e.ref, self.errors)
+            if not self.keep and self.client is not None:
+                self._remove_unregistered()
 
     def _remove_unregistered(self) -> None:
         try:

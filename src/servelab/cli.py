@@ -142,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help(sys.stderr)
         return int(ExitCode.BAD_INPUT)
-    logs.configure(args.verbose)  # applied when a module first logs
+    # applied when a module first logs; progress on stderr unless the command's --quiet
+    logs.configure(args.verbose, quiet=bool(getattr(args, "quiet", False)))
     previous = _sigterm_raises()
     try:
         return int(_module(args._module).run(args))

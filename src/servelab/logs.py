@@ -4,15 +4,23 @@ The CLI says how verbose to be (:func:`configure`); modules that log take their 
 :func:`get`. Whichever comes second applies the configuration, so a command that never logs
 (``servelab lint``) never imports :mod:`logging` (about 10 ms of a 200 ms start), and a
 library user who calls servelab from Python keeps their own logging set-up untouched.
+
+Progress of long steps (a build, a load, a push, a scan) goes through :func:`progress`, on
+stderr, as the CLI set it (:func:`configure`): a live line redrawn in place on a terminal, one
+plain line per step plus a heartbeat at most every :data:`HEARTBEAT_S` seconds in a log (not a
+terminal, or ``GITHUB_ACTIONS=true``), nothing with ``--quiet`` or for a library user. Its
+imports (threading) wait until a step starts, so ``servelab lint`` pays nothing for it.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     import logging
+    import threading
 
 FORMAT = "servelab: %(message)s"
 
@@ -21,10 +29,12 @@ _verbosity: list[int | None] = [None]
 _applied: list[bool] = [False]
 
 
-def configure(verbosity: int) -> None:
+def configure(verbosity: int, *, quiet: bool = False) -> None:
     """Record the CLI's verbosity (0 warnings, 1 commands run, 2+ debug); applied at once if
-    :mod:`logging` is already loaded, else when the first logger is asked for."""
+    :mod:`logging` is already loaded, else when the first logger is asked for. Progress is
+    shown (:func:`progress_mode`) unless *quiet*."""
     _verbosity[0] = verbosity
+    _mode[0] = OFF if quiet else progress_mode()
     _applied[0] = False
     if "logging" in sys.modules:
         _apply()
@@ -53,3 +63,249 @@ def _apply() -> None:
     logging.basicConfig(level=level, format=FORMAT, stream=sys.stderr)
     if verbosity >= 1:
         logging.getLogger("servelab.proc").setLevel(logging.DEBUG)
+
+
+# ---------------------------------------------------------------------------- progress
+
+OFF, LIVE, LINES = "off", "live", "lines"
+#: in a log, the longest silence of a running step before a heartbeat line
+HEARTBEAT_S = 10.0
+#: on a terminal, the fewest seconds between two redraws of the live line
+REDRAW_S = 0.2
+#: the most characters of build text (a step's name, a log line) a progress line shows
+FIELD_MAX = 160
+#: how progress is shown; off until the CLI configures it
+_mode: list[str] = [OFF]
+
+
+def progress_mode(stream: TextIO | None = None) -> str:
+    """:data:`LINES` under GitHub Actions or when *stream* (stderr) is not a terminal, else
+    :data:`LIVE`."""
+    import os
+
+    out = stream if stream is not None else sys.stderr
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        return LINES
+    try:
+        return LIVE if out.isatty() else LINES
+    except (AttributeError, ValueError, OSError):
+        return LINES
+
+
+def neutral(text: str, limit: int = FIELD_MAX) -> str:
+    """*text* made safe for one progress line: terminal escape sequences dropped, every other
+    control character (CR, LF, ESC, ...) and line separator a space, runs of spaces one, at
+    most *limit* characters. A progress line starts with ``servelab: ``, so build text never
+    starts a workflow command (``::``)."""
+    text = text[:limit * 4]  # a megabyte-long log line costs no more than a short one
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        i += 1
+        if c == "\x1b" and text[i:i + 1] == "[":  # ESC [ parameters final-byte: dropped
+            i += 1
+            while i < len(text) and not "@" <= text[i] <= "~":
+                i += 1
+            i += 1
+            continue
+        bad = c < " " or "\x7f" <= c <= "\x9f" or c in "\u2028\u2029"
+        out.append(" " if bad else c)
+    joined = " ".join("".join(out).split())
+    return joined if len(joined) <= limit else joined[:limit - 1] + "\u2026"
+
+
+def size(n: float) -> str:
+    """Bytes as a person reads them: 512 B, 3.4 MB, 1.02 GB (powers of 1000)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.{2 if n < 10 else 1}f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover
+
+
+class Progress:
+    """One long step's progress (see :func:`progress`): ``with`` it, then tell it the
+    sub-steps (:meth:`step`), the bytes or items done (:meth:`advance`, :meth:`done_to`)
+    and the latest detail (:meth:`note`); it says how long the step took when the block ends.
+    In a log that is one line per sub-step, a heartbeat after :data:`HEARTBEAT_S` without a
+    line, and the end line: a step with no sub-steps that ends within 10 s is one line.
+    Thread-safe: a reader thread may feed it while a ticker thread redraws or beats."""
+
+    def __init__(self, what: str, *, total: float | None = None, unit: str = "B",
+                 mode: str | None = None, stream: TextIO | None = None) -> None:
+        self.what = neutral(what)
+        self.total = total
+        self.unit = unit
+        self.mode = _mode[0] if mode is None else mode
+        self.stream = stream
+        self.done = 0.0
+        self.steps = 0
+        self._step = ""
+        self._note = ""
+        self._t0 = time.monotonic()
+        self._last_line = self._t0
+        self._drawn = 0.0
+        self._lock: threading.Lock | None = None
+        self._stop: threading.Event | None = None
+        self._ticker: threading.Thread | None = None
+
+    # -- feeding it
+    def step(self, name: str) -> None:
+        """A new sub-step (a build instruction, a layer): a line of its own in a log."""
+        if self.mode == OFF:
+            return
+        with self._locked():
+            self.steps += 1
+            self._step, self._note = neutral(name), ""
+            if self.mode == LINES:
+                self._line(f"{self.what}: {self._step}")
+            else:
+                self._draw(force=True)
+
+    def advance(self, n: float) -> None:
+        """*n* more bytes (or items) done."""
+        self.done_to(self.done + n)
+
+    def done_to(self, done: float, total: float | None = None) -> None:
+        """*done* bytes (or items) of *total* (or of the total given before) done."""
+        if self.mode == OFF:
+            return
+        with self._locked():
+            self.done = done
+            if total is not None:
+                self.total = total
+            if self.mode == LIVE:
+                self._draw()
+
+    def note(self, text: str) -> None:
+        """The latest detail (a log line of the running step): shown, never a line alone."""
+        if self.mode == OFF:
+            return
+        with self._locked():
+            self._note = neutral(text)
+            if self.mode == LIVE:
+                self._draw()
+
+    # -- the block
+    def __enter__(self) -> Progress:
+        if self.mode == OFF:
+            return self
+        import threading
+
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._t0 = self._last_line = time.monotonic()
+        if self.mode == LIVE:  # a log gets its first line from a sub-step, a beat or the end
+            self._draw(force=True)
+        self._ticker = threading.Thread(target=self._tick, name="servelab-progress",
+                                        daemon=True)
+        self._ticker.start()
+        return self
+
+    def __exit__(self, t: object, e: BaseException | None, tb: object) -> None:
+        if self.mode == OFF or self._stop is None:
+            return
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2)
+        took = time.monotonic() - self._t0
+        end = "done" if e is None else (
+            "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+        with self._locked():
+            self._line(f"{self.what}: {end} in {took:.1f}s{self._amount(final=True)}")
+
+    def _tick(self) -> None:
+        stop = self._stop
+        while stop is not None and not stop.wait(REDRAW_S if self.mode == LIVE else 1.0):
+            with self._locked():
+                if self.mode == LIVE:
+                    self._draw(force=True)
+                elif time.monotonic() - self._last_line >= HEARTBEAT_S:
+                    self._line(self._status())
+
+    # -- writing
+    def _locked(self) -> threading.Lock | _NoLock:
+        return self._lock if self._lock is not None else _NoLock()
+
+    def _out(self) -> TextIO:
+        return self.stream if self.stream is not None else sys.stderr
+
+    def _amount(self, *, final: bool = False) -> str:
+        if not self.done and not self.total:
+            return ""
+        if self.unit != "B":
+            return f", {self.done:.0f}/{self.total:.0f} {self.unit}" if self.total else \
+                f", {self.done:.0f} {self.unit}"
+        if self.total and not final:
+            pct = min(100.0, 100.0 * self.done / self.total)
+            return f", {pct:.0f}% of {size(self.total)}"
+        return f", {size(self.done)}"
+
+    def _status(self) -> str:
+        took = time.monotonic() - self._t0
+        parts = [f"{self.what}: {took:.0f}s{self._amount()}"]
+        if self._step:
+            parts.append(self._step)
+        if self._note:
+            parts.append(self._note)
+        return ", ".join(parts[:1]) + "".join(f" | {p}" for p in parts[1:])
+
+    def _line(self, text: str) -> None:
+        """One whole line (in LIVE mode it replaces the live line)."""
+        out = self._out()
+        lead = "\r\x1b[K" if self.mode == LIVE else ""
+        try:
+            out.write(f"{lead}servelab: {text}\n")
+            out.flush()
+        except (OSError, ValueError):  # stderr gone: progress is never worth failing for
+            self.mode = OFF
+        self._last_line = time.monotonic()
+
+    def _draw(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._drawn < REDRAW_S:
+            return
+        self._drawn = now
+        text = f"servelab: {self._bar()}{self._status()}"
+        width = _width(self._out())
+        if len(text) >= width:
+            text = text[:max(10, width - 2)] + "\u2026"
+        try:
+            self._out().write(f"\r\x1b[K{text}")
+            self._out().flush()
+        except (OSError, ValueError):
+            self.mode = OFF
+
+    def _bar(self, cells: int = 20) -> str:
+        if not self.total:
+            return ""
+        full = int(cells * min(1.0, self.done / self.total))
+        return "[" + "#" * full + "." * (cells - full) + "] "
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *a: object) -> None:
+        return None
+
+
+def _width(out: TextIO) -> int:
+    import os
+
+    try:
+        return os.get_terminal_size(out.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+def progress(what: str, *, total: float | None = None, unit: str = "B") -> Progress:
+    """A :class:`Progress` for the long step *what*, shown as the CLI configured (nothing for
+    a library user or with ``--quiet``)::
+
+        with logs.progress("docker load", total=archive_size) as p:
+            ...; p.advance(n)
+    """
+    return Progress(what, total=total, unit=unit)

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,11 +146,15 @@ def run(
     cwd: str | Path | None = None,
     input_text: str | None = None,
     hint: str | None = None,
+    on_stderr: Callable[[str], object] | None = None,
 ) -> Completed:
     """Run *command* (a list; never a shell string) and return its output.
 
     ``command[0]`` is resolved with :func:`require`. ``env`` entries are added to the current
     environment. Raises :class:`CommandError` on timeout, or on a non-zero exit when *check*.
+    *on_stderr* sees each line of standard error as it comes (a progress reader, on a thread
+    of its own; an exception there stops the calls, never the command); the whole text is
+    still returned.
     """
     argv, full_env = _prepare(command, env)
     log.debug("$ %s", shlex.join(argv))
@@ -170,9 +174,15 @@ def run(
     except OSError as e:
         raise CommandError(argv, returncode=None, stderr=str(e), hint=hint) from e
     try:
-        stdout, stderr = child.communicate(input_text, timeout=timeout)
+        if on_stderr is None:
+            stdout, stderr = child.communicate(input_text, timeout=timeout)
+        else:
+            stdout, stderr = _streamed(child, timeout, on_stderr)
     except subprocess.TimeoutExpired as e:
-        _, err = kill_group(child, grace=0.0)
+        if on_stderr is None:
+            _, err = kill_group(child, grace=0.0)
+        else:  # _streamed killed and reaped it
+            err = e.stderr if isinstance(e.stderr, str) else ""
         raise CommandError(argv, returncode=None, stderr=err, timed_out=True, hint=hint) from e
     except BaseException:  # Ctrl-C, SIGTERM: stop the child's whole group, then go on up
         kill_group(child, grace=KILL_GRACE_S)
@@ -182,6 +192,46 @@ def run(
     if check and child.returncode != 0:
         raise CommandError(argv, returncode=child.returncode, stderr=stderr, hint=hint)
     return Completed(tuple(argv), child.returncode, stdout, stderr, seconds)
+
+
+def _streamed(child: subprocess.Popen[str], timeout: float | None,
+              on_stderr: Callable[[str], object]) -> tuple[str, str]:
+    """:meth:`~subprocess.Popen.communicate` (no input) with each stderr line shown to
+    *on_stderr* as it arrives; TimeoutExpired as communicate raises it."""
+    import threading
+
+    parts: tuple[list[str], list[str]] = ([], [])
+    see: list[Callable[[str], object] | None] = [on_stderr]
+
+    def pump(pipe: object, got: list[str], watch: bool) -> None:
+        for line in iter(pipe.readline, ""):  # type: ignore[attr-defined]
+            got.append(line)
+            if watch and see[0] is not None:
+                try:
+                    see[0](line)
+                except Exception as e:  # progress must never fail the command
+                    log.debug("stderr reader stopped: %s", e)
+                    see[0] = None
+
+    pumps = [threading.Thread(target=pump, args=(child.stdout, parts[0], False), daemon=True),
+             threading.Thread(target=pump, args=(child.stderr, parts[1], True), daemon=True)]
+    for t in pumps:
+        t.start()
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        _signal_group(child.pid, signal.SIGKILL)
+        child.wait()
+        for t in pumps:
+            t.join(DRAIN_S)
+        raise subprocess.TimeoutExpired(child.args, e.timeout, "".join(parts[0]),
+                                        "".join(parts[1])) from None
+    except BaseException:
+        kill_group(child, grace=KILL_GRACE_S)
+        raise
+    for t in pumps:
+        t.join()
+    return "".join(parts[0]), "".join(parts[1])
 
 
 def kill_group(child: subprocess.Popen[str], *, grace: float) -> tuple[str, str]:

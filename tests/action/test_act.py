@@ -13,6 +13,7 @@ inputs and must not run; upload-artifact stores the artifact under the record di
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -190,7 +191,27 @@ def test_action_on_the_bundled_example_under_act(
     )
     assert treatment["image"]["digest"] == outputs["digest"]
     assert run.jsonl("setup-python") == [] and run.jsonl("cache") == []
+    _progress_within_bound(run.log, run.record / "artifacts", stem)
     (tmp_path / "seconds.txt").write_text(f"{time.monotonic() - start:.1f}\n")
+
+
+def _progress_within_bound(log: str, artifacts: Path, stem: str) -> None:
+    """Under act (GITHUB_ACTIONS=true, output piped) each build logs plain lines of progress:
+    at most its steps (build.log's vertices) + ceil(its seconds / 10 s) + 5 (issue 27)."""
+    shown = [x.split("| ", 1)[1] for x in log.splitlines() if "| servelab: build " in x]
+    assert shown, log[-3000:]
+    assert all("\r" not in x and "\x1b" not in x for x in shown)
+    for arm in ("control", "treatment"):
+        for n in (1, 2):
+            stored = artifacts / f"{stem}-{arm}-repeat-{n}"
+            lines = [x for x in shown if x.startswith(f"servelab: build {arm} #{n}")]
+            build_log = (stored / "build.log").read_text()
+            vertices = {m.group(1) for m in re.finditer(r"^#(\d+) ", build_log, re.M)}
+            result = json.loads((stored / "result.json").read_text())
+            seconds = result["metrics"]["build_seconds"]
+            assert any(re.search(r": \[\d/\d\] ", x) for x in lines), lines  # its steps
+            assert lines[-1].startswith(f"servelab: build {arm} #{n}: done in "), lines
+            assert len(lines) <= len(vertices) + math.ceil(seconds / 10) + 5, lines
 
 
 @pytest.mark.slow

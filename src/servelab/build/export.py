@@ -50,6 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, BinaryIO
 
+from servelab import logs
 from servelab.errors import CapabilityError, InputError
 from servelab.image import listing
 from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive, parse_object
@@ -347,9 +348,10 @@ class Shaper:
         self._done.clear()
         self.layers.clear()
 
-    def shape(self, source: Path) -> Shaped:
+    def shape(self, source: Path, progress: logs.Progress | None = None) -> Shaped:
         """The registry-shaped archive of BuildKit's archive *source*, in the store as
-        ``<hex of its first manifest digest>.oci.tar`` (one archive per distinct image)."""
+        ``<hex of its first manifest digest>.oci.tar`` (one archive per distinct image);
+        each layer compressed is a step on *progress*, its bytes its advance."""
         t0, c0 = time.monotonic(), time.thread_time()
         with OciArchive(source) as img:
             _, index = img.top()
@@ -360,7 +362,7 @@ class Shaper:
                               reused=True, seconds=time.monotonic() - t0)
             tmp = self.store_dir / f".shaping-{os.getpid()}-{id(self):x}.oci.tar"
             try:
-                shaped = self._write(img, index, tmp)
+                shaped = self._write(img, index, tmp, progress)
                 shaped.archive = self._name(tmp, shaped)
             finally:
                 tmp.unlink(missing_ok=True)
@@ -379,10 +381,11 @@ class Shaper:
                                             layer.uncompressed_size, final)
         return final
 
-    def _write(self, img: ImageSource, index: dict[str, Any], out: Path) -> Shaped:
+    def _write(self, img: ImageSource, index: dict[str, Any], out: Path,
+               progress: logs.Progress | None) -> Shaped:
         shaped = Shaped(out, [], [])
         with open_output(out, what="the image's OCI archive") as f:
-            w = _Job(TarWriter(f), img, self, shaped, out)
+            w = _Job(TarWriter(f), img, self, shaped, out, progress)
             w.tar.add_dir("blobs/")
             w.tar.add_dir("blobs/sha256/")
             manifests = [w.descriptor(d, f"index.json: manifests[{i}]")
@@ -405,6 +408,7 @@ class _Job:
     shaper: Shaper
     shaped: Shaped
     out: Path
+    progress: logs.Progress | None = None
     written: set[str] = field(default_factory=set)
 
     def descriptor(self, raw: Any, where: str) -> dict[str, Any]:
@@ -460,8 +464,17 @@ class _Job:
 
     def _compress(self, d: Descriptor, diff_id: str) -> GzipLayer:
         indexer = listing.TarIndexer()
+        watch: Callable[[bytes], object] = indexer.feed
+        if self.progress is not None:
+            shown = self.progress
+            shown.step(f"layer {d.digest[7:19]} ({logs.size(d.size)} {d.media_type[-4:]})")
+
+            def watch(data: bytes) -> None:
+                indexer.feed(data)
+                shown.advance(len(data))
+
         with self.img.open_layer(d, diff_id=diff_id) as data, self.tar.streamed() as out:
-            done = gzip_to(_Tee(data, indexer.feed), out.write)
+            done = gzip_to(_Tee(data, watch), out.write)
         files = indexer.listing()
         if files is not None:  # the bytes matched the diff_id: what they hold can be trusted
             listing.remember(out.digest, files)

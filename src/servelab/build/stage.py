@@ -47,9 +47,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from servelab import proc
+from servelab import logs, proc
 from servelab.build import builder as builder_mod
-from servelab.build import export
+from servelab.build import buildkit, export
 from servelab.errors import (
     CapabilityError,
     CommandError,
@@ -363,11 +363,12 @@ def check_disk(paths: list[Path], need: int, why: str = "the floor") -> None:
 
 
 def build_command(arm: Arm, settings: BuildSettings, *, dest: Path, builder_args: list[str],
-                  metadata: Path, rewrite_timestamp: bool = True) -> list[str]:
-    """The docker buildx build command line of one build."""
+                  metadata: Path, rewrite_timestamp: bool = True,
+                  progress: str = buildkit.PLAIN) -> list[str]:
+    """The docker buildx build command line of one build (*progress*: rawjson or plain)."""
     out = export.output_option(dest, rewrite_timestamp=rewrite_timestamp)
     argv = ["docker", "buildx", "build", *builder_args, "--no-cache", "--provenance=false",
-            "--sbom=false", "--progress=plain", "--file", str(arm.dockerfile),
+            "--sbom=false", f"--progress={progress}", "--file", str(arm.dockerfile),
             "--metadata-file", str(metadata), "--output", out]
     if arm.target:
         argv += ["--target", arm.target]
@@ -574,31 +575,54 @@ class Builds:
 
     def _buildx(self, arm: Arm, settings: BuildSettings, *, dest: Path, out_dir: Path,
                 epoch: int, rewrite_timestamp: bool, repeat: int) -> float:
-        argv = build_command(
-            arm, settings, dest=dest, builder_args=self.facts.builder_args() if self.facts else [],
-            metadata=out_dir / "metadata.json", rewrite_timestamp=rewrite_timestamp)
-        log = out_dir / LOG_FILE
+        """docker buildx build, its progress shown as it runs (rawjson where buildx has it,
+        else plain: :mod:`servelab.build.buildkit`); build.log written either way."""
+        for mode in buildkit.modes():
+            argv = build_command(
+                arm, settings, dest=dest,
+                builder_args=self.facts.builder_args() if self.facts else [],
+                metadata=out_dir / "metadata.json", rewrite_timestamp=rewrite_timestamp,
+                progress=mode)
+            with logs.progress(f"build {arm.name} #{repeat}") as shown:
+                reader = buildkit.Reader(mode, shown)
+                seconds = self._buildx_once(argv, reader, settings, epoch=epoch,
+                                            log=out_dir / LOG_FILE,
+                                            what=f"arm {arm.name} (repeat {repeat})")
+            if seconds is not None:
+                return seconds
+            buildkit.refuse(mode)
+        raise CapabilityError("docker buildx build knows no progress mode servelab can read",
+                              hint="install a Docker buildx plugin (0.10 or newer)")
+
+    @staticmethod
+    def _buildx_once(argv: list[str], reader: buildkit.Reader, settings: BuildSettings, *,
+                     epoch: int, log: Path, what: str) -> float | None:
+        """One try; None when buildx refused the progress mode (nothing was built)."""
         try:
-            res = proc.run(argv, timeout=settings.timeout_s,
+            res = proc.run(argv, timeout=settings.timeout_s, on_stderr=reader.feed,
                            env={"SOURCE_DATE_EPOCH": str(epoch)})
         except CommandError as e:
-            write_file(log, e.stderr, what="the build log")
+            reader.close()
+            if reader.refused() and len(buildkit.modes()) > 1:
+                return None
+            write_file(log, reader.log_text(), what="the build log")
             if e.returncode is None and not e.timed_out:
                 raise
             why = (f"timed out after {settings.timeout_s}s" if e.timed_out
                    else f"exit code {e.returncode}")
             raise BuildFailed(
-                f"the build of arm {arm.name} (repeat {repeat}) failed: {why}\n"
-                f"{proc.tail(e.stderr, 15)}",
+                f"the build of {what} failed: {why}\n{proc.tail(reader.error_tail(), 15)}",
                 hint=f"see {log}; raise build.timeoutSeconds if it needs longer"
                 if e.timed_out else f"see {log} for the whole build output") from e
-        write_file(log, res.stderr + res.stdout, what="the build log")
+        reader.close()
+        write_file(log, reader.log_text() + res.stdout, what="the build log")
         return res.seconds
 
     def _shape(self, tmp: Path) -> export.Shaped:
         """BuildKit's archive -> the registry-shaped one in the store, one per distinct
         digest (:mod:`servelab.build.export`); the intermediate is deleted at once."""
-        shaped = self._shaper.shape(tmp)
+        with logs.progress("re-gzip of the new layers") as shown:
+            shaped = self._shaper.shape(tmp, shown)
         tmp.unlink()
         self._sizes.update(shaped.sizes)
         return shaped
@@ -621,8 +645,9 @@ class Builds:
             return ref, image_id, 0.0, False
         name = image_name(self.run_id, arm.name, digest)
         self._guard(digest, name)
-        res = proc.run(["docker", "load", "-i", str(archive)], timeout=1800,
-                       hint="the engine could not load the OCI archive")
+        with logs.progress(f"docker load ({logs.size(archive.stat().st_size)})"):
+            res = proc.run(["docker", "load", "-i", str(archive)], timeout=1800,
+                           hint="the engine could not load the OCI archive")
         loaded = _loaded_ref(res.stdout)
         if loaded is None:
             raise CapabilityError(f"docker load did not report the image it loaded: "

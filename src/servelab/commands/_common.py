@@ -21,6 +21,15 @@ def add_format(parser: argparse.ArgumentParser, default: str = "text") -> None:
     )
 
 
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``-q/--quiet`` of a command with long steps: no progress on stderr (servelab.logs)."""
+    parser.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no progress of long steps on stderr (shown by default: a live line on a "
+        "terminal, one line per step and a heartbeat every 10 s in a log)",
+    )
+
+
 def _shown(text: str) -> str:
     return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
 

@@ -33,7 +33,9 @@ import argparse
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from servelab.build.render import FORMATS
-    from servelab.commands._common import add_allow_path, ascii_int
+    from servelab.commands._common import add_allow_path, add_quiet, ascii_int
+
+    add_quiet(parser)
 
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",

@@ -32,6 +32,9 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import add_quiet
+
+    add_quiet(parser)
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the --out directory of servelab run")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--to", metavar="REPOSITORY[:TAG]",

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_allow_path, add_fail_on, ascii_int
+    from servelab.commands._common import add_allow_path, add_fail_on, add_quiet, ascii_int
     from servelab.run.render import FORMATS
+
+    add_quiet(parser)
 
     parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",

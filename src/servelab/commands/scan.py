@@ -37,7 +37,9 @@ from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_allow_path, add_fail_on, finite_float
+    from servelab.commands._common import add_allow_path, add_fail_on, add_quiet, finite_float
+
+    add_quiet(parser)
 
     parser.add_argument("targets", nargs="+", metavar="TARGET",
                         help="image name, OCI layout directory, OCI or docker archive")

@@ -82,6 +82,9 @@ def _add_request(p: argparse.ArgumentParser) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import add_quiet
+
+    add_quiet(parser)
     parser.add_argument("image", metavar="IMAGE", help="image reference or ID (local)")
     parser.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
                         help="experiment file to take the settings from")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from servelab import logs
 from servelab.errors import CapabilityError, GateFailed, InputError, UsageError
 from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive
 from servelab.image.ref import ImageRef, check_digest, is_digest
@@ -310,18 +311,14 @@ def push_tested(tested: TestedImage, target: str,
     """Push *tested*'s archive to *target* (``registry/repository[:tag]``), byte for byte."""
     ref = _target(target)
     client = client or RegistryClient(timeout=300.0)
-    uploaded = present = sent = 0
     with OciArchive(tested.archive) as img:
         plan = plan_push(img, tested.digest)
-        for blob in plan.blobs:
-            if client.blob_exists(ref, blob.digest):
-                present += 1
-                continue
-            answered = client.upload_blob(ref, blob.digest, blob.size, _opener(img, blob))
-            _same_digest(answered, blob.digest, f"blob {blob.digest[:19]}…", ref.api_host)
-            uploaded += 1
-            sent += blob.size
+        shown = logs.progress(f"push to {ref.registry}/{ref.repository}",
+                              total=sum(b.size for b in plan.blobs))
+        with shown:
+            uploaded, present, sent = _push_blobs(client, ref, img, plan, shown)
         for desc, body in plan.manifests:
+
             answered = client.put_manifest(ref, desc.digest, body, desc.media_type)
             _same_digest(answered, desc.digest, "the manifest", ref.api_host)
         top = plan.top or plan.manifests[-1][0]
@@ -332,6 +329,23 @@ def push_tested(tested: TestedImage, target: str,
     _verify(client, ref, tested.digest, top.digest)
     return PushResult(f"{ref.registry}/{ref.repository}", ref.tag, tested.digest, top.digest,
                       uploaded, present, sent, [d.digest for d, _ in plan.manifests])
+
+
+def _push_blobs(client: RegistryClient, ref: ImageRef, img: ImageSource, plan: PushPlan,
+                shown: logs.Progress) -> tuple[int, int, int]:
+    """Every blob the registry lacks, uploaded: (uploaded, already present, bytes sent)."""
+    uploaded = present = sent = 0
+    for blob in plan.blobs:
+        shown.step(f"blob {blob.digest[7:19]} ({logs.size(blob.size)})")
+        if client.blob_exists(ref, blob.digest):
+            present += 1
+        else:
+            answered = client.upload_blob(ref, blob.digest, blob.size, _opener(img, blob))
+            _same_digest(answered, blob.digest, f"blob {blob.digest[:19]}…", ref.api_host)
+            uploaded += 1
+            sent += blob.size
+        shown.advance(blob.size)
+    return uploaded, present, sent
 
 
 def _verify(client: RegistryClient, ref: ImageRef, digest: str, top: str) -> None:

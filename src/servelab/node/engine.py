@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from servelab import proc
+from servelab import logs, proc
 from servelab.errors import CapabilityError, ServelabError
 from servelab.image.ref import is_digest
 from servelab.image.registry import RegistryClient
@@ -30,18 +30,36 @@ def push_archive(archive: Path, digest: str, arm: str, target: str, reg: Registr
 def _pull_events(client: Any, ref: str) -> list[tuple[float, dict[str, Any]]]:
     events: list[tuple[float, dict[str, Any]]] = []
     try:
-        for ev in client.api.pull(ref, stream=True, decode=True):
-            events.append((time.monotonic(), ev))
-            err = _event_error(ev)
-            if err:
-                raise CapabilityError(f"the engine could not pull {ref}: {err}",
-                                      hint="check the registry runs and the engine may "
-                                      "pull from it (insecure-registries for plain http)")
+        with logs.progress(f"engine pull of {ref}") as shown:
+            for ev in client.api.pull(ref, stream=True, decode=True):
+                events.append((time.monotonic(), ev))
+                _show(shown, ev)
+                err = _event_error(ev)
+                if err:
+                    raise CapabilityError(f"the engine could not pull {ref}: {err}",
+                                          hint="check the registry runs and the engine may "
+                                          "pull from it (insecure-registries for plain http)")
     except ServelabError:
         raise
     except Exception as e:
         raise CapabilityError(f"the engine could not pull {ref}: {e}") from e
     return events
+
+
+def _show(shown: logs.Progress, ev: object) -> None:
+    """An engine pull event on *shown*: a layer's first event is a step, the rest notes."""
+    if not isinstance(ev, dict):
+        return
+    layer, status = str(ev.get("id") or ""), str(ev.get("status") or "")
+    if status in ("Pulling fs layer", "Waiting", "Already exists"):
+        shown.step(f"layer {layer}: {status}")
+    elif layer and status:
+        detail = ev.get("progressDetail") or {}
+        cur, tot = (detail.get("current"), detail.get("total")) if isinstance(detail, dict) \
+            else (None, None)
+        amount = f" {logs.size(cur)} / {logs.size(tot)}" if isinstance(cur, int) and \
+            isinstance(tot, int) and tot else ""
+        shown.note(f"layer {layer}: {status}{amount}")
 
 
 def pull_quietly(client: Any, ref: str) -> None:

@@ -8,7 +8,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from servelab import proc
+from servelab import logs, proc
 from servelab.errors import CapabilityError
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
@@ -19,7 +19,8 @@ from servelab.textio import open_output
 CHUNK = 1 << 20
 
 
-def _download(reg: RegistryClient, ref: ImageRef, blob: Blob, dest: Path) -> None:
+def _download(reg: RegistryClient, ref: ImageRef, blob: Blob, dest: Path,
+              shown: logs.Progress | None = None) -> None:
     h = hashlib.sha256()
     n = 0
     with reg.open_blob(ref, blob.digest) as r, open_output(dest, what="a fetched layer") as f:
@@ -27,6 +28,8 @@ def _download(reg: RegistryClient, ref: ImageRef, blob: Blob, dest: Path) -> Non
             h.update(chunk)
             f.write(chunk)
             n += len(chunk)
+            if shown is not None:
+                shown.advance(len(chunk))
     if f"sha256:{h.hexdigest()}" != blob.digest or n != blob.size:
         raise CapabilityError(f"the registry served other bytes for {blob.digest} "
                               f"({n} bytes, sha256:{h.hexdigest()[:12]}...)",
@@ -53,18 +56,23 @@ def fetch_cold(reg: RegistryClient, img: ImageLayers, work: Path) -> PullRecord:
     reg.get_manifest(ref)
     _download(reg, ref, img.config, blobs / "config")
     layers: list[LayerPull] = []
-    for i, b in enumerate(img.layers):
-        lp = LayerPull(b.digest, b.size, True, started_s=time.monotonic() - t0)
-        _download(reg, ref, b, blobs / str(i))
-        lp.downloaded_s = time.monotonic() - t0
-        layers.append(lp)
+    with logs.progress("cold fetch", total=sum(b.size for b in img.layers)) as shown:
+        for i, b in enumerate(img.layers):
+            shown.step(f"layer {i + 1}/{len(img.layers)} {short_digest(b.digest)}")
+            lp = LayerPull(b.digest, b.size, True, started_s=time.monotonic() - t0)
+            _download(reg, ref, b, blobs / str(i), shown)
+            lp.downloaded_s = time.monotonic() - t0
+            layers.append(lp)
     downloaded = time.monotonic() - t0
     notes: list[str] = []
-    for i, lp in enumerate(layers):
-        err = _untar(blobs / str(i), root)
-        lp.unpacked_s = time.monotonic() - t0
-        if err:
-            notes.append(f"layer {i} ({short_digest(lp.digest)}): tar: {err}")
+    with logs.progress("cold unpack", total=len(layers), unit="layers") as shown:
+        for i, lp in enumerate(layers):
+            shown.step(f"layer {i + 1}/{len(layers)} {short_digest(lp.digest)}")
+            err = _untar(blobs / str(i), root)
+            lp.unpacked_s = time.monotonic() - t0
+            shown.advance(1)
+            if err:
+                notes.append(f"layer {i} ({short_digest(lp.digest)}): tar: {err}")
     total = time.monotonic() - t0
     return PullRecord(COLD, "servelab fetch + tar", img.ref, [], t0, w0, img.manifest.size,
                       img.config.size, layers, downloaded, total - downloaded, total,

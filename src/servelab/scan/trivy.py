@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from servelab import proc
+from servelab import logs, proc
 from servelab.errors import CapabilityError, CommandError
 from servelab.image.layout import ImageInput
 from servelab.textio import write_file
@@ -424,7 +424,9 @@ class Trivy:
 
     def _run(self, args: list[str], what: str) -> proc.Completed:
         try:
-            return proc.run(["trivy", *args], timeout=self.kill_after_s)
+            with logs.progress(f"Trivy {what}") as shown:
+                return proc.run(["trivy", *args], timeout=self.kill_after_s,
+                                on_stderr=shown.note)
         except CommandError as e:
             timed_out = e.timed_out or "deadline exceeded" in e.stderr
             why = (f"timed out (--timeout {self.config.timeout_s:g}s)" if timed_out
@@ -454,7 +456,10 @@ class Trivy:
             if repo:
                 args += ["--db-repository", repo]
             try:
-                proc.run(["trivy", *args], timeout=self.kill_after_s)
+                where = repo or "Trivy's default repository"
+                with logs.progress(f"Trivy DB download from {where}") as shown:
+                    proc.run(["trivy", *args], timeout=self.kill_after_s,
+                             on_stderr=shown.note)
                 return repo or "(Trivy default)"
             except CommandError as e:
                 errors.append(f"{repo or 'Trivy default'}: {_last_line(e.stderr)}")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from servelab import logs
 from servelab.errors import ServelabError
 from servelab.image import listing
 from servelab.image.blob import digest_of_path, member_layer
@@ -214,8 +215,9 @@ _layer_cache: dict[tuple[str, tuple[tuple[str, int], ...]], _Layer] = {}
 
 
 def _walk(stream: IO[bytes], model_files: set[tuple[str, int]], *,
-          seekable: bool = False) -> _Archive:
-    """Read an image archive; a seekable file skips cached layers without reading them."""
+          seekable: bool = False, shown: logs.Progress | None = None) -> _Archive:
+    """Read an image archive; a seekable file skips cached layers without reading them. Each
+    layer read is a step on *shown*."""
     archive = _Archive()
     known = tuple(sorted(model_files))
     with tarfile.open(fileobj=stream, mode="r:" if seekable else "r|") as outer:
@@ -237,8 +239,12 @@ def _walk(stream: IO[bytes], model_files: set[tuple[str, int]], *,
             if m.name.endswith(".json") or head in (b"{", b"["):
                 _read_json(f, archive)
                 continue
+            if shown is not None:
+                shown.step(f"layer {m.name.rpartition('/')[2][:12]} ({logs.size(m.size)})")
             with member_layer(f, m.name, m.size) as data:  # verified, decompression capped
                 layer = _read_layer(data, model_files)
+            if shown is not None:
+                shown.advance(m.size)
             if layer is None:
                 continue
             archive.layers[m.name] = layer
@@ -314,8 +320,8 @@ def scan_archive(
     if not _layer_cache:
         _load_disk_cache()
     try:
-        with archive_path.open("rb") as f:
-            archive = _walk(f, known, seekable=True)
+        with archive_path.open("rb") as f, logs.progress("weights scan") as shown:
+            archive = _walk(f, known, seekable=True, shown=shown)
     except (OSError, tarfile.TarError, ServelabError) as e:
         return WeightsReport(False, error=f"cannot read {archive_path}: {e}",
                              seconds=time.monotonic() - start)
@@ -335,7 +341,8 @@ def scan_image(
     start = time.monotonic()
     try:
         raw = _IterReader(client.api.get_image(image_id, chunk_size=1 << 20))
-        archive = _walk(io.BufferedReader(raw, 1 << 20), known)
+        with logs.progress("weights scan") as shown:
+            archive = _walk(io.BufferedReader(raw, 1 << 20), known, shown=shown)
     except Exception as e:
         return WeightsReport(False, error=f"image export failed: {str(e).splitlines()[0][:200]}",
                              seconds=time.monotonic() - start)
