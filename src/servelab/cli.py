@@ -162,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug: say so plainly, traceback only on request
         if os.environ.get("SERVELAB_DEBUG"):
             raise
+        disk = _disk_fault(e)
+        if disk is not None:  # a full or read-only disk met outside the writer: exit 3
+            print(f"servelab {args.command}: {disk}", file=sys.stderr)
+            return int(disk.exit_code)
         print(
             f"servelab {args.command}: internal error: {type(e).__name__}: {e}\n"
             "  this is a bug in servelab; rerun with SERVELAB_DEBUG=1 for the traceback "
@@ -172,6 +176,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _disk_fault(e: BaseException) -> ServelabError | None:
+    """ENOSPC, EDQUOT, EROFS or EIO on a named path as the writer reports it (exit 3)."""
+    from servelab import textio
+
+    if isinstance(e, OSError) and e.filename is not None and textio.is_disk_fault(e):
+        return textio.write_error(e, str(e.filename), "there")
+    return None
 
 
 def _raise_terminated(signum: int, frame: object) -> None:

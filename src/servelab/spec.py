@@ -315,7 +315,7 @@ def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
             got, got
         )
         return f"expected {err.validator_value}, got {got} {err.instance!r}", fix, path, False
-    if v == "pattern" and "x-hint" in err.schema:
+    if v in ("pattern", "not", "minLength") and "x-hint" in err.schema:  # not: a char class
         msg = f"{err.instance!r} is not valid: expected {err.schema['x-hint']}"
         if path and path[-1] in ("metrics", "fixed"):
             table = METRICS if path[-1] == "metrics" else FACTORS
@@ -915,3 +915,77 @@ def validate_files(paths: Sequence[Path], document: str | None = None,
                         file=str(path), line=e.line, column=e.column, fix=e.hint)
             )
     return FindingsReport("servelab validate", findings, dict(RULES), [str(p) for p in paths])
+
+
+# ---------------------------------------------------------------- servelab's own documents
+#
+# result.json and summary.json, read back (report, compare, push, action-outputs, the GitHub
+# writers, scan --baseline): through the safe reader (a regular file, at most
+# SERVELAB_MAX_JSON_BYTES, so a pipe or /dev/zero is refused at once) and their schemas.
+
+_DOC_HINT = "give a result.json or summary.json written by servelab"
+
+
+def _read_document(path: Path) -> Any:
+    from servelab.textio import read_json
+
+    return read_json(path, what="result or summary file", hint=_DOC_HINT)
+
+
+def _schema_message(err: Any) -> str:
+    """A jsonschema error's message without a long repr of the value it is about."""
+    text: str = err.message
+    shown = repr(err.instance)
+    if len(shown) > 60 and text.startswith(shown):
+        text = "the value" + text[len(shown):]
+    return text[:300]
+
+
+def summary_results(path: Path, data: dict[str, Any]) -> list[Any]:
+    """The results of a summary.json checked against schemas/summary.schema.json: a
+    non-empty list of objects (a summary without results proves nothing about digests)."""
+    problems = sorted(validator("summary").iter_errors(data), key=lambda e: list(e.path))
+    if problems:
+        where = "/".join(map(str, problems[0].absolute_path)) or "$"
+        raise InputError(f"invalid summary.json: {where}: {_schema_message(problems[0])}",
+                         file=str(path),
+                         hint="give a summary.json written by servelab run or servelab "
+                         "report --out, with at least one result")
+    results: list[Any] = data["results"]
+    return results
+
+
+def checked_result(path: Path, data: Any, where: str = "") -> dict[str, Any]:
+    """*data* (read from *path*) when it is a result.json object its schema accepts."""
+    at = f"{where}: " if where else ""
+    if not isinstance(data, dict):
+        raise InputError(f"{at}not a servelab result (a JSON object)", file=str(path))
+    problems = [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
+                for e in validator("result").iter_errors(data)]
+    if problems:
+        raise InputError(f"{at}invalid result.json: {problems[0][:400]}", file=str(path),
+                         hint="was it written by another servelab version?")
+    return data
+
+
+def read_summary(path: Path, *, missing: str | None = None) -> dict[str, Any]:
+    """A summary.json servelab wrote, checked against its schema and each result against
+    result.schema.json; InputError (exit 2) naming the file otherwise (*missing*: the message
+    when there is no such file)."""
+    import os
+
+    if missing is not None and not os.path.lexists(path):
+        raise InputError(missing, file=str(path),
+                         hint="pass the --out directory of a servelab run that finished")
+    data = _read_document(path)
+    if not isinstance(data, dict):
+        raise InputError("not a servelab summary (a JSON object)", file=str(path),
+                         hint=_DOC_HINT)
+    for i, r in enumerate(summary_results(path, data)):
+        checked_result(path, r, f"results[{i}]")
+    return data
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """One result.json servelab wrote, checked against schemas/result.schema.json."""
+    return checked_result(path, _read_document(path))

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from servelab.errors import InputError, UsageError
+from servelab.errors import CapabilityError, InputError, ServelabError, UsageError
 
 #: The argument that means "read standard input", where a command accepts it.
 STDIN = "-"
@@ -186,8 +186,10 @@ def _open_regular(path: Path, name: str, what: str, stdin_ok: bool) -> int:
             raise _not_regular(mode, name, what, stdin_ok) from e
         raise InputError(f"cannot open: {e.strerror or e}", file=name,
                          hint="pass a regular file") from e
-    mode = os.fstat(fd).st_mode
+    st = os.fstat(fd)
+    mode = st.st_mode
     if stat.S_ISREG(mode):
+        note_input(st)
         return fd
     os.close(fd)
     raise _not_regular(mode, name, what, stdin_ok)
@@ -295,6 +297,8 @@ def read_stdin(*, max_bytes: int | Limit = TEXT_BYTES, what: str = "input") -> b
                          hint="pipe the content in, or pass a file") from e
     if stat.S_ISDIR(mode):
         raise InputError("standard input is a directory", file=name, hint="pipe a file in")
+    if stat.S_ISREG(mode):
+        note_input(os.fstat(fd))
     return _read_capped(fd, cap, name, what, raise_hint)
 
 
@@ -453,63 +457,368 @@ def finite_float(text: str) -> float:
     return value
 
 
-# ---------------------------------------------------------------------------- writing
-
-
-def _write_special(path: Path, data: bytes) -> None:
-    """Write to an existing FIFO or device (``-o /dev/stdout``) in place, never replacing it."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as e:
-        why = "a named pipe that nobody reads" if e.errno == errno.ENXIO else e.strerror
-        raise InputError(f"cannot write the output: {why}", file=str(path),
-                         hint="pass a regular file path, or - for standard output") from e
-    try:
-        os.set_blocking(fd, True)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError as e:
-        raise InputError(f"cannot write the output: {e.strerror}", file=str(path)) from e
-    finally:
-        os.close(fd)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write *text* to *path* through a temp file beside it: never a partial file, never a
-    temp file left behind. A directory as *path* is an InputError (exit 2); an existing
-    device or named pipe is written in place."""
-    data = text.encode("utf-8")
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise InputError(f"cannot write the output: {e.strerror}", file=str(path)) from e
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise InputError("is a directory: cannot write the output there", file=str(path),
-                         hint="give a file path, e.g. DIR/report.txt")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        _write_special(path, data)
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise InputError(f"cannot write the output: {e.strerror or e}", file=str(path),
-                         hint="check that the directory exists and is writable") from e
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
 def cache_dir() -> Path:
     """servelab's cache: SERVELAB_CACHE_DIR, else $XDG_CACHE_HOME/servelab or ~/.cache/servelab."""
     explicit = os.environ.get("SERVELAB_CACHE_DIR")
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "servelab"
+
+
+# ---------------------------------------------------------------------------- the one writer
+#
+# Every file servelab writes goes through here (docs/limits.md, "How files are written"):
+#
+# * never onto an input: each file the safe reader opened is remembered by (st_dev, st_ino),
+#   so `lint -o F F`, a hard link or a symbolic link (also to a directory) to an input is
+#   refused (exit 2) and the input is left as it was;
+# * a regular file is written atomically: a temp file beside it, fsync, rename; a named pipe
+#   or character device the user named (`-o /dev/stdout`) is written in place; GitHub's step
+#   files are appended to (:func:`append_file`);
+# * an output directory is claimed (:func:`claim_dir`): flock(LOCK_EX|LOCK_NB) on a lock file
+#   in it, held while the command runs, and under the lock no name the command writes may
+#   already be there: servelab never overwrites a user's file;
+# * a failure names the path: exit 2 for what the user can fix (a directory, a missing parent,
+#   no permission, a pipe nobody reads), exit 3 for the disk (ENOSPC, EDQUOT, EROFS, EIO).
+
+#: (st_dev, st_ino) of every file read as input by this process.
+_INPUTS: set[tuple[int, int]] = set()
+#: The lock file :func:`claim_dir` holds in an output directory.
+LOCK_FILE = ".servelab.lock"
+#: errno values that are the disk's fault, not the user's path: exit 3.
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+_DISK_HINTS = {
+    errno.ENOSPC: "free disk space, or write to another filesystem",
+    errno.EDQUOT: "free space in your disk quota, or write to another filesystem",
+    errno.EROFS: "the filesystem is read-only: write to a writable directory",
+    errno.EIO: "the disk reported an I/O error: check it, or write elsewhere",
+}
+_PATH_HINTS = {
+    errno.ENOENT: "the directory does not exist: create it first, or give another path",
+    errno.ENOTDIR: "a part of the path is not a directory: give another path",
+    errno.EACCES: "permission denied: make the directory writable, or give another path",
+    errno.EPERM: "permission denied: make the directory writable, or give another path",
+    errno.EISDIR: "give a file path, e.g. DIR/report.txt",
+    errno.ENXIO: "a named pipe that nobody reads: start its reader first, or give a file",
+    errno.ELOOP: "the path is a loop of symbolic links: give another path",
+    errno.ENAMETOOLONG: "give a shorter path",
+}
+
+
+def note_input(st: os.stat_result) -> None:
+    """Remember a file read as input, so that no output replaces it."""
+    _INPUTS.add((st.st_dev, st.st_ino))
+
+
+def is_disk_fault(e: OSError) -> bool:
+    """The disk's fault (full, over quota, read-only, I/O error): exit 3, not the user's."""
+    return e.errno in _DISK_ERRNOS
+
+
+def write_error(e: OSError, path: Path | str, what: str = "the output") -> ServelabError:
+    """The error for a failed write of *path*: exit 3 for the disk, else exit 2; it names the
+    path and the fix, never a traceback."""
+    why = e.strerror or str(e)
+    if e.errno in _DISK_ERRNOS:
+        return CapabilityError(f"{path}: cannot write {what}: {why}",
+                               hint=_DISK_HINTS[e.errno or errno.EIO])
+    return InputError(f"cannot write {what}: {why}", file=str(path),
+                      hint=_PATH_HINTS.get(e.errno or 0, "give a writable file path"))
+
+
+def _stat_or_none(path: Path, what: str) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise write_error(e, path, what) from e
+
+
+def _check_target(path: Path, st: os.stat_result | None, what: str, onto_input: bool) -> None:
+    if st is None:
+        return
+    if not onto_input and (st.st_dev, st.st_ino) in _INPUTS:
+        raise InputError(f"is an input of this command: writing {what} there would replace "
+                         "it; nothing was written", file=str(path),
+                         hint="give another output path")
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"is a directory: cannot write {what} there", file=str(path),
+                         hint=_PATH_HINTS[errno.EISDIR])
+    if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        raise InputError(f"is {_kind(st.st_mode)}: servelab writes {what} only to a file, a "
+                         "named pipe or a character device", file=str(path),
+                         hint="give a file path, or - for standard output")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_in_place(path: Path, data: bytes, what: str) -> None:
+    """A named pipe or character device the user named on purpose: written in place."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    try:
+        os.set_blocking(fd, True)
+        _write_all(fd, data)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    finally:
+        os.close(fd)
+
+
+def _temp_beside(path: Path, what: str) -> tuple[int, Path]:
+    parent = os.path.realpath(path.parent)
+    if parent in {"/dev", "/proc"} or parent.startswith(("/dev/", "/proc/")):
+        raise InputError(f"is in {parent}: servelab writes there only to an existing device "
+                         "or standard stream, never a new file", file=str(path),
+                         hint="give a file path, or /dev/stdout")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        return os.open(tmp, flags, 0o666), tmp
+    except OSError as e:
+        raise write_error(e, path, what) from e
+
+
+def _sync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _atomic(path: Path, what: str, mode: int | None = None) -> Any:
+    """A descriptor of a temp file beside *path*; on success fsync'd and renamed onto it."""
+    fd, tmp = _temp_beside(path, what)
+    try:
+        try:
+            yield fd
+            os.fsync(fd)
+            if mode is not None:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        tmp.replace(path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(e, path, what) from e
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _sync_dir(path.parent)
+
+
+_FD_PATH = re.compile(r"^/(?:dev|proc/self)/fd/([0-9]{1,4})$")
+_STD_PATHS = {"/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _fd_of(path: Path) -> int | None:
+    """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N``
+    names: written as it is (its offset and append mode kept, as a shell's ``>`` would)."""
+    text = str(path)
+    if text in _STD_PATHS:
+        return _STD_PATHS[text]
+    m = _FD_PATH.match(text)
+    return int(m.group(1)) if m else None
+
+
+def _write_fd(fd: int, path: Path, raw: bytes, what: str) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    try:
+        st = os.fstat(fd)
+        _check_target(path, st, what, False)
+        _write_all(fd, raw)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+
+
+def _real(path: Path) -> Path:
+    """A symbolic link the user named is followed (as a shell's ``>`` follows it): the
+    rename lands on its target, and the link stays."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def write_file(path: Path, data: str | bytes, *, what: str = "the output",
+               onto_input: bool = False) -> None:
+    """Write *data* (text is UTF-8) to *path*: atomically for a regular or new file, in
+    place for a named pipe, a character device or a standard stream (``-o /dev/stdout``);
+    never onto an input (unless *onto_input*: ``pin --write`` rewrites its Dockerfile). A
+    replaced file keeps its mode."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd = _fd_of(path)
+    if fd is not None:
+        _write_fd(fd, path, raw, what)
+        return
+    path = _real(path)
+    st = _stat_or_none(path, what)
+    _check_target(path, st, what, onto_input)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_in_place(path, raw, what)
+        return
+    with _atomic(path, what, stat.S_IMODE(st.st_mode) if st else None) as fd:
+        _write_all(fd, raw)
+
+
+def copy_file(path: Path, source: Path, *, what: str = "the output") -> None:
+    """Copy the regular file *source* to *path* through :func:`write_file`'s rules, streamed
+    (an SBOM may be large)."""
+    if _fd_of(path) is not None:
+        write_file(path, read_bytes(source, max_bytes=BLOB_BYTES), what=what)
+        return
+    path = _real(path)
+    st = _stat_or_none(path, what)
+    _check_target(path, st, what, False)
+    src = _open_regular(source, str(source), "file", False)
+    try:
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            _write_in_place(path, _read_capped(src, BLOB_BYTES.value(), str(source), "file",
+                                               None), what)
+            return
+        with _atomic(path, what) as fd:
+            while chunk := os.read(src, _CHUNK):
+                _write_all(fd, chunk)
+    finally:
+        os.close(src)
+
+
+@contextlib.contextmanager
+def open_output(path: Path, *, what: str = "the output") -> Any:
+    """A binary file object to stream a large output (an OCI archive) into; renamed onto
+    *path* when the block ends without an error, removed otherwise."""
+    path = _real(path)
+    st = _stat_or_none(path, what)
+    _check_target(path, st, what, False)
+    with _atomic(path, what) as fd:
+        f = os.fdopen(os.dup(fd), "wb")
+        try:
+            yield f
+            f.flush()
+        finally:
+            f.close()
+
+
+def append_file(path: Path, text: str, *, what: str = "the output") -> int:
+    """Append *text* to *path* (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY: append-only, never
+    replaced); the size the file had before. Errors as :func:`write_file`'s."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    try:
+        st = os.fstat(fd)
+        _check_target(path, st, what, False)
+        os.set_blocking(fd, True)
+        _write_all(fd, text.encode("utf-8"))
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    finally:
+        os.close(fd)
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """:func:`write_file` of *text* (the name servelab's callers have used)."""
+    write_file(path, text)
+
+
+def _collisions(path: Path, names: tuple[str, ...]) -> list[str]:
+    import fnmatch
+
+    try:
+        there = [p.name for p in path.iterdir()]
+    except OSError as e:
+        raise write_error(e, path, "the output directory") from e
+    return sorted(n for n in there if any(fnmatch.fnmatchcase(n, p) for p in names))
+
+
+def _make_dir(path: Path, option: str) -> bool:
+    """Make the output directory *path*; True when this call made it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise write_error(e, path, f"the {option} directory") from e
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "an existing file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        raise InputError(f"{option} names {kind}, not a directory; nothing was written",
+                         file=str(path),
+                         hint=f"give {option} a new or empty directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise write_error(e, path, f"the {option} directory") from e
+    return st is None
+
+
+@contextlib.contextmanager
+def claim_dir(path: Path, *, names: tuple[str, ...], option: str = "--out") -> Any:
+    """Claim the output directory *path* (made if missing) for this command's lifetime: an
+    exclusive, non-blocking flock on its lock file, then, under the lock, none of *names*
+    (fnmatch patterns: what the command writes at the top) may already be there. A second
+    servelab on the same directory, or one that would overwrite a file, is exit 2 at once."""
+    import fcntl
+
+    made = _make_dir(path, option)
+    lock = path / LOCK_FILE
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise write_error(e, lock, f"the lock file of {option}") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            raise InputError(f"another servelab command is writing to this {option} directory "
+                             "now; nothing was written", file=str(path),
+                             hint=f"give each run its own {option} directory") from e
+        try:
+            _check_free(path, names, option)
+            yield path
+        finally:  # still locked: a later command checks the names under its own lock
+            with contextlib.suppress(OSError):
+                lock.unlink()
+            if made:  # a directory made for a command that wrote nothing goes again
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+    finally:
+        os.close(fd)
+
+
+def _check_free(path: Path, names: tuple[str, ...], option: str) -> None:
+    found = _collisions(path, names)
+    if found:
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise InputError(f"{option} already holds {', '.join(found[:5])}{more}: servelab never "
+                         "overwrites files; nothing was written", file=str(path),
+                         hint=f"give {option} a new or empty directory")
+
+
+def read_tail(path: Path, max_bytes: int, *, what: str = "file") -> bytes:
+    """The last *max_bytes* of the regular file *path* (a log), by the safe reader's rules:
+    a pipe or device is refused (InputError), never waited on or read without end."""
+    fd = _open_regular(path, str(path), what, False)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            os.lseek(fd, size - max_bytes, os.SEEK_SET)
+        return _read_capped(fd, max_bytes, str(path), what, None)[-max_bytes:]
+    except InputError:  # grown past the cap while read: keep its end
+        os.lseek(fd, -max_bytes, os.SEEK_END)
+        return os.read(fd, max_bytes)
+    finally:
+        os.close(fd)

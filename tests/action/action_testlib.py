@@ -81,6 +81,15 @@ def parse_output_file(text: str) -> dict[str, str]:
     return out
 
 
+GOOD_RESULT = Path(__file__).resolve().parents[1] / "data" / "hostile" / "good" / "result.json"
+
+
+def summary_json(**fields: object) -> str:
+    """A summary.json its schema accepts (one result), with *fields* on top."""
+    return json.dumps({"schemaVersion": 1, "results": [json.loads(GOOD_RESULT.read_text())],
+                       **fields})
+
+
 def write_standin(bin_dir: Path) -> Path:
     """A `servelab` on PATH that runs tests/action/standin.py with this interpreter."""
     bin_dir.mkdir(parents=True, exist_ok=True)

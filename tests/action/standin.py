@@ -15,20 +15,26 @@ import os
 import sys
 from pathlib import Path
 
+#: a result.json its schema accepts (servelab reads its own documents back through it)
+RESULT = Path(__file__).resolve().parents[1] / "data" / "hostile" / "good" / "result.json"
+
 
 def _write_tree(out: Path, repeats: int) -> None:
     arms = ["control", "treatment"]
+    results = []
     for n in range(1, repeats + 1):
         for arm in arms:
             d = out / arm / f"repeat-{n}"
             d.mkdir(parents=True, exist_ok=True)
-            (d / "result.json").write_text(json.dumps({"arm": arm, "repeat": n}))
+            results.append({**json.loads(RESULT.read_text()), "arm": arm, "repeat": n})
+            (d / "result.json").write_text(json.dumps(results[-1]))
             (d / "container.log").write_text("::warning::from an untrusted container log\n")
     annotations = [
         {"level": "warning", "file": "Dockerfile", "line": i, "title": f"w{i}", "message": "m"}
         for i in range(1, 13)
     ] + [{"level": "error", "file": "Dockerfile", "line": 1, "title": "e", "message": "bad"}]
     summary = {
+        "schemaVersion": 1,
         "verdict": "trade-off",
         "reproducible": True,
         "digest": "sha256:" + "ab" * 32,
@@ -38,6 +44,7 @@ def _write_tree(out: Path, repeats: int) -> None:
         "repeats": repeats,
         "arms": arms,
         "annotations": annotations,
+        "results": results,
     }
     (out / "summary.json").write_text(json.dumps(summary))
     (out / "summary.md").write_text("# servelab: trade-off\n\n| arm | digest |\n|---|---|\n")

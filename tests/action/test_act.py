@@ -80,7 +80,8 @@ def test_action_plumbing_under_act(tmp_path: Path, exit_code: int, outcome: str)
     for arm in ("control", "treatment"):
         for n in (1, 2, 3):
             stored = run.record / "artifacts" / f"{stem}-{arm}-repeat-{n}"
-            assert json.loads((stored / "result.json").read_text()) == {"arm": arm, "repeat": n}
+            stored_result = json.loads((stored / "result.json").read_text())
+            assert (stored_result["arm"], stored_result["repeat"]) == (arm, n)
     # the run's log goes into the summary artifact, beside summary.md
     assert (run.record / "artifacts" / outputs["summary-artifact"] / "servelab-run.log").is_file()
     # the step that ran servelab fails with its code (not a later step)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import io
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from action_testlib import ROOT, parse_output_file, write_standin
+from action_testlib import ROOT, parse_output_file, summary_json, write_standin
 
 from servelab import github
 from servelab.errors import InputError, UsageError
@@ -268,7 +267,7 @@ def test_load_summary_errors_are_input_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="did not finish"):
         github.load_summary(tmp_path)
     (tmp_path / "summary.json").write_text("[1]")
-    with pytest.raises(InputError, match="not a JSON object"):
+    with pytest.raises(InputError, match="not a servelab summary"):
         github.load_summary(tmp_path)
 
 
@@ -283,7 +282,7 @@ def _tree(root: Path, arms: list[str], repeats: int) -> None:
             (root / arm / f"repeat-{n}").mkdir(parents=True)
             (root / arm / f"repeat-{n}" / "result.json").write_text("{}")
     (root / "summary.md").write_text("#")
-    (root / "summary.json").write_text("{}")
+    (root / "summary.json").write_text(summary_json())
     (root / "lint-treatment.sarif").write_text("{}")  # a file, not an arm
     (root / arms[0] / "repeat-x").mkdir()
 
@@ -338,7 +337,7 @@ def test_action_outputs_with_overflow_warns(tmp_path: Path) -> None:
     results = tmp_path / "results"
     results.mkdir()
     _tree(results, ["control", "treatment"], 2)
-    (results / "summary.json").write_text(json.dumps({"verdict": "improved"}))
+    (results / "summary.json").write_text(summary_json(verdict="improved"))
     out_file = tmp_path / "out"
     stream = io.StringIO()
     outputs = github.action_outputs(
@@ -387,7 +386,7 @@ def test_publish_run_writes_outputs_summary_and_annotations(tmp_path: Path) -> N
 
 def test_hidden_command_writes_outputs(tmp_path: Path) -> None:
     _tree(tmp_path / "r", ["control", "treatment"], 1)
-    (tmp_path / "r" / "summary.json").write_text(json.dumps({"verdict": "regressed"}))
+    (tmp_path / "r" / "summary.json").write_text(summary_json(verdict="regressed"))
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "servelab", "action-outputs",

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from action_testlib import parse_output_file
+from action_testlib import parse_output_file, summary_json
 
 from servelab import github
 from servelab.errors import CapabilityError
@@ -227,7 +227,7 @@ def test_a_long_summary_is_cut_to_githubs_comment_limit(
 def test_the_hidden_command_comments_and_never_fails_the_step(
         tmp_path: Path, fake_github: FakeGitHub) -> None:
     results = _results(tmp_path)
-    (results / "summary.json").write_text(json.dumps({"verdict": "failed", "arms": []}))
+    (results / "summary.json").write_text(summary_json(verdict="failed", arms=[]))
     env = {**os.environ, **_env(fake_github, _event(tmp_path)), "GITHUB_TOKEN": TOKEN,
            "GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_JOB": "experiment"}
     cmd = [sys.executable, "-m", "servelab", "action-outputs", f"--results-dir={results}",

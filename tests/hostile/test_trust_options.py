@@ -66,3 +66,14 @@ def test_any_header_value_with_a_line_break_is_refused(value: str) -> None:
             spec.check_options("request", data, {"headers": "--request-header"})
     else:
         spec.check_options("request", data, {"headers": "--request-header"})
+
+
+@pytest.mark.parametrize(("name", "value"), [("X-A", "\n"), ("X-A", "a\n"), ("X-A\n", "v"),
+                                             ("", "v")],
+                         ids=["lf", "trailing-lf", "name-trailing-lf", "empty-name"])
+def test_a_trailing_line_break_is_refused_too(name: str, value: str) -> None:
+    """A regex's ``$`` matches before a final newline (Python's re): the schema looks for the
+    bad character instead, so "a\\n" and "X-A\\n" are refused like "a\\r\\nb"."""
+    with pytest.raises(UsageError, match="--request-header"):
+        spec.check_options("request", {"path": "/p", "headers": {name: value}},
+                           {"headers": "--request-header"})

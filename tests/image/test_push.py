@@ -171,7 +171,8 @@ def test_a_changed_layer_is_refused_and_the_tested_digest_never_lands(
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--to", "127.0.0.1:5000/x/y@sha256:" + "0" * 64], "carries a digest"),
-    (["--to", "127.0.0.1:5000/x/y", "--arm", "control"], "no control/repeat-<n>/result.json"),
+    (["--to", "127.0.0.1:5000/x/y", "--arm", "control"], "has no such arm"),
+    (["--dry-run", "--arm", "../x"], "is not an arm name"),
 ])
 def test_bad_targets_and_arms_are_usage_errors(run_dir: Path, args: list[str],
                                                message: str) -> None:

@@ -39,6 +39,7 @@ from servelab import proc
 from servelab.build.export import output_option
 from servelab.errors import CapabilityError, CommandError, ServelabError
 from servelab.image.ref import pinned_digest
+from servelab.textio import write_file
 
 #: BuildKit v0.13.2 (first line with rewrite-timestamp), pinned by its multi-arch index digest.
 BUILDKIT_IMAGE = (
@@ -176,8 +177,8 @@ def probe_command(builder: str | None, context: Path, dest: Path) -> list[str]:
 def _write_probe_context(d: Path) -> Path:
     ctx = d / "context"
     ctx.mkdir()
-    (ctx / "Dockerfile").write_text("FROM scratch\nCOPY probe.txt /probe.txt\n")
-    (ctx / "probe.txt").write_text("servelab probe\n")
+    write_file(ctx / "Dockerfile", "FROM scratch\nCOPY probe.txt /probe.txt\n")
+    write_file(ctx / "probe.txt", "servelab probe\n")
     return ctx
 
 

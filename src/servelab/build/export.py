@@ -54,6 +54,7 @@ from servelab import logs
 from servelab.errors import CapabilityError, InputError
 from servelab.image import listing
 from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive, parse_object
+from servelab.textio import open_output
 
 #: what BuildKit compresses the layers it makes with (the intermediate archive only)
 BUILD_COMPRESSION = "zstd"
@@ -383,7 +384,7 @@ class Shaper:
     def _write(self, img: ImageSource, index: dict[str, Any], out: Path,
                progress: logs.Progress | None) -> Shaped:
         shaped = Shaped(out, [], [])
-        with out.open("wb") as f:
+        with open_output(out, what="the image's OCI archive") as f:
             w = _Job(TarWriter(f), img, self, shaped, out, progress)
             w.tar.add_dir("blobs/")
             w.tar.add_dir("blobs/sha256/")

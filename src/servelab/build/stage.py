@@ -59,7 +59,7 @@ from servelab.errors import (
 )
 from servelab.image.ref import pinned_digest
 from servelab.spec import Arm, BuildSettings
-from servelab.textio import cache_dir, write_text_atomic
+from servelab.textio import cache_dir, write_file, write_text_atomic
 
 DEFAULT_MIN_FREE_BYTES = 1024**3
 LOG_FILE = "build.log"
@@ -457,7 +457,7 @@ def save_sizes(sizes: dict[str, int | None]) -> None:
     merged = {**load_sizes(), **known}
     items = list(merged.items())[-MAX_CACHED_SIZES:]
     d = cache_dir()
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ServelabError):  # a cache: a full disk costs only time
         d.mkdir(parents=True, exist_ok=True)
         write_text_atomic(d / SIZES_FILE, json.dumps(dict(items)))
 
@@ -562,7 +562,8 @@ class Builds:
             notes=notes, shape_s=shaped.seconds, export=shaped.to_dict())
         self.last_primary = rec.primary
         rec.wall_s = time.monotonic() - t0
-        (out_dir / RECORD_FILE).write_text(json.dumps(rec.to_dict(), indent=2) + "\n")
+        write_file(out_dir / RECORD_FILE, json.dumps(rec.to_dict(), indent=2) + "\n",
+                   what="the build record")
         return rec
 
     def _check_disk(self) -> None:
@@ -604,7 +605,7 @@ class Builds:
             reader.close()
             if reader.refused() and len(buildkit.modes()) > 1:
                 return None
-            log.write_text(reader.log_text())
+            write_file(log, reader.log_text(), what="the build log")
             if e.returncode is None and not e.timed_out:
                 raise
             why = (f"timed out after {settings.timeout_s}s" if e.timed_out
@@ -614,7 +615,7 @@ class Builds:
                 hint=f"see {log}; raise build.timeoutSeconds if it needs longer"
                 if e.timed_out else f"see {log} for the whole build output") from e
         reader.close()
-        log.write_text(reader.log_text() + res.stdout)
+        write_file(log, reader.log_text() + res.stdout, what="the build log")
         return res.seconds
 
     def _shape(self, tmp: Path) -> export.Shaped:

@@ -23,8 +23,10 @@ the control-vs-treatment table) with the token in GITHUB_TOKEN; never for a fork
 request; a failure to comment is a warning, not a failed step.
 
 Errors are written as ::error workflow commands on standard output, which the runner turns
-into annotations. Exit codes: 0 outputs written, 2 bad input or usage (GITHUB_OUTPUT not set,
-an unwritable file), 3 a missing tool.
+into annotations. summary.json is read through the safe reader and its schema. A
+GITHUB_OUTPUT or GITHUB_STEP_SUMMARY that cannot be written is a warning on stderr, not a
+failure. Exit codes: 0 outputs written (or warned about), 2 bad input or usage (GITHUB_OUTPUT
+not set, a summary.json that is not servelab's, a pipe or device), 3 a missing tool.
 """
 
 from __future__ import annotations
@@ -72,13 +74,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _log_text(path: str | None) -> str:
     from pathlib import Path
 
+    from servelab.errors import ServelabError
+    from servelab.textio import read_tail
+
     if not path:
         return ""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError:
+    try:  # the safe reader: a pipe or /dev/zero as --log is skipped, never waited on
+        raw = read_tail(Path(path), 1 << 20, what="log")
+    except (ServelabError, OSError):
         return ""
-    return raw[-(1 << 20):].decode("utf-8", errors="replace")
+    return raw.decode("utf-8", errors="replace")
 
 
 def _exit_code(text: str) -> int | None:

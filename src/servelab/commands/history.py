@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     from servelab.run.history import appended, read_history
     from servelab.run.render import render_history
-    from servelab.textio import write_text_atomic
+    from servelab.textio import write_file
 
     out = _out_dir(args.out) if args.out else None
     history = read_history([Path(p) for p in args.paths], args.experiment)
@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     if args.append_to:
         target = Path(args.append_to)
         text, added = appended(target, history, history.inputs)
-        write_text_atomic(target, text)
+        # the history file is read, then rewritten with its lines kept: on purpose onto an
+        # input (textio's writer refuses that otherwise); a summary.json input never is
+        write_file(target, text, what="the history file", onto_input=True)
         sys.stderr.write(f"servelab history: {added} run(s) appended to {target}\n")
     sys.stdout.write(render_history(history, args.format))
     return 0

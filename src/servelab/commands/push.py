@@ -14,7 +14,12 @@ config (docker login). Plain http only for loopback registries and
 SERVELAB_INSECURE_REGISTRIES.
 
 Under GitHub Actions (GITHUB_ACTIONS=true) it also sets the step outputs image (name@digest),
-image-name, image-digest and image-archive.
+image-name, image-digest and image-archive; a GITHUB_OUTPUT that cannot be written is a
+warning, and the push keeps its exit code.
+
+Only the run directory is read: summary.json and result.json through the safe reader and
+their schemas, --arm one of the run's arm names (not a path), and the archive
+RUN_DIR/images/<hex>.oci.tar (never a file outside RUN_DIR, also not through a link).
 
 Exit codes: 0 pushed (or found, with --dry-run), 1 the arm is not reproducible, 2 bad input
 (not a run directory, no image built, archive missing, a digest in --to), 3 the registry cannot

@@ -9,7 +9,8 @@ show.
 Every summary.json is checked against schemas/summary.schema.json and each of its results
 against schemas/result.schema.json: a summary with no results, or results that are not
 objects, is bad input (exit 2), never "same digest". --out must be a directory (made if
-missing); an existing file there is refused, not overwritten.
+missing) that holds no summary.md or summary.json: servelab never overwrites a file, and an
+existing file as --out is refused too. The directory is locked while report writes there.
 
 A result without a digest (its build failed or was skipped) is no digest: it never groups
 with another, and a group holding one is "not comparable" (exit 2), never "same digest".
@@ -34,20 +35,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="what to print (default: markdown)")
 
 
+#: what report --out writes: a directory already holding one of these is refused
+OUT_NAMES = ("summary.md", "summary.json")
+
+
 def run(args: argparse.Namespace) -> int:
+    import contextlib
     import json
     import sys
 
     from servelab.run.merge import merge_runs
-    from servelab.textio import write_text_atomic
+    from servelab.textio import claim_dir, write_file
 
-    out = _out_dir(args.out) if args.out else None
-    merged = merge_runs([Path(p) for p in args.paths])
-    if out is not None:
-        _make_dir(out)
-        write_text_atomic(out / "summary.md", merged.markdown)
-        write_text_atomic(out / "summary.json",
-                          json.dumps(merged.data, indent=2, default=str) + "\n")
+    with contextlib.ExitStack() as stack:
+        out = (stack.enter_context(claim_dir(Path(args.out), names=OUT_NAMES))
+               if args.out else None)
+        merged = merge_runs([Path(p) for p in args.paths])
+        if out is not None:
+            write_file(out / "summary.md", merged.markdown, what="the merged summary.md")
+            write_file(out / "summary.json", json.dumps(merged.data, indent=2, default=str)
+                       + "\n", what="the merged summary.json")
     if args.format == "json":
         sys.stdout.write(json.dumps(merged.data, indent=2, default=str) + "\n")
     else:
@@ -59,24 +66,3 @@ def run(args: argparse.Namespace) -> int:
                          + terminal_text("; ".join(merged.data["missing"])) + "\n"
                          "  fix: merge runs whose builds gave a digest on every runner\n")
     return merged.exit_code
-
-
-def _out_dir(text: str) -> Path:
-    """--out as a directory: an existing file (or anything but a directory) is refused."""
-    from servelab.errors import InputError
-
-    out = Path(text)
-    if out.exists() and not out.is_dir():
-        raise InputError("--out names an existing file, not a directory; nothing was written",
-                         file=text, hint="give a directory for summary.md and summary.json")
-    return out
-
-
-def _make_dir(out: Path) -> None:
-    from servelab.errors import InputError
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot make the --out directory: {e.strerror or e}", file=str(out),
-                         hint="give a directory path that can be created") from e

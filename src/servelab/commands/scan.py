@@ -118,7 +118,9 @@ def _suffixed(path: str, digest: str, several: bool) -> str:
 
 
 def _copy_outputs(args: argparse.Namespace, results: list[Any]) -> None:
-    import shutil
+    from pathlib import Path
+
+    from servelab.textio import copy_file
 
     digests = {r.digest for r in results}
     done: set[str] = set()
@@ -128,8 +130,8 @@ def _copy_outputs(args: argparse.Namespace, results: list[Any]) -> None:
         done.add(r.digest)
         for flag, key in (("sarif", "sarif"), ("sbom", "sbom")):
             if getattr(args, flag):
-                shutil.copyfile(r.files[key], _suffixed(getattr(args, flag), r.digest,
-                                                        len(digests) > 1))
+                copy_file(Path(_suffixed(getattr(args, flag), r.digest, len(digests) > 1)),
+                          Path(r.files[key]), what=f"the {flag.upper()} output (--{flag})")
 
 
 def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
@@ -140,12 +142,13 @@ def _baseline(args: argparse.Namespace, scanner: Any, work: Any) -> Any:
     if not args.baseline:
         return None
     p = Path(args.baseline)
-    if p.is_file() and p.suffix == ".json":
+    if p.suffix == ".json":  # a stored result: the safe reader says what is wrong with it
         return scan.load_result(p, scanner.policy)
     return scanner.scan(args.baseline, out_dir=work / "baseline", platform=args.platform)
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
     import shutil
     import tempfile
     from pathlib import Path
@@ -154,21 +157,25 @@ def run(args: argparse.Namespace) -> int:
     from servelab.errors import ExitCode
     from servelab.scan import stage as scan
     from servelab.scan.render import render_report
+    from servelab.textio import claim_dir, write_file
 
     scanner = scan.Scanner(_policy(args))
     keep = Path(args.out_dir) if args.out_dir else None
-    work = keep or Path(tempfile.mkdtemp(prefix="servelab-scan-"))
-    try:
+    with contextlib.ExitStack() as stack:
+        if keep is not None:  # claimed: one scan at a time, nothing of an earlier one replaced
+            names = ("baseline", *(str(i + 1) for i in range(len(args.targets))))
+            work = stack.enter_context(claim_dir(keep, names=names, option="--out-dir"))
+        else:
+            work = Path(tempfile.mkdtemp(prefix="servelab-scan-"))
+            stack.callback(shutil.rmtree, work, ignore_errors=True)
         base = _baseline(args, scanner, work)
         results = [scanner.scan(t, out_dir=work / f"{i + 1}", platform=args.platform)
                    for i, t in enumerate(args.targets)]
         diffs = [scan.compare(base, r) if base is not None else None for r in results]
         _copy_outputs(args, results)
         if args.json:
-            Path(args.json).write_text(render_report(results, diffs, "json"), encoding="utf-8")
-    finally:
-        if keep is None:
-            shutil.rmtree(work, ignore_errors=True)
+            write_file(Path(args.json), render_report(results, diffs, "json"),
+                       what="the JSON output (--json)")
     emit(render_report(results, diffs, args.format), args.output)
     failed = any(r.gate is not None and not r.gate.passed for r in results)
     return int(ExitCode.FINDINGS if failed else ExitCode.OK)

@@ -13,16 +13,20 @@ value, and writes the file itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from servelab.errors import InputError, UsageError
+from servelab.errors import ServelabError, UsageError
 from servelab.run.summary import truncate_markdown
+from servelab.textio import append_file
 
 #: GitHub keeps at most 1 MiB of step summary per step.
 SUMMARY_LIMIT = 1024 * 1024
@@ -87,12 +91,29 @@ def set_outputs(
     *,
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
-) -> None:
-    """Append *outputs* to GITHUB_OUTPUT (or *path*), each as a delimiter-safe heredoc."""
+    warn: TextIO | None = None,
+) -> bool:
+    """Append *outputs* to GITHUB_OUTPUT (or *path*), each as a delimiter-safe heredoc.
+
+    The file is only appended to (:func:`servelab.textio.append_file`). One that cannot be
+    written (a directory, a missing path, a full disk) is a warning on stderr, not an error:
+    the command keeps its own exit code (a push that succeeded stays a success). False then."""
     target = path if path is not None else _file_from_env("GITHUB_OUTPUT", env)
     text = "".join(format_output(k, v) for k, v in outputs.items())
-    with target.open("a", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+    try:
+        append_file(target, text, what="the step outputs (GITHUB_OUTPUT)")
+    except ServelabError as e:
+        _warn(f"the step outputs were not written: {e}", warn)
+        return False
+    return True
+
+
+def _warn(message: str, stream: TextIO | None) -> None:
+    """A warning on stderr (*stream*), on one line per line of *message*."""
+    out = sys.stderr if stream is None else stream
+    with contextlib.suppress(OSError, ValueError):
+        out.write("".join(f"servelab: warning: {line}\n" for line in message.splitlines()))
+        out.flush()
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,18 +128,30 @@ def write_summary(
     note: str = "the full summary is summary.md in the results directory",
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
+    warn: TextIO | None = None,
 ) -> bool:
     """Append *markdown* to GITHUB_STEP_SUMMARY within *limit* bytes for the step.
 
     What the step already wrote counts against the limit. Returns True when it was truncated.
+    A summary file that cannot be written is a warning on stderr, as in :func:`set_outputs`.
     """
     target = path if path is not None else _file_from_env("GITHUB_STEP_SUMMARY", env)
-    used = target.stat().st_size if target.exists() else 0
+    used = _size_or_zero(target)
     room = max(limit - used, 0)
     text = truncate_markdown(markdown, room, note)
-    with target.open("a", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+    try:
+        append_file(target, text, what="the job summary (GITHUB_STEP_SUMMARY)")
+    except ServelabError as e:
+        _warn(f"the job summary was not written: {e}", warn)
     return text != markdown
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        st = path.stat()
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,14 +219,9 @@ def _node_outputs(summary: Mapping[str, Any]) -> dict[str, str]:
 
 
 def load_summary(results_dir: Path) -> dict[str, Any]:
-    """summary.json of *results_dir*; InputError when it is missing or not a JSON object."""
-    path = results_dir / "summary.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputError("no summary.json: servelab run did not finish", file=str(path)) from e
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read summary.json: {e}", file=str(path)) from e
-    if not isinstance(data, dict):
-        raise InputError("summary.json is not a JSON object", file=str(path))
-    return data
+    """summary.json of *results_dir*, read by the safe reader (a regular file, capped) and
+    checked against its schema; InputError (exit 2) naming the file otherwise."""
+    from servelab.spec import read_summary
+
+    return read_summary(results_dir / "summary.json",
+                             missing="no summary.json: servelab run did not finish")

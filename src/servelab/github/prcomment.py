@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab.errors import CapabilityError, InputError, UsageError
+from servelab.textio import JSON_BYTES, read_text
 
 #: GitHub refuses a comment body longer than 65536 characters
 BODY_LIMIT = 60_000
@@ -208,7 +209,7 @@ def comment_on_pr(
         return CommentOutcome("skipped", f"pull request #{pr.number} comes from the fork "
                               f"{pr.head_repository}: no comment (its token is read-only)")
     md_path = results_dir / "summary.md"
-    md = md_path.read_text(encoding="utf-8") if md_path.is_file() else \
+    md = read_text(md_path, max_bytes=JSON_BYTES, what="summary.md") if md_path.is_file() else \
         "# servelab: no summary\n\nservelab run wrote no summary.md; see the workflow run.\n"
     head = md.split("\n## Per repeat", 1)[0]
     server, repo, run_id = (e.get("GITHUB_SERVER_URL"), e.get("GITHUB_REPOSITORY"),

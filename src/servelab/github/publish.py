@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from servelab.errors import InputError
 from servelab.github.annotations import Annotation, annotate, failure_annotations, workspace_dir
 from servelab.github.artifacts import MAX_ARTIFACT_SLOTS, ArtifactPlan, artifact_plan, plan_outputs
 from servelab.github.outputs import load_summary, outputs_from_summary, set_outputs, write_summary
 from servelab.github.stop import publish_stop, stop_report
+from servelab.textio import JSON_BYTES, read_text
 
 # --------------------------------------------------------------------------------------------
 # Entry points
@@ -34,7 +34,7 @@ def publish_run(
     md = results_dir / "summary.md"
     if md.is_file():
         write_summary(
-            md.read_text(encoding="utf-8"),
+            read_text(md, max_bytes=JSON_BYTES, what="summary.md"),
             note=f"the full summary is {md} (also in the summary artifact)",
             env=env,
         )
@@ -72,13 +72,12 @@ def action_outputs(
     first (:func:`publish_stop`, from *log_text*; *roots* are where a file an error names may
     be), so that summary.md exists and goes into the summary artifact.
     """
-    try:
-        summary = load_summary(results_dir)
-    except InputError:
-        summary = {}
-        if exit_code is not None:
-            publish_stop(results_dir, stop_report(exit_code, log_text, roots=roots),
-                         stream=stream, env=env)
+    summary: dict[str, Any] = {}
+    if (results_dir / "summary.json").exists() or (results_dir / "summary.json").is_symlink():
+        summary = load_summary(results_dir)  # a summary that is there must be good (exit 2)
+    elif exit_code is not None:
+        publish_stop(results_dir, stop_report(exit_code, log_text, roots=roots),
+                     stream=stream, env=env)
     arms = summary.get("arms")
     arm_names = [str(a) for a in arms] if isinstance(arms, list) else []
     plan = (

@@ -5,6 +5,7 @@ and summary.md (so that the action's ``summary-path`` points at a real file).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from servelab.errors import ExitCode
 from servelab.github.annotations import Annotation, annotate, workspace_dir
 from servelab.github.outputs import write_summary
 from servelab.run.explain import code
+from servelab.textio import write_file
 
 # --------------------------------------------------------------------------------------------
 # A run that stopped before its summary: what ran, what stopped it, the fix
@@ -234,8 +236,8 @@ def publish_stop(
     md = report.markdown()
     results_dir.mkdir(parents=True, exist_ok=True)
     target = results_dir / "summary.md"
-    if not target.exists():
-        target.write_text(md, encoding="utf-8")
+    if not os.path.lexists(target):
+        write_file(target, md, what="the stop report (summary.md)")
     write_summary(md, note=f"the full report is {target}", env=env)
     if report.log.errors_annotated == 0:
         annotate([report.annotation().in_workspace(workspace_dir(env))], stream=stream)

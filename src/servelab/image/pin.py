@@ -24,10 +24,7 @@ not a finding; a tag the registry does not know is a finding (exit 1).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +34,7 @@ from servelab.findings import Finding, FindingsReport, Rule, Severity
 from servelab.image.ref import pinned_digest
 from servelab.lint.parse import check_nesting
 from servelab.lint.words import PREDEFINED, expand, unquote
-from servelab.textio import TEXT_BYTES, decode, read_bytes
+from servelab.textio import TEXT_BYTES, decode, read_bytes, write_file
 
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
 _HEREDOC = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][\w.-]*)\1")
@@ -247,25 +244,6 @@ def rewrite(text: str, replacements: dict[int, tuple[int, int, str]]) -> str:
     return "".join(parts)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace *path* with *data* via a temporary file in the same directory (mode kept)."""
-    target = path.resolve()
-    mode = target.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".servelab-pin",
-                               dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        Path(tmp).chmod(mode)
-        Path(tmp).replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
-
-
 def _finding(rule: Rule, fl: FromLine, path: str, message: str) -> Finding:
     return Finding(rule.id, rule.severity, message, file=path, line=fl.line,
                    column=fl.start + 1, fix=rule.fix, source="servelab pin",
@@ -291,7 +269,8 @@ def pin_file(path: Path, *, check: bool = False,
         _judge(fl, report, rule=rule, check=check, resolver=resolver,
                replacements=replacements)
     if replacements and not check:
-        atomic_write(path, bom + rewrite(text, replacements).encode("utf-8"))
+        write_file(path, bom + rewrite(text, replacements).encode("utf-8"),
+                   what="the pinned Dockerfile", onto_input=True)
         report.changed = True
     return report
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from servelab.errors import InputError
 from servelab.image.oci import OCI_INDEX, PlatformManifest
+from servelab.textio import write_file
 
 #: ``uname -m`` -> the GOARCH name images use
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
@@ -54,7 +55,7 @@ def single_platform_layout(src: Path, dest: Path, chosen: PlatformManifest) -> N
     """
     if dest.resolve() != src.resolve():
         dest.mkdir(parents=True, exist_ok=True)
-        (dest / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}', encoding="utf-8")
+        write_file(dest / "oci-layout", '{"imageLayoutVersion": "1.0.0"}', what="oci-layout")
         (dest / "blobs").symlink_to((src / "blobs").resolve(), target_is_directory=True)
     d = chosen.descriptor
     os_, _, rest = chosen.platform.partition("/")
@@ -63,4 +64,4 @@ def single_platform_layout(src: Path, dest: Path, chosen: PlatformManifest) -> N
     index = {"schemaVersion": 2, "mediaType": OCI_INDEX,
              "manifests": [{"mediaType": d.media_type, "digest": d.digest, "size": d.size,
                             "platform": plat}]}
-    (dest / "index.json").write_text(json.dumps(index), encoding="utf-8")
+    write_file(dest / "index.json", json.dumps(index), what="the layout's index.json")

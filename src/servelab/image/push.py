@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,28 +90,51 @@ class PushResult:
 # ---------------------------------------------------------------------------- the run's image
 
 
-def _load_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputError(f"{path} is missing: not a servelab run directory ({what})",
-                         hint="pass the --out directory of servelab run (the action's "
-                         "results-dir output)") from e
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path} is unreadable: {e}") from e
-    if not isinstance(doc, dict):
-        raise InputError(f"{path} is not a JSON object")
-    return doc
+_RUN_HINT = "pass the --out directory of servelab run (the action's results-dir output)"
+#: an arm's name as servelab writes it: a directory name inside the run directory
+_ARM_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+def _load_summary(results_dir: Path) -> dict[str, Any]:
+    """summary.json through the safe reader and its schema (servelab.run.results)."""
+    from servelab.spec import read_summary
+
+    return read_summary(
+        results_dir / "summary.json",
+        missing=f"{results_dir / 'summary.json'} is missing: not a servelab run directory")
+
+
+def _check_arm(results_dir: Path, arm: str, summary: dict[str, Any]) -> None:
+    """--arm names an arm of this run, as a plain name: never a path out of the run."""
+    arms = [str(a) for a in summary.get("arms") or []] or ["control", "treatment"]
+    if not _ARM_RE.match(arm) or ".." in arm:
+        raise UsageError(f"--arm {arm!r} is not an arm name",
+                         hint=f"give one of this run's arms: {', '.join(arms)}")
+    if arm not in arms:
+        raise UsageError(f"--arm {arm!r}: the run in {results_dir} has no such arm",
+                         hint=f"give one of its arms: {', '.join(arms)}")
+
+
+def _inside(results_dir: Path, path: Path) -> bool:
+    """*path*, symlinks resolved, lies inside the run directory."""
+    root = os.path.realpath(results_dir)
+    return os.path.commonpath([root, os.path.realpath(path)]) == root
 
 
 def _repeat_results(results_dir: Path, arm: str) -> list[dict[str, Any]]:
-    paths = sorted(results_dir.glob(f"{arm}/repeat-*/result.json"),
-                   key=lambda p: int(p.parent.name.partition("-")[2] or 0))
+    from servelab.spec import read_result
+
+    paths = sorted((p for p in results_dir.glob(f"{arm}/repeat-*/result.json")
+                    if p.parent.name.partition("-")[2].isdigit()),
+                   key=lambda p: int(p.parent.name.partition("-")[2]))
     if not paths:
         raise InputError(f"{results_dir} has no {arm}/repeat-<n>/result.json",
-                         hint="name an arm the run built (--arm), or pass the run's --out "
-                         "directory")
-    return [_load_json(p, f"the {arm} arm's result") for p in paths]
+                         hint="name an arm the run built (--arm), or " + _RUN_HINT)
+    outside = [p for p in paths if not _inside(results_dir, p)]
+    if outside:
+        raise InputError(f"{outside[0]} leads out of the run directory (a symbolic link)",
+                         hint="push from the run's own --out directory, as servelab wrote it")
+    return [read_result(p) for p in paths]
 
 
 def _digest_of(result: dict[str, Any], arm: str) -> str:
@@ -139,12 +164,12 @@ def _check_reproducible(summary: dict[str, Any], arm: str, digests: list[str]) -
 
 def _archive_for(results_dir: Path, results: list[dict[str, Any]], digest: str) -> Path:
     kept = results_dir / "images" / f"{digest.partition(':')[2]}.oci.tar"
-    if kept.is_file():
+    if kept.is_file() and _inside(results_dir, kept):
         return kept
-    for res in results:
+    for res in results:  # a run directory moved since: the recorded name, inside it only
         record = (((res.get("stages") or {}).get("build") or {}).get("record") or {})
         recorded = Path(str(record.get("archive") or ""))
-        if record.get("archive") and recorded.is_file():
+        if record.get("archive") and recorded.is_file() and _inside(results_dir, recorded):
             return recorded
     raise InputError(
         f"the OCI archive of {digest} is not in {results_dir / 'images'}",
@@ -154,7 +179,11 @@ def _archive_for(results_dir: Path, results: list[dict[str, Any]], digest: str) 
 
 def tested_image(results_dir: Path, arm: str = "treatment") -> TestedImage:
     """The one image *arm* was tested as, or the reason there is none (see the module)."""
-    summary = _load_json(results_dir / "summary.json", "summary.json")
+    if not results_dir.is_dir():
+        raise InputError("not a directory: not a servelab run directory", file=str(results_dir),
+                         hint=_RUN_HINT)
+    summary = _load_summary(results_dir)
+    _check_arm(results_dir, arm, summary)
     results = _repeat_results(results_dir, arm)
     digests = [_digest_of(r, arm) for r in results]
     _check_reproducible(summary, arm, digests)

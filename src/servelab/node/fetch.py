@@ -14,6 +14,7 @@ from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
 from servelab.node.layers import Blob, ImageLayers
 from servelab.node.pull import COLD, LayerPull, PullRecord, short_digest
+from servelab.textio import open_output
 
 CHUNK = 1 << 20
 
@@ -22,7 +23,7 @@ def _download(reg: RegistryClient, ref: ImageRef, blob: Blob, dest: Path,
               shown: logs.Progress | None = None) -> None:
     h = hashlib.sha256()
     n = 0
-    with reg.open_blob(ref, blob.digest) as r, dest.open("wb") as f:
+    with reg.open_blob(ref, blob.digest) as r, open_output(dest, what="a fetched layer") as f:
         while chunk := r.read(CHUNK):
             h.update(chunk)
             f.write(chunk)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from servelab import proc
 from servelab.errors import ServelabError
+from servelab.textio import write_file
 
 #: the epoch the OCI probe build stamps; the check reads it back from the image config
 PROBE_EPOCH = 1_700_000_000
@@ -122,8 +123,8 @@ def check_oci_rewrite() -> Check:
            "servelab build creates one when it can")
     with tempfile.TemporaryDirectory(prefix="servelab-doctor-") as tmp:
         ctx = Path(tmp)
-        (ctx / "f").write_text("servelab doctor\n")
-        (ctx / "Dockerfile").write_text("FROM scratch\nCOPY f /f\n")
+        write_file(ctx / "f", "servelab doctor\n")
+        write_file(ctx / "Dockerfile", "FROM scratch\nCOPY f /f\n")
         dest = ctx / "out.tar"
         try:
             proc.run(

@@ -154,36 +154,12 @@ def _result_files(path: Path) -> list[Path]:
 
 
 def _summary_results(path: Path, data: dict[str, Any]) -> list[Any]:
-    """The results of a summary.json checked against schemas/summary.schema.json: a
-    non-empty list of objects (a summary without results proves nothing about digests)."""
-    from servelab.spec import validator
+    from servelab.spec import summary_results
 
-    problems = sorted(validator("summary").iter_errors(data), key=lambda e: list(e.path))
-    if problems:
-        where = "/".join(map(str, problems[0].absolute_path)) or "$"
-        raise InputError(f"invalid summary.json: {where}: {_short(problems[0])}",
-                         file=str(path),
-                         hint="give a summary.json written by servelab run or servelab "
-                         "report --out, with at least one result")
-    results: list[Any] = data["results"]
-    return results
-
-
-def _short(err: Any) -> str:
-    """A jsonschema error's message without a long repr of the value it is about."""
-    text: str = err.message
-    shown = repr(err.instance)
-    if len(shown) > 60 and text.startswith(shown):
-        text = "the value" + text[len(shown):]
-    return text[:300]
+    return summary_results(path, data)
 
 
 def _checked(path: Path, data: Any, where: str = "") -> dict[str, Any]:
-    at = f"{where}: " if where else ""
-    if not isinstance(data, dict):
-        raise InputError(f"{at}not a servelab result (a JSON object)", file=str(path))
-    problems = validate_result(data)
-    if problems:
-        raise InputError(f"{at}invalid result.json: {problems[0]}", file=str(path),
-                         hint="was it written by another servelab version?")
-    return data
+    from servelab.spec import checked_result
+
+    return checked_result(path, data, where)

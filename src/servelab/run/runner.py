@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from servelab import hashing
-from servelab.errors import ExitCode, InputError
+from servelab.errors import ExitCode
 from servelab.run import aggregate, results, summary
 from servelab.run.options import STAGES, Progress, RunOptions, parse_stages
 from servelab.run.outcomes import (
@@ -35,6 +35,7 @@ from servelab.run.outcomes import (
 )
 from servelab.run.stages import Stages
 from servelab.spec import Arm, Experiment
+from servelab.textio import claim_dir, write_file
 
 if TYPE_CHECKING:
     from servelab.build.stage import ExperimentBuilds
@@ -215,7 +216,7 @@ class Runner:
         md = summary.render_markdown(data, control, treatment, deltas, self.results)
         data["results"] = self.results
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)
-        (self.opts.out_dir / "summary.md").write_text(md, encoding="utf-8")
+        write_file(self.opts.out_dir / "summary.md", md, what="summary.md")
         return RunResult(data, md, v.exit_code, self.opts.out_dir)
 
 
@@ -315,22 +316,24 @@ def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
     }
 
 
+BUILD_SUMMARY_FILE = "build-summary.json"
+#: What run and build write at the top of --out: a directory holding one of these (a user's
+#: file, an earlier run) is refused, never overwritten (textio.claim_dir).
+OUT_NAMES = ("summary.json", "summary.md", BUILD_SUMMARY_FILE, "control", "treatment",
+             "images", "lint-*.sarif")
+
+
 def run_experiment(exp: Experiment, opts: RunOptions,
                    progress: Progress | None = None) -> RunResult:
     """``servelab run``: run *exp*; never overwrites an earlier run's artifacts."""
-    if (opts.out_dir / results.SUMMARY_FILE).exists() or any(
-            (opts.out_dir / a).exists() for a in ("control", "treatment")):
-        raise InputError(f"{opts.out_dir} already holds a run's artifacts",
-                         hint="choose another --out directory (servelab never overwrites one)")
-    opts.out_dir.mkdir(parents=True, exist_ok=True)
-    if "smoke" in opts.stages or "build" in opts.stages:
-        from servelab.cleanup import sweep
+    with claim_dir(opts.out_dir, names=OUT_NAMES):
+        if "smoke" in opts.stages or "build" in opts.stages:
+            from servelab.cleanup import sweep
 
-        sweep()
-    return Runner(exp, opts, progress or (lambda _m: None)).execute()
+            sweep()
+        return Runner(exp, opts, progress or (lambda _m: None)).execute()
 
 
-BUILD_SUMMARY_FILE = "build-summary.json"
 
 
 def build_experiment(exp: Experiment, opts: RunOptions,
@@ -339,8 +342,10 @@ def build_experiment(exp: Experiment, opts: RunOptions,
     built ``repeats`` times, interleaved, and judged; a failed build or an unpinned base raises
     (exit 1). Writes the build records and ``OUT/build-summary.json``."""
     opts = replace(opts, stages=("build",), stop_on_build_failure=True)
-    result = Runner(exp, opts, progress or (lambda _m: None)).execute_builds()
-    (opts.out_dir / BUILD_SUMMARY_FILE).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    with claim_dir(opts.out_dir, names=OUT_NAMES):
+        result = Runner(exp, opts, progress or (lambda _m: None)).execute_builds()
+        write_file(opts.out_dir / BUILD_SUMMARY_FILE,
+                   json.dumps(result.to_dict(), indent=2) + "\n", what="build-summary.json")
     return result
 
 

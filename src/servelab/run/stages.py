@@ -37,6 +37,7 @@ from servelab.run.outcomes import (
 from servelab.run.results import write_json
 from servelab.smoke.gpuphases import GpuPhases
 from servelab.spec import Arm, Experiment
+from servelab.textio import write_file
 
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
@@ -173,7 +174,7 @@ class Stages:
             report = lint_paths([arm.dockerfile], build_args=arm.build_args,
                                 health_declared=health, context=arm.context)
             sarif = self.opts.out_dir / f"lint-{arm.name}.sarif"
-            sarif.write_text(get_reporter("sarif").render(report), encoding="utf-8")
+            write_file(sarif, get_reporter("sarif").render(report), what="the lint SARIF")
             failing = report.fails(self.opts.fail_on)
             c = report.counts()
             reason = f"{c['error']} error, {c['warning']} warning, {c['info']} info"

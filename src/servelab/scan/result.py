@@ -237,14 +237,29 @@ def _pick_result(doc: dict[str, Any], path: Path) -> dict[str, Any]:
     return doc
 
 
+def _check_servelab_doc(path: Path, doc: dict[str, Any]) -> None:
+    """A run's result.json or summary.json as baseline goes through its schema first (scan's
+    own --json document is told apart by its "tool" key)."""
+    from servelab.spec import read_result, read_summary
+
+    if doc.get("tool") == "servelab scan" or doc.get("schemaVersion") != 1:
+        return
+    if "arm" in doc:
+        read_result(path)
+    elif "results" in doc:
+        read_summary(path)
+
+
 def load_result(path: Path, policy: ScanPolicy | None = None) -> ScanResult:
     """A stored scan result: servelab's scan JSON, a run's result.json, or Trivy's own JSON."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read the baseline {path}: {e}", file=str(path)) from e
+    from servelab.textio import read_json
+
+    doc = read_json(path, what="baseline scan result",
+                    hint="pass the --json output of servelab scan, a run's result.json or "
+                    "summary.json, or Trivy's JSON report")
     if not isinstance(doc, dict):
-        raise InputError(f"{path} is not a scan result", file=str(path))
+        raise InputError("not a scan result (a JSON object)", file=str(path))
+    _check_servelab_doc(path, doc)
     if doc.get("SchemaVersion") == 2 and "ArtifactName" in doc:
         report = parse_report(json.dumps(doc), source=str(path))
         return _result_from_report(report, str(path), report.image_id, policy or ScanPolicy())

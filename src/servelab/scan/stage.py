@@ -21,7 +21,6 @@ failing or timed-out Trivy and unparsable output raise CapabilityError (exit 3).
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -45,6 +44,7 @@ from servelab.scan.result import (
 )
 from servelab.scan.trivy import Trivy, TrivyConfig, default_cache_dir
 from servelab.spec import ScanPolicy
+from servelab.textio import copy_file, write_file
 
 #: the result types and functions live in :mod:`servelab.scan.result`; named here too, as the
 #: stage's API (``from servelab.scan import stage as scan; scan.gate(...)``)
@@ -143,7 +143,7 @@ class Scanner:
         for key in _SHARED_AS_IS:
             src, dst = Path(first.files[key]), out_dir / FILES[key]
             if src.resolve() != dst.resolve():
-                shutil.copyfile(src, dst)
+                copy_file(dst, src, what=f"the scan's {key}")
         note = (f"digest {first.digest} was already scanned (as {first.target}): "
                 "result shared, not scanned again")
         res = replace(first, target=target, shared=True,
@@ -158,12 +158,12 @@ def write_outputs(result: ScanResult, policy: ScanPolicy, out_dir: Path, *,
     """scan.json, scan.md and (unless shared) scan.sarif into *out_dir*, made by
     :mod:`servelab.scan.render`."""
     if sarif:
-        (out_dir / FILES["sarif"]).write_text(sarif_text(sarif_document(result, policy)),
-                                              encoding="utf-8")
-    (out_dir / FILES["json"]).write_text(
-        json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    (out_dir / FILES["markdown"]).write_text(render_markdown(result), encoding="utf-8")
+        write_file(out_dir / FILES["sarif"], sarif_text(sarif_document(result, policy)),
+                   what="the scan's SARIF")
+    write_file(out_dir / FILES["json"],
+               json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
+               what="the scan's JSON")
+    write_file(out_dir / FILES["markdown"], render_markdown(result), what="the scan's report")
 
 
 def _check_policy_file(path: Path, what: str) -> None:

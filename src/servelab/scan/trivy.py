@@ -33,6 +33,7 @@ from typing import Any
 from servelab import logs, proc
 from servelab.errors import CapabilityError, CommandError
 from servelab.image.layout import ImageInput
+from servelab.textio import write_file
 
 SEVERITIES = ("UNKNOWN", "LOW", "MEDIUM", "HIGH", "CRITICAL")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -513,7 +514,7 @@ class Trivy:
             for r in doc.get("Results") or [] if isinstance(r, dict)
         ]}
         tmp = out.with_name(f".{out.name}.packages.json")
-        tmp.write_text(json.dumps(packages_only), encoding="utf-8")
+        write_file(tmp, json.dumps(packages_only), what="the SBOM's package list")
         try:
             self._run(["convert", *self._common(), "--format", "cyclonedx",
                        "--output", str(out), str(tmp)], "SBOM conversion")

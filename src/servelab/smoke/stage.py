@@ -75,6 +75,7 @@ from servelab.smoke.result import (
 from servelab.smoke.verdict import decide
 from servelab.smoke.weights import scan_archive, scan_image
 from servelab.spec import Experiment, Request
+from servelab.textio import write_file
 
 if TYPE_CHECKING:
     from servelab.node import NodeStart
@@ -582,18 +583,17 @@ def _log_time(line: str) -> tuple[str, str]:
 def _write(res: SmokeResult, out_dir: Path) -> None:
     log_text = res.files.pop("_log_text", None)
     if log_text is not None:
-        (out_dir / "container.log").write_text(log_text, encoding="utf-8")
+        write_file(out_dir / "container.log", log_text, what="the container log")
         res.files["log"] = str(out_dir / "container.log")
     events = res.probe.pop("events", None)
     if events is not None:
-        with (out_dir / "probe-events.jsonl").open("w", encoding="utf-8") as f:
-            for e in events:
-                f.write(json.dumps(e) + "\n")
+        write_file(out_dir / "probe-events.jsonl", "".join(json.dumps(e) + "\n" for e in events),
+                   what="the probe's events")
         res.files["probe_events"] = str(out_dir / "probe-events.jsonl")
     if res.gpu is not None:
         res.gpu.pop("host_handle", None)
     res.files["result"] = str(out_dir / "smoke.json")
-    (out_dir / "smoke.json").write_text(json.dumps(res.to_dict(), indent=2) + "\n",
-                                        encoding="utf-8")
+    write_file(out_dir / "smoke.json", json.dumps(res.to_dict(), indent=2) + "\n",
+               what="smoke.json")
 
 

@@ -307,8 +307,8 @@ def _save_disk_cache() -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, json.dumps(doc))
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    except (OSError, ServelabError):
+        pass  # a cache that cannot be written (a full disk, too) only costs time
 
 
 def scan_archive(
