@@ -134,16 +134,24 @@ def test_parts_of_each_resource(tmp_path: Path) -> None:
     assert lws.pod_labels == {"app": "llm", "leaderworkerset.sigs.k8s.io/name": "llm"}
 
 
-def test_runtime_found_is_checked_once_and_counts_as_gpu(tmp_path: Path) -> None:
+def test_runtime_found_is_merged_into_the_inference_service(tmp_path: Path) -> None:
     data = Path(__file__).resolve().parents[1] / "data" / "k8s" / "positive"
     inv = load_inventory([str(data / "kserve-cluster-runtime.yaml")])
     runtime, isvc = inv.workloads
-    assert runtime.template and runtime.gpu_users == ["InferenceService/flan-t5 predictor"]
-    assert runtime.is_gpu
-    assert isvc.base is runtime.obj
-    assert isvc.serving.inherits("image") == "ClusterServingRuntime/hf-server, checked there"
-    assert isvc.serving.inherits("resources") is None  # the InferenceService sets them
+    assert runtime.template and runtime.merged_into == ["InferenceService/flan-t5 predictor"]
+    assert isvc.base is runtime.obj and isvc.is_gpu
+    assert isvc.pair == "InferenceService/flan-t5 predictor + ClusterServingRuntime/hf-server"
+    c = isvc.serving
+    assert not c.inherited  # nothing left to guess: the runtime is in the input
+    assert c.data["image"] == "kserve/huggingfaceserver:latest"  # the runtime's
+    assert str(c.data["resources"]["limits"]["nvidia.com/gpu"]) == "1"  # the predictor's
+    img = c.where((*c.path, "image"))
+    assert img is not None and img[0] is runtime.obj
+    res = c.where((*c.path, "resources", "limits"))
+    assert res is not None and res[0] is isvc.obj
     assert isvc.pod["tolerations"]  # its own, merged with the runtime's (none)
+    report = check_manifests([data / "kserve-cluster-runtime.yaml"])
+    assert any("judged with each InferenceService that uses it" in n for n in report.notes)
 
 
 def test_runtime_missing_is_named_not_guessed(tmp_path: Path) -> None:
@@ -248,3 +256,15 @@ def test_a_serve_config_that_is_not_yaml_is_noted(tmp_path: Path) -> None:
     assert not [f for f in report.findings if f.context["path"] == "spec.serveConfigV2"]
     assert "start-install: RayService/chat: spec.serveConfigV2 is not readable YAML: its " \
            "runtime_env was not checked" in report.notes
+
+
+def test_a_runtime_is_judged_once_per_inference_service_that_uses_it() -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "k8s" / "positive"
+    report = check_manifests([data / "kserve-autoselect-pairs.yaml"])
+    shm = [f for f in report.findings if f.rule_id == "shm"]
+    assert {f.context["object"] for f in shm} == {"ClusterServingRuntime/hf-vllm-fast"}
+    assert sorted(f.context["pair"] for f in shm) == [
+        "InferenceService/qwen-batch predictor + ClusterServingRuntime/hf-vllm-fast",
+        "InferenceService/qwen-chat predictor + ClusterServingRuntime/hf-vllm-fast"]
+    assert any("qwen-embed predictor: judged merged with "
+               "ClusterServingRuntime/kserve-huggingfaceserver" in n for n in report.notes)

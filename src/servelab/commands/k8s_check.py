@@ -11,8 +11,15 @@ Pods are read from Deployments, StatefulSets, ReplicaSets, DaemonSets, Pods, Job
 and the serving custom resources: KServe InferenceService, ServingRuntime,
 ClusterServingRuntime, LLMInferenceService(Config), KubeRay RayService, RayCluster, RayJob
 (with the runtime_env in serveConfigV2 / runtimeEnvYAML), LeaderWorkerSet, Knative Service.
-Fields a pod gets from a runtime or base config are checked there, or noted as inherited;
-kinds k8s-check cannot read are named in a note (exit 2 when nothing else is given).
+An InferenceService is judged merged with its ServingRuntime when that runtime is given, as
+KServe merges them; a runtime given alone is checked when it runs a known GPU server. Fields
+a pod gets from an object not given are noted as inherited; kinds k8s-check cannot read are
+named in a note (exit 2 when nothing else is given).
+
+With --image (a servelab run directory, an OCI archive or layout, an image in the local
+engine or in a registry on 127.0.0.1; nothing is pulled), the scripts a container runs (its
+command, or the image's ENTRYPOINT and CMD) are read from the image's layers and checked for
+installs and model downloads at start.
 
 With --result (a result.json of one repeat, or the summary.json of a run, repeatable), the
 manifests are also checked against what the experiment measured: the image digest it tested,
@@ -20,7 +27,8 @@ its worst startup time (the startupProbe budget must exceed it times --startup-m
 health path and port, the GPU model and the image's CUDA version (driver floor).
 
 The serving container is the one that requests a GPU, else the first one; --container
-overrides. Workloads without a GPU are skipped when another workload has one.
+overrides. Workloads without a GPU are skipped when another workload has one (a Ray head is
+still checked for image pinning, security context and secrets).
 
 Rules: image-not-digest, image-digest-mismatch, gpu-limit, gpu-toleration, gpu-placement,
 startup-probe-budget, probe-target, security-context, plaintext-secret, model-mount,
@@ -29,11 +37,13 @@ start-install, resources, shm, driver-compat, disruption, priority, rollout, ser
 
 Exit codes: 0 no finding at or above --fail-on; 1 findings at or above --fail-on (default
 error); 2 bad input (unreadable or malformed YAML, a document that is not a Kubernetes
-object, no pod template k8s-check reads, an unreadable --result, an unknown --container).
+object, no pod template k8s-check reads, an unreadable --result, an unknown --container, an
+--image that is not on this machine).
 
 Examples:
   servelab k8s-check deploy/*.yaml
   helm template my-release chart/ | servelab k8s-check - --result summary.json -f sarif
+  servelab k8s-check deploy/ --image servelab-out/run-20261201-101500
 """
 
 from __future__ import annotations
@@ -75,6 +85,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--container", metavar="NAME",
         help="the serving container (default: the one with a GPU, else the first)",
     )
+    parser.add_argument(
+        "--image", metavar="IMAGE",
+        help="the serving image, available locally (a servelab run directory, an OCI archive "
+        "or layout, an image in the local engine or in a registry on 127.0.0.1): the scripts "
+        "the containers run are read from its layers",
+    )
     add_format(parser)
     add_fail_on(parser)
 
@@ -88,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         result_paths=args.result,
         startup_margin=args.startup_margin,
         serving_container=args.container,
+        image=args.image,
     )
     emit(get_reporter(args.format).render(report), args.output)
     return 1 if report.fails(args.fail_on) else 0

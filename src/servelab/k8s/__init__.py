@@ -44,12 +44,25 @@ def _rank(rule_id: str) -> int:
     return RULE_ORDER.index(rule_id) if rule_id in RULE_ORDER else len(RULE_ORDER)
 
 
+#: The rules that also judge a CPU Ray head next to GPU workers: it runs the Serve proxy (the
+#: HTTP entry of a RayService) and the GCS, so what it runs and how it is locked down matter.
+HEAD_RULES = frozenset({"image-not-digest", "security-context", "plaintext-secret"})
+RAY_CLUSTERS = ("RayService", "RayCluster")
+
+
 def _targets(inv: Inventory) -> tuple[list[Workload], list[Workload]]:
-    """(checked, skipped): the GPU workloads, or every workload when none requests a GPU."""
-    gpu = [w for w in inv.workloads if w.is_gpu]
+    """(checked, skipped): the GPU workloads, or every workload when none requests a GPU. A
+    runtime merged into the InferenceServices that use it is judged there, not alone."""
+    alone = [w for w in inv.workloads if not w.merged_into]
+    gpu = [w for w in alone if w.is_gpu]
     if not gpu:
-        return list(inv.workloads), []
-    return gpu, [w for w in inv.workloads if not w.is_gpu]
+        return alone, []
+    return gpu, [w for w in alone if not w.is_gpu]
+
+
+def _ray_heads(skipped: list[Workload]) -> list[Workload]:
+    """The CPU heads of Ray clusters among the pods not checked as GPU servers."""
+    return [w for w in skipped if w.part == "head" and w.kind in RAY_CLUSTERS]
 
 
 def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
@@ -57,12 +70,22 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
     notes: list[str] = []
     if not any(w.is_gpu for w in checked):
         notes.append("no workload requests a GPU: every workload was checked as the GPU server")
-    if skipped:
-        notes.append("not checked (no GPU): " + ", ".join(w.ref for w in skipped))
+    heads = _ray_heads(skipped)
+    if heads:
+        notes.append("checked for image pinning, security context and secrets only (a Ray head: "
+                     "no GPU, but it runs the Serve proxy): " + ", ".join(w.ref for w in heads))
+    rest = [w for w in skipped if w not in heads]
+    if rest:
+        notes.append("not checked (no GPU): " + ", ".join(w.ref for w in rest))
     if inv.unread:
         notes.append("not read (kinds k8s-check cannot read; their pods are not checked): "
                      + ", ".join(unread_refs(inv)))
     notes += [n for w in checked for n in w.inherited_notes()]
+    notes += [f"{w.ref}: used by no InferenceService here, checked as a GPU server: it runs "
+              f"{w.known_gpu_server} (a known GPU server, see 'Known GPU servers' in "
+              "docs/k8s-check.md)" for w in checked if w.known_gpu_server and not w.gpu_users]
+    notes += [f"{w.ref}: judged with each InferenceService that uses it, as KServe merges "
+              f"them: {', '.join(w.merged_into)}" for w in inv.workloads if w.merged_into]
     if inv.duplicates:
         notes.append("defined more than once (the last one applied wins): "
                      + "; ".join(inv.duplicates))
@@ -76,22 +99,48 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
     return notes
 
 
+def _attach_image(image: str, workloads: list[Workload]) -> list[str]:
+    """Give the checked image to the containers that run it (same digest, or same repository
+    without a digest); when none names it, to every serving container. The notes to add."""
+    from servelab.k8s.imagefiles import read_image
+
+    files = read_image(image)
+    everyone = [c for w in workloads for c in (*w.init_containers, *w.containers)]
+    named = [c for c in everyone if files.names(str(c.data.get("image") or ""))]
+    chosen = named or [w.serving for w in workloads]
+    for c in chosen:
+        c.image_files = files
+    shown = ", ".join(sorted({c.name for c in chosen}))
+    how = "" if named else (" (no container image names it by digest or repository: read as "
+                            "the image of every serving container)")
+    return [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its layers "
+            f"(every blob verified) for container(s) {shown}{how}"]
+
+
 def check_manifests(
     paths: Sequence[str | Path],
     *,
     result_paths: Sequence[str | Path] = (),
     startup_margin: float = 1.5,
     serving_container: str | None = None,
+    image: str | None = None,
 ) -> FindingsReport:
-    """Check the manifests in *paths* (files, directories, ``-`` for stdin)."""
+    """Check the manifests in *paths* (files, directories, ``-`` for stdin); with *image*, the
+    scripts the containers run are also read from that image's layers."""
     if not startup_margin >= 1.0:
         raise UsageError(f"startup margin {startup_margin} is below 1",
                          hint="use a factor of at least 1, e.g. --startup-margin 1.5")
     inv = load_inventory(expand_paths(paths), serving_container)
     measured = read_measured(result_paths)
     checked, skipped = _targets(inv)
-    ctx = Context(inv, measured, startup_margin, checked)
-    findings = _unique(f for w in checked for _, check in CHECKS for f in check(w, ctx))
+    heads = _ray_heads(skipped)
+    ctx = Context(inv, measured, startup_margin, [*checked, *heads])
+    if image is not None:
+        ctx.notes += _attach_image(image, checked)
+    findings = _unique([
+        *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
+        *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
+          for f in check(w, ctx))])
     return FindingsReport(
         tool=TOOL,
         findings=findings,
@@ -102,12 +151,14 @@ def check_manifests(
 
 
 def _unique(findings: Iterable[Finding]) -> list[Finding]:
-    """One finding per rule, place and message: a ConfigMap script run by several pod
-    templates is reported once."""
-    seen: set[tuple[str, str | None, int | None, int | None, str]] = set()
+    """One finding per rule, place, message and container: a ConfigMap script run by several
+    pod templates is reported once, but what an init container does never hides what the
+    serving container does at the same place (findings are per container and per source)."""
+    seen: set[tuple[str | None, ...]] = set()
     out: list[Finding] = []
     for f in findings:
-        key = (f.rule_id, f.file, f.line, f.column, f.message)
+        key = (f.rule_id, f.file, str(f.line), str(f.column), f.message,
+               f.context.get("container"), f.context.get("pair"))
         if key not in seen:
             seen.add(key)
             out.append(f)

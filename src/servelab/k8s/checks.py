@@ -64,14 +64,18 @@ def hit(
     """
     meta = RULES[rule_id]
     obj = at or w.obj
+    if obj is w.obj and line is None:  # a merged pod: the object that wrote the field
+        obj, path = w.source_of(path, container)
     pos = obj.locate(path)
     context = {"object": obj.ref}
-    if at is not None and at is not w.obj:
+    if obj is not w.obj:
         context["workload"] = w.ref
     elif w.part and path[:len(w.pod_path)] == w.pod_path:
         context["part"] = w.part
     if container is not None:
         context["container"] = container.name
+    if w.pair:
+        context["pair"] = w.pair
     context["path"] = json_path(path)
     return Finding(
         rule_id=rule_id,

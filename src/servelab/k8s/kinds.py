@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from servelab.k8s.model import K8sObject, as_dict, as_int, as_list
+from servelab.k8s.merge import merge_container, merge_pod, sidecars, target_index
+from servelab.k8s.model import K8sObject, Origins, as_dict, as_int, as_list
 from servelab.yamlsafe import JsonPath
 
 #: Plain workload kinds and where they keep their pod spec.
@@ -63,10 +64,6 @@ FRAMEWORKS = ("model", "huggingface", "sklearn", "xgboost", "lightgbm", "tensorf
               "triton", "onnx", "pmml", "paddle", "art", "alibi")
 #: Where KServe puts the model of a storageUri or model.uri.
 KSERVE_MODEL_DIR = "/mnt/models"
-#: Pod-level fields a ServingRuntime adds to the pods of the InferenceServices that use it.
-RUNTIME_POD_FIELDS = ("nodeSelector", "affinity", "priorityClassName", "securityContext",
-                      "hostIPC", "hostNetwork", "hostPID", "runtimeClassName")
-RUNTIME_POD_LISTS = ("tolerations", "volumes")
 PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
 #: What a KServe model spec or an LLMInferenceService's main container may leave to its
 #: runtime or base config (see model.GROUPS).
@@ -117,6 +114,11 @@ class PodTemplate:
     #: The pod spec as found at pod_path (not a mapping when malformed), with what a runtime
     #: adds; None: read it at pod_path
     pod: Any = None
+    #: A pod merged with its runtime's: where the lead container's and the pod's fields were
+    #: written, and the runtime's other containers (path in the runtime, data)
+    lead_origins: Origins = field(default_factory=dict)
+    pod_origins: Origins = field(default_factory=dict)
+    extra: list[tuple[JsonPath, dict[str, Any]]] = field(default_factory=list)
 
 
 def dig(data: Any, path: JsonPath) -> Any:
@@ -149,26 +151,59 @@ class Index:
                 return obj
         return None
 
-    def runtime(self, name: str | None, fmt: str | None, near: K8sObject) -> K8sObject | None:
-        """The ServingRuntime an InferenceService names, or the one KServe would pick for *fmt*."""
-        kinds = ("ServingRuntime", "ClusterServingRuntime")
+    def runtime(self, name: str | None, model: ModelFormat | None,
+                near: K8sObject) -> K8sObject | None:
+        """The ServingRuntime an InferenceService names (a namespaced one before a cluster one,
+        as KServe looks them up), or the one KServe selects for *model*."""
         if name:
-            return self.find(kinds, name, near)
-        if not fmt:
+            return (self.find(("ServingRuntime",), name, near)
+                    or self.find(("ClusterServingRuntime",), name, near))
+        if model is None:
             return None
-        found = [o for o in self.objects if o.kind in kinds and api_group(o) == KSERVE
-                 and (o.kind.startswith("Cluster") or o.same_namespace(near))
-                 and _priority(o, fmt) is not None]
-        return max(found, key=lambda o: _priority(o, fmt) or 0, default=None)
+        for kind in ("ServingRuntime", "ClusterServingRuntime"):
+            found = [o for o in self.objects if o.kind == kind and api_group(o) == KSERVE
+                     and (kind.startswith("Cluster") or o.same_namespace(near))
+                     and model.supported_by(o)]
+            if found:  # namespaced runtimes first; within a kind, the highest priority
+                found.sort(key=lambda o: o.name)
+                return max(found, key=lambda o: _priority(o, model.name))
+        return None
 
 
-def _priority(runtime: K8sObject, fmt: str) -> int | None:
-    """The runtime's priority for an auto-selected model format, None if it does not apply."""
+@dataclass(frozen=True)
+class ModelFormat:
+    """An InferenceService's model format (``modelFormat: {name, version}``) and protocol."""
+
+    name: str
+    version: str | None = None
+    protocol: str = "v1"
+
+    def supported_by(self, runtime: K8sObject) -> bool:
+        """KServe's selection: an enabled single-model runtime that auto-selects this format
+        (and this version, when the model names one) and speaks the model's protocol."""
+        spec = as_dict(runtime.data.get("spec"))
+        if spec.get("disabled") is True or spec.get("multiModel") is True:
+            return False
+        protocols = [str(p) for p in as_list(spec.get("protocolVersions"))] or ["v1"]
+        if self.protocol not in protocols:
+            return False
+        labels = set()
+        for item in as_list(spec.get("supportedModelFormats")):
+            f = as_dict(item)
+            if f.get("autoSelect") is True:
+                labels.add(str(f.get("name")))
+                if f.get("version") is not None:
+                    labels.add(f"{f.get('name')}:{f.get('version')}")
+        return (f"{self.name}:{self.version}" if self.version else self.name) in labels
+
+
+def _priority(runtime: K8sObject, fmt: str) -> int:
+    """The runtime's priority for a model format (0 when it sets none: it then comes last)."""
     for item in as_list(as_dict(runtime.data.get("spec")).get("supportedModelFormats")):
         f = as_dict(item)
-        if str(f.get("name", "")).lower() == fmt.lower() and f.get("autoSelect") is True:
-            return as_int(f.get("priority")) or 1
-    return None
+        if str(f.get("name", "")) == fmt and f.get("autoSelect") is True:
+            return as_int(f.get("priority")) or 0
+    return 0
 
 
 def pod_templates(obj: K8sObject, index: Index) -> list[PodTemplate]:
@@ -207,29 +242,29 @@ def _storage_uri(comp: dict[str, Any], fw: str | None,
     return None
 
 
-def _merged_pod(own: dict[str, Any], runtime: K8sObject) -> dict[str, Any]:
-    """The pod fields an InferenceService component gets from its runtime, added to its own."""
-    spec = as_dict(runtime.data.get("spec"))
-    pod = dict(own)
-    for key in RUNTIME_POD_FIELDS:
-        if key not in pod and key in spec:
-            pod[key] = spec[key]
-    for key in RUNTIME_POD_LISTS:
-        if key in own or key in spec:
-            pod[key] = [*as_list(own.get(key)), *as_list(spec.get(key))]
-    return pod
+def model_format(model: dict[str, Any], fw: str) -> ModelFormat | None:
+    """The model format KServe selects a runtime for (a framework field names its own)."""
+    if fw != "model":
+        return ModelFormat(fw)
+    fmt = as_dict(model.get("modelFormat"))
+    if not fmt.get("name"):
+        return None
+    version = fmt.get("version")
+    return ModelFormat(str(fmt["name"]), str(version) if version is not None else None,
+                       str(model.get("protocolVersion") or "v1"))
 
 
 def _runtime_source(index: Index, obj: K8sObject, model: dict[str, Any],
                     fw: str) -> tuple[K8sObject | None, str]:
     name = model.get("runtime")
-    fmt = str(as_dict(model.get("modelFormat")).get("name") or "") if fw == "model" else fw
-    runtime = index.runtime(str(name) if name else None, fmt or None, obj)
+    fmt = model_format(model, fw)
+    runtime = index.runtime(str(name) if name else None, fmt, obj)
     if runtime is not None:
         return runtime, f"{runtime.ref}, checked there"
     if name:
         return None, f"ServingRuntime or ClusterServingRuntime {name!r}, {NOT_GIVEN}"
-    return None, f"the runtime KServe selects for model format {fmt!r}, {NOT_GIVEN}"
+    shown = f"{fmt.name}:{fmt.version}" if fmt and fmt.version else (fmt.name if fmt else "")
+    return None, f"the runtime KServe selects for model format {shown!r}, {NOT_GIVEN}"
 
 
 def _inference_service(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
@@ -249,18 +284,62 @@ def _inference_service(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
         model = as_dict(comp[fw])
         runtime, source = _runtime_source(index, obj, model, fw)
         groups = CONTAINER_GROUPS
-        yield PodTemplate(
-            base, labels, part=name, takes_traffic=True, lead=((*base, fw), model),
-            containers_optional=True, inheriting=str(model.get("name") or "kserve-container"),
-            inherit=dict.fromkeys(groups, source), model_uri=uri,
-            model_paths=(KSERVE_MODEL_DIR,), base=runtime,
-            pod=_merged_pod(comp, runtime) if runtime else None)
-        workers = comp.get("workerSpec")
-        if isinstance(workers, dict):
+        merged = _merged(obj, base, comp, fw, runtime)
+        if merged is not None:
+            yield PodTemplate(base, labels, part=name, takes_traffic=True, model_uri=uri,
+                              model_paths=(KSERVE_MODEL_DIR,), base=runtime, **merged)
+        else:
             yield PodTemplate(
-                (*base, "workerSpec"), labels, part=f"{name} workers", takes_traffic=False,
+                base, labels, part=name, takes_traffic=True, lead=((*base, fw), model),
+                containers_optional=True, inheriting=str(model.get("name") or "kserve-container"),
+                inherit=dict.fromkeys(groups, source), model_uri=uri,
+                model_paths=(KSERVE_MODEL_DIR,), base=runtime,
+                pod=merge_pod(runtime, obj, base, comp)[0] if runtime else None)
+        workers = comp.get("workerSpec")
+        if not isinstance(workers, dict):
+            continue
+        wpath: JsonPath = (*base, "workerSpec")
+        merged_workers = _merged_workers(obj, wpath, workers, runtime)
+        if merged_workers is not None:
+            yield PodTemplate(wpath, labels, part=f"{name} workers", takes_traffic=False,
+                              model_uri=uri, model_paths=(KSERVE_MODEL_DIR,), base=runtime,
+                              **merged_workers)
+        else:
+            yield PodTemplate(
+                wpath, labels, part=f"{name} workers", takes_traffic=False,
                 containers_optional=True, inherit=dict.fromkeys(groups, source),
                 model_uri=uri, model_paths=(KSERVE_MODEL_DIR,), base=runtime)
+
+
+def _merged(obj: K8sObject, base: JsonPath, comp: dict[str, Any], fw: str,
+            runtime: K8sObject | None) -> dict[str, Any] | None:
+    """The fields of a component's PodTemplate when its runtime is in the input: the model
+    spec merged onto the runtime's container, the pod onto the runtime's pod fields."""
+    at = target_index(runtime) if runtime is not None else None
+    if runtime is None or at is None:
+        return None
+    data, origins = merge_container(runtime, at, obj, (*base, fw), as_dict(comp[fw]))
+    pod, pod_origins = merge_pod(runtime, obj, base, comp)
+    return {"lead": ((*base, fw), data), "lead_origins": origins, "pod": pod,
+            "pod_origins": pod_origins, "containers_optional": True,
+            "extra": [(("spec", "containers", i), c) for i, c in sidecars(runtime, at)]}
+
+
+def _merged_workers(obj: K8sObject, wpath: JsonPath, workers: dict[str, Any],
+                    runtime: K8sObject | None) -> dict[str, Any] | None:
+    """The predictor's workers merged with the runtime's workerSpec, as KServe builds the
+    worker pod: the runtime's ``worker-container`` patched by the InferenceService's first
+    worker container, the pods merged, and that one container in the pod."""
+    at = target_index(runtime, "workers") if runtime is not None else None
+    if runtime is None or at is None:
+        return None
+    own = as_list(workers.get("containers"))
+    data, origins = merge_container(runtime, at, obj, (*wpath, "containers", 0),
+                                    as_dict(own[0]) if own else {}, part="workers")
+    pod, pod_origins = merge_pod(runtime, obj, wpath, workers, part="workers")
+    pod.pop("containers", None)
+    return {"lead": ((*wpath, "containers", 0), data), "lead_origins": origins, "pod": pod,
+            "pod_origins": pod_origins, "containers_optional": True}
 
 
 def _serving_runtime(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:

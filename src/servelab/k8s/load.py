@@ -28,7 +28,10 @@ from servelab.k8s.model import (
     as_dict,
     json_path,
 )
+from servelab.k8s.servers import gpu_server
 from servelab.yamlsafe import Document, JsonPath, load_documents, read_text
+
+RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 
 #: The kinds whose pods are read, for messages.
 READ_KINDS_TEXT = ", ".join([*PLAIN, *(k for kinds in READ_KINDS.values() for k in kinds
@@ -164,7 +167,16 @@ def _workload(obj: K8sObject, t: PodTemplate, serving_container: str | None) -> 
     return Workload(obj, t.pod_path, pod, t.labels, containers, inits, serving, part=t.part,
                     takes_traffic=t.takes_traffic, template=t.template,
                     scheduling_from=t.scheduling_from, model_uri=t.model_uri,
-                    model_paths=t.model_paths, base=t.base)
+                    model_paths=t.model_paths, base=t.base, origins=t.pod_origins,
+                    known_gpu_server=_known_gpu_server(obj, t, serving))
+
+
+def _known_gpu_server(obj: K8sObject, t: PodTemplate, serving: Container) -> str | None:
+    """The known GPU server a ServingRuntime runs (see servelab.k8s.servers), else None."""
+    if obj.kind not in RUNTIMES or not t.template:
+        return None
+    found = gpu_server(str(serving.data.get("image") or ""), serving.argv())
+    return found.name if found else None
 
 
 def _template_containers(obj: K8sObject, t: PodTemplate, pod: dict[str, Any]) -> list[Container]:
@@ -173,7 +185,12 @@ def _template_containers(obj: K8sObject, t: PodTemplate, pod: dict[str, Any]) ->
     listed = [] if optional else _containers(obj, pod, t.pod_path, "containers")
     if t.lead is not None:
         path, data = t.lead
-        listed.insert(0, Container(t.inheriting or "kserve-container", data, path))
+        name = str(data.get("name") or "") if t.lead_origins else ""
+        listed.insert(0, Container(name or t.inheriting or "kserve-container", data, path,
+                                   origins=t.lead_origins))
+    if t.base is not None:  # a runtime's other containers, added to the merged pod
+        listed += [Container(str(data.get("name") or f"#{path[-1]}"), data, path,
+                             origins={(): (t.base, path)}) for path, data in t.extra]
     if not listed:  # the whole container comes from a runtime or base config
         listed = [Container(t.inheriting or "main", {}, (*t.pod_path, "containers", 0))]
     heirs = [listed[0]] if t.lead is not None or t.inheriting is None else [
@@ -202,12 +219,18 @@ def _sort(inv: Inventory, obj: K8sObject, serving_container: str | None, index: 
 
 
 def _link(inv: Inventory) -> None:
-    """Templates used by GPU workloads count as GPU workloads."""
+    """Templates used by GPU workloads count as GPU workloads; a runtime judged merged with
+    the InferenceServices that use it is not judged alone."""
     for w in inv.workloads:
-        if w.base is not None and w.is_gpu and not w.template:
-            for t in inv.workloads:
-                if t.obj is w.base and t.part == base_part(w.part):
-                    t.gpu_users.append(w.ref)
+        if w.base is None or w.template:
+            continue
+        for t in inv.workloads:
+            if t.obj is not w.base or t.part != base_part(w.part):
+                continue
+            if w.origins:
+                t.merged_into.append(w.ref)
+            elif w.is_gpu:
+                t.gpu_users.append(w.ref)
 
 
 def _where(obj: K8sObject) -> str:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab.textio import ascii_int
 from servelab.yamlsafe import Document, JsonPath, Position
+
+if TYPE_CHECKING:
+    from servelab.k8s.imagefiles import ImageFiles
 
 #: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices.
 _GPU_RESOURCE = re.compile(r"^[^/\s]+/gpu$|^nvidia\.com/mig-[\w.-]+$")
@@ -95,6 +98,25 @@ class K8sObject:
         return self.namespace == other.namespace
 
 
+#: Where the fields of a merged object come from: a path relative to the merged mapping ->
+#: the object and the path (relative to it) that wrote it (see servelab.k8s.merge).
+Origins = dict[JsonPath, tuple["K8sObject", JsonPath]]
+
+
+def origin_of(origins: Origins, base: JsonPath,
+              path: JsonPath) -> tuple[K8sObject, JsonPath] | None:
+    """The object and path that wrote *path* (relative to the object), when *path* lies under
+    *base*, the merged mapping's path: the nearest recorded ancestor, the rest appended."""
+    if not origins or path[:len(base)] != base:
+        return None
+    rel = path[len(base):]
+    for n in range(len(rel), -1, -1):
+        found = origins.get(rel[:n])
+        if found is not None:
+            return found[0], (*found[1], *rel[n:])
+    return None
+
+
 #: Container field groups a pod template may leave to another object (a runtime, a base config,
 #: an operator), and the words the notes use for them.
 GROUPS = {
@@ -116,6 +138,15 @@ class Container:
     init: bool = False
     #: Field group (see GROUPS) -> where these pods get it from, for fields this object leaves out
     inherited: dict[str, str] = field(default_factory=dict)
+    #: For a container merged from several objects (KServe's model spec and its runtime): where
+    #: each field was written
+    origins: Origins = field(default_factory=dict)
+    #: The checked image (--image) when it is this container's: its scripts are read
+    image_files: ImageFiles | None = None
+
+    def where(self, path: JsonPath) -> tuple[K8sObject, JsonPath] | None:
+        """The object and field that wrote *path* of a merged container; None otherwise."""
+        return origin_of(self.origins, self.path, path)
 
     def inherits(self, group: str) -> str | None:
         """Where *group* comes from when this object leaves it to another one, else None."""
@@ -196,6 +227,27 @@ class Workload:
     base: K8sObject | None = None
     #: GPU workloads that use this template (it then counts as a GPU workload)
     gpu_users: list[str] = field(default_factory=list)
+    #: For a pod merged with its runtime's: where each pod field was written
+    origins: Origins = field(default_factory=dict)
+    #: The InferenceService parts judged merged with this runtime (it is then not judged alone)
+    merged_into: list[str] = field(default_factory=list)
+    #: A runtime given alone that the table of known servers (servelab.k8s.servers) names as a
+    #: GPU server: the server's name
+    known_gpu_server: str | None = None
+
+    @property
+    def pair(self) -> str | None:
+        """``InferenceService/x predictor + ServingRuntime/y`` for a merged pod, else None."""
+        return f"{self.ref} + {self.base.ref}" if self.base is not None and self.origins else None
+
+    def source_of(self, path: JsonPath,
+                  container: Container | None = None) -> tuple[K8sObject, JsonPath]:
+        """The object and field that wrote *path* (relative to this object)."""
+        for c in ([container] if container else []) + [*self.containers, *self.init_containers]:
+            found = c.where(path)
+            if found is not None:
+                return found
+        return origin_of(self.origins, self.pod_path, path) or (self.obj, path)
 
     @property
     def kind(self) -> str:
@@ -217,7 +269,7 @@ class Workload:
 
     @property
     def is_gpu(self) -> bool:
-        return bool(self.gpu_users) or any(
+        return bool(self.gpu_users) or bool(self.known_gpu_server) or any(
             c.gpu_resources() for c in (*self.containers, *self.init_containers))
 
     @property
@@ -243,6 +295,9 @@ class Workload:
                 by_source.setdefault(source, []).append(GROUPS[group])
             notes += [f"{self.ref}: container {c.name!r} inherits {', '.join(groups)} from "
                       f"{source}" for source, groups in by_source.items()]
+        if self.pair:
+            notes.append(f"{self.ref}: judged merged with {self.base.ref if self.base else ''} "
+                         "(KServe's merge: the predictor's fields override the runtime's)")
         if self.scheduling_from:
             notes.append(f"{self.ref}: the pod (scheduling, volumes) comes from "
                          f"{self.scheduling_from}")

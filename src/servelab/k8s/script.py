@@ -11,13 +11,17 @@ scripts take in manifests (``&&``-chains, ``;``, pipes, line continuations, comm
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab.k8s.model import Container, Inventory, K8sObject, Workload, as_dict, as_list
 from servelab.yamlsafe import JsonPath
+
+if TYPE_CHECKING:
+    from servelab.k8s.imagefiles import ImageFiles
 
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
 #: Words that only prefix the command that follows.
@@ -45,6 +49,9 @@ class Command:
     script: str = ""
     #: The field of each word, for a command written as a list (exec form)
     word_paths: tuple[JsonPath, ...] = ()
+    #: Where it was found when that is not the field itself: " (in the image's /start.sh,
+    #: line 3)" for a script read from the image
+    note: str = ""
 
     def where(self, i: int) -> tuple[JsonPath, int | None]:
         """The field and file line of word *i* (for a script: the script and its line)."""
@@ -191,8 +198,25 @@ class _Source:
     obj: K8sObject
     path: JsonPath
 
-    def line(self, offset: int) -> int:
+    def line(self, offset: int) -> int | None:
         return field_line(self.obj, self.path, self.text, offset)
+
+    def note(self, offset: int) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class _ImageScript(_Source):
+    """A script inside the checked image, reported at the manifest field that runs it."""
+
+    at_line: int | None = None
+    file: str = ""
+
+    def line(self, offset: int) -> int | None:
+        return self.at_line
+
+    def note(self, offset: int) -> str:
+        return f" (in the image's {self.file}, line {offset})"
 
 
 def field_line(obj: K8sObject, path: JsonPath, text: str, offset: int) -> int:
@@ -248,7 +272,8 @@ def _commands(src: _Source, env: dict[str, str]) -> Iterator[Command]:
         if not ws:
             continue
         piped = tuple(simple[k + 1][0]) if op == "|" and k + 1 < len(simple) else ()
-        yield Command(tuple(ws), src.obj, src.path, src.line(line), piped, src.text)
+        yield Command(tuple(ws), src.obj, src.path, src.line(line), piped, src.text,
+                      note=src.note(line))
 
 
 def _simple(words: list[str], env: dict[str, str]) -> list[str]:
@@ -302,20 +327,70 @@ def _is_shell(name: str, text: str) -> bool:
     return head.startswith("#!") and any(s in head for s in SHELLS)
 
 
+def _effective_argv(c: Container, img: ImageFiles,
+                    argv: list[tuple[str, JsonPath]]) -> list[tuple[str, JsonPath]]:
+    """What runs, as the kubelet decides: ``command`` replaces the image's ENTRYPOINT (and
+    drops its CMD), ``args`` replace its CMD."""
+    if "command" in c.data:
+        return argv
+    at = (*c.path, "image")
+    own_args = "args" in c.data
+    return [(w, at) for w in img.entrypoint] + (argv if own_args else [(w, at) for w in img.cmd])
+
+
 def container_commands(w: Workload, c: Container, inv: Inventory) -> list[Command]:
-    """Every command the container runs at start, as far as the manifests tell."""
+    """Every command the container runs at start, as far as the manifests (and the checked
+    image, when it is this container's) tell."""
     env = env_values(w, c, inv)
     argv = [(expand_k8s(v, env), p) for v, p in _argv(c)]
+    img = c.image_files
+    if img is not None:
+        env = {**img.env, **env}
+        argv = _effective_argv(c, img, argv)
     if not argv:
         return []
     at = _shell_script(argv)
-    if at is None:
-        line = w.obj.locate(argv[0][1]).line
-        cmds = [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], line,
+    if at is None:  # exec form: each word's field, its object resolved where it is reported
+        cmds = [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], None,
                         word_paths=tuple(p for _, p in argv))]
     else:
-        cmds = list(_commands(_Source(argv[at][0], w.obj, argv[at][1]), env))
-    return cmds + _from_configmaps(w, c, inv, cmds, env)
+        obj, path = c.where(argv[at][1]) or (w.obj, argv[at][1])
+        cmds = list(_commands(_Source(argv[at][0], obj, path), env))
+    cmds += _from_configmaps(w, c, inv, cmds, env)
+    return cmds + (_from_image(c, img, cmds, env) if img is not None else [])
+
+
+def _mounted_over(c: Container, path: str) -> bool:
+    """Whether a volume of the container hides the image's file at *path*."""
+    for m in as_list(c.data.get("volumeMounts")):
+        root = str(as_dict(m).get("mountPath") or "").rstrip("/")
+        if root and (path == root or path.startswith(root + "/")):
+            return True
+    return False
+
+
+def _from_image(c: Container, img: ImageFiles, cmds: list[Command],
+                env: dict[str, str]) -> list[Command]:
+    """The commands of the image's scripts that *cmds* run (and those they run, up to
+    MAX_DEPTH), each reported at the field of the command that runs the first script. A
+    script under one of the container's volume mounts is not the image's: not read."""
+    out: list[Command] = []
+    seen = {p for p in img.scripts if _mounted_over(c, p)}
+    todo = cmds
+    for _ in range(MAX_DEPTH):
+        found: list[Command] = []
+        for cmd in todo:
+            for i, word in enumerate(cmd.words):
+                hit = img.script(word)
+                if hit is None or hit[0] in seen:
+                    continue
+                seen.add(hit[0])
+                path, line = cmd.where(i) if cmd.word_paths else (cmd.path, cmd.line)
+                src = _ImageScript(hit[1], cmd.obj, path, at_line=line, file=hit[0])
+                found += [dataclasses.replace(k, word_paths=()) for k in _commands(src, env)]
+        out += found
+        todo = found
+    return out
 
 
 def _from_configmaps(w: Workload, c: Container, inv: Inventory, cmds: list[Command],

@@ -13,6 +13,7 @@ from servelab.k8s.model import Container, K8sObject, Workload, as_dict
 from servelab.k8s.rayenv import runtime_envs, serve_model_args
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
 from servelab.k8s.script import Command, container_commands, env_values
+from servelab.k8s.servers import default_cache
 from servelab.yamlsafe import JsonPath
 
 #: Command-line flags whose value names the model (vLLM, SGLang, TGI, Triton, TorchServe,
@@ -25,8 +26,6 @@ MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY",
 CACHE_FLAGS = ("--download-dir", "--download_dir", "--huggingface-hub-cache")
 CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
              "NIM_CACHE_PATH")
-#: Where a server keeps its download cache when no variable says, by image.
-IMAGE_CACHES = (("text-generation-inference", "/data"), ("nvcr.io/nim/", "/opt/nim/.cache"))
 #: Volume names or mount paths that hold a model.
 MODEL_NAME = re.compile(r"model|weight|checkpoint|ckpt", re.IGNORECASE)
 #: Programs (and subcommands) that download a model or other artifacts.
@@ -62,6 +61,8 @@ class ModelRef:
     path: JsonPath
     obj: K8sObject | None = None
     line: int | None = None
+    #: Where it was found when not in the field itself (a script inside the image)
+    note: str = ""
 
 
 def _flag_values(argv: list[str] | tuple[str, ...],
@@ -89,7 +90,7 @@ def _served(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
 def _command_refs(cmd: Command) -> Iterator[ModelRef]:
     for i, value in [*_flag_values(cmd.words, MODEL_FLAGS), *_served(cmd.words)]:
         path, line = cmd.where(i)
-        yield ModelRef(value, path, cmd.obj, line)
+        yield ModelRef(value, path, cmd.obj, line, cmd.note)
 
 
 def model_refs(w: Workload, c: Container, ctx: Context) -> list[ModelRef]:
@@ -166,7 +167,8 @@ def _cache_paths(w: Workload, c: Container, ctx: Context) -> list[str]:
     for cmd in container_commands(w, c, ctx.inventory):
         paths += [v for _, v in _flag_values(cmd.words, CACHE_FLAGS)]
     image = str(c.data.get("image") or "")
-    return paths + [p for name, p in IMAGE_CACHES if name in image]
+    cache = default_cache(image)  # the table of known servers (servelab.k8s.servers)
+    return paths + ([cache] if cache else [])
 
 
 def _persistent_cache(w: Workload, c: Container, ctx: Context) -> bool:
@@ -220,7 +222,7 @@ def _script_downloads(w: Workload, c: Container, ctx: Context) -> Iterator[Findi
         where = f"into {target}, on no persistent volume" if target else "into a cache that " \
             "dies with the pod"
         yield hit("model-mount", w, f"the start command downloads the model at every start "
-                  f"({what}{_revision(cmd)}) {where}", cmd.path, container=c, at=cmd.obj,
+                  f"({what}{_revision(cmd)}){cmd.note} {where}", cmd.path, container=c, at=cmd.obj,
                   line=cmd.line, fix=ALTERNATIVES)
 
 
@@ -273,9 +275,9 @@ def _remote(w: Workload, c: Container, ctx: Context, ref: ModelRef) -> Iterator[
     if _persistent_cache(w, c, ctx):
         return
     shown = f" from {ref.value.split('://', 1)[0]}://" if "://" in ref.value else " from a hub"
-    yield hit("model-mount", w, f"the server fetches model {ref.value!r}{shown} at every start: "
-              "no volume keeps a copy", ref.path, container=c, at=ref.obj, line=ref.line,
-              fix=ALTERNATIVES)
+    yield hit("model-mount", w, f"the server fetches model {ref.value!r}{shown} at every start"
+              f"{ref.note}: no volume keeps a copy", ref.path, container=c, at=ref.obj,
+              line=ref.line, fix=ALTERNATIVES)
 
 
 @rule(
@@ -307,11 +309,15 @@ def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
     for _, r in (kr for kr in kinds if kr[0] == "unresolved"):
         ctx.note(f"model-mount: {w.ref}: the model is named by {r.value!r}, a value the "
                  "manifests do not set: not checked")
-    fetched = script or any(fetch_of(cmd) for i in w.init_containers
-                            for cmd in container_commands(w, i, ctx.inventory))
+    init_fetches = [cmd for i in w.init_containers
+                    for cmd in container_commands(w, i, ctx.inventory) if fetch_of(cmd)]
     remote = [r for k, r in kinds if k in ("hub", "remote")]
     if remote:
-        if not fetched:
+        # per source: an init container's download hides the server's own pull only when it
+        # fetches that same model (its finding is the init container's)
+        if not script and not any(remote[0].value in cmd.text for cmd in init_fetches):
             yield from _remote(w, c, ctx, remote[0])
         return
-    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], fetched, script)
+    # an init container's download cannot put the model at a path on none of the server's
+    # volumes: only the server's own start script can (per source, again)
+    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], script, script)

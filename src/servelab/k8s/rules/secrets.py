@@ -32,6 +32,13 @@ PLACEHOLDER = re.compile(
     r"^\$|^<.*>$|^\{\{.*\}\}$|your|xxx|changeme|change-me|change_me|replace|example|dummy|"
     r"placeholder|redacted|^\*+$|^(empty|none|null|true|false|unused|not-?needed|token)$",
     re.IGNORECASE)
+#: Variables that hold an access token (``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``, ``*_TOKEN``,
+#: ``*_API_KEY``): any literal value is reported, a placeholder too (the pattern puts the real
+#: token into git as soon as someone fills it in).
+TOKEN_VARIABLE = re.compile(r"(^|_)(TOKEN|API_?KEY)$")
+#: Values that reference the token instead of holding it: Kubernetes' ``$(VAR)``, an
+#: unrendered template, nothing.
+REFERENCE = re.compile(r"^\$\([A-Za-z_]\w*\)$|^\{\{.*\}\}$|^$")
 FIX = ("store it in a Secret and reference it: env: [{name: NAME, valueFrom: {secretKeyRef: "
        "{name: <secret>, key: <key>}}}]; revoke the exposed value, it is in the manifest's "
        "history")
@@ -46,12 +53,22 @@ class Value:
     line: int | None = None
 
 
+def token_variable(name: str) -> bool:
+    """``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``, ``NGC_API_KEY``, ``VLLM_APIKEY`` (not
+    ``TOKENIZERS_PARALLELISM``, ``MAX_NUM_TOKENS``)."""
+    return bool(TOKEN_VARIABLE.search(name.upper().replace("-", "_")))
+
+
 def secret_kind(name: str, value: str) -> tuple[str, Severity] | None:
     """What *value* of variable *name* is, when it is a secret in plain text."""
     value = value.strip()
     for pattern, what in TOKEN_FORMATS:
         if pattern.match(value):
             return what, Severity.ERROR
+    if token_variable(name) and not REFERENCE.match(value) and not re.fullmatch(r"[\d.]+", value):
+        placeholder = PLACEHOLDER.search(value) or len(value) < 8 or " " in value
+        return ("a literal value, a placeholder for now" if placeholder else "a token"), \
+            Severity.WARNING
     parts = name.upper().replace("-", "_").split("_")
     named = bool(SECRET_WORDS & set(parts)) or any(p in SECRET_PAIRS for p in pairwise(parts))
     if not named or len(value) < 8 or " " in value or PLACEHOLDER.search(value):
@@ -102,7 +119,9 @@ def _ray(w: Workload) -> Iterator[Value]:
     "read the Deployment or ConfigMap; a Hugging Face, NGC or cloud token there leaks gated "
     "models, registries and buckets. Known token formats (hf_..., nvapi-..., AKIA...) are "
     "errors; other values of variables named like a secret (*_TOKEN, *_API_KEY, *PASSWORD) "
-    "are warnings. Placeholders ($HF_TOKEN, <token>, {{ .Values.token }}) are not reported.",
+    "are warnings. A token variable (HF_TOKEN, *_TOKEN, *_API_KEY) given any literal value, a "
+    "placeholder such as <secret> or changeme included, is the pattern that puts the token "
+    "into git: a warning too.",
     fix="move the value into a Secret and reference it with valueFrom.secretKeyRef; revoke "
     "the exposed token",
 )
@@ -117,6 +136,8 @@ def plaintext_secret(w: Workload, ctx: Context) -> Iterator[Finding]:
         if kind is None:
             continue
         what, severity = kind
-        yield hit("plaintext-secret", w, f"{v.name} holds {what} in plain text "
-                  f"({_masked(v.value)})", v.path, container=c, at=v.obj, line=v.line,
+        said = (f"{v.name} is given {what} ({v.value.strip()[:30]!r}): filled in, the token goes "
+                "into git with the manifest" if what.startswith("a literal") else
+                f"{v.name} holds {what} in plain text ({_masked(v.value)})")
+        yield hit("plaintext-secret", w, said, v.path, container=c, at=v.obj, line=v.line,
                   severity=severity, fix=FIX.replace("NAME", v.name))

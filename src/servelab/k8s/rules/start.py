@@ -107,13 +107,14 @@ def _container(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
         what = install_of(cmd)
         if what is not None:
             unverified = what.startswith(("curl", "wget", "git"))
-            yield hit("start-install", w, f"{who} runs {what} at every start: each start "
+            yield hit("start-install", w, f"{who} runs {what} at every start{cmd.note}: each start "
                       "depends on the network and may get other code than was tested", cmd.path,
                       container=c, at=cmd.obj, line=cmd.line, fix=PIN_FIX if unverified else FIX)
             continue
         fetched = _unpinned_fetch(cmd) if c.init and not dies_with_pod(w, c) else None
         if fetched is not None:
-            yield hit("start-install", w, f"{who} fetches a file at every start ({fetched}) with "
+            yield hit("start-install", w, f"{who} fetches a file at every start ({fetched})"
+                      f"{cmd.note} with "
                       "no fixed version and no checksum check: each start may get something else",
                       cmd.path, container=c, at=cmd.obj, line=cmd.line, fix=PIN_FIX)
 
