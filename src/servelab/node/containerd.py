@@ -263,7 +263,7 @@ class PrivateContainerd:
 
 def _entries(d: Path) -> Iterator[str]:
     try:
-        yield from os.listdir(d)
+        yield from (p.name for p in d.iterdir())
     except OSError:
         return
 
