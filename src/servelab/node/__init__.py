@@ -54,6 +54,8 @@ from typing import TYPE_CHECKING
 from servelab import lazy_exports
 
 if TYPE_CHECKING:
+    from servelab.node.coldpull import ColdCheck, ColdSettings, containerd_cold_pull
+    from servelab.node.containerd import PrivateContainerd
     from servelab.node.engine import content_store, engine_pull, push_archive
     from servelab.node.fetch import fetch_cold
     from servelab.node.layers import Blob, ImageLayers, NodeCost, read_layers
@@ -73,6 +75,10 @@ _WHERE = {
     "layer_pulls": "pull",
     "pull_record": "pull",
     "fetch_cold": "fetch",
+    "ColdCheck": "coldpull",
+    "ColdSettings": "coldpull",
+    "containerd_cold_pull": "coldpull",
+    "PrivateContainerd": "containerd",
     "NodeStart": "start",
     "NodeSettings": "session",
     "NodeStarts": "session",
@@ -84,13 +90,17 @@ __all__ = [
     "COLD",
     "WARM_BASE",
     "Blob",
+    "ColdCheck",
+    "ColdSettings",
     "ImageLayers",
     "LayerPull",
     "NodeCost",
     "NodeSettings",
     "NodeStart",
     "NodeStarts",
+    "PrivateContainerd",
     "PullRecord",
+    "containerd_cold_pull",
     "content_store",
     "engine_pull",
     "fetch_cold",

@@ -6,20 +6,15 @@ is shared with every other image on the machine. So each cold repeat starts a co
 own (Debian's ``containerd``, the one the engine's set-up installs):
 
 * ``root``, ``state``, the gRPC, ttrpc and debug sockets and the ``opt`` plugin path all live in
-  a fresh temp dir; the CRI plugin is disabled; the namespace is unique to the run;
-  ``max_concurrent_downloads = 3`` (the CRI default), recorded with the figure;
+  a fresh temp dir (``servelab-ctd-*``); the CRI plugin is disabled; the namespace is unique to
+  the run; ``max_concurrent_downloads = 3`` (the CRI default);
 * it runs in a private mount namespace (``unshare --mount --propagation private``), so the
   snapshots it mounts are invisible to the host and vanish with it;
-* the pull is ``ctr images pull`` with unpacking (what a kubelet's pull does through CRI),
-  timed from the call to its return: download and unpack overlap as containerd does them;
-* before the pull: the instance's root must be empty (checked), ``sync`` runs, and the
-  registry's blob files are evicted from the page cache (``posix_fadvise(DONTNEED)``) when the
-  registry's data directory is known; a global ``drop_caches`` only when asked for;
-* after the pull: the registry's access log, when known, must show every layer served in full
-  (a 200 with the layer's size): otherwise the figure is marked as not verified cold;
-* at the end: containerd and its children are stopped and the temp dir removed, on every exit
-  path; a dir left by a killed run (its owner process gone) is swept by the next run, which
-  says so.
+* the pull is ``ctr images pull`` with unpacking (what a kubelet's pull does through CRI):
+  download and unpack overlap as containerd does them;
+* at the end containerd and every process naming its dir are stopped and the dir is removed,
+  on every exit path; a dir left by a killed run (its owner process gone) is swept by the next
+  run (:func:`sweep`), which says so.
 
 Where a private containerd cannot run (no binary, not root, a temp dir on overlayfs), servelab
 keeps its own fetch and names the reason (:func:`unavailable`).
@@ -33,10 +28,10 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +44,10 @@ PREFIX = "servelab-ctd-"
 OWNER_FILE = "servelab-owner.json"
 MAX_CONCURRENT_DOWNLOADS = 3
 START_TIMEOUT_S = 30.0
-PULL_TIMEOUT_S = float(os.environ.get("SERVELAB_CONTAINERD_PULL_TIMEOUT", "1800"))
-_ACCESS = re.compile(r'"GET /v2/(?P<repo>\S+)/blobs/(?P<digest>sha256:[0-9a-f]{64}) HTTP/[0-9.]+"'
-                     r' (?P<status>[0-9]{3}) (?P<bytes>[0-9]+|-)')
+STOP_TIMEOUT_S = 10.0
+PULL_TIMEOUT_S = 1800.0
+CONTENT = Path("io.containerd.content.v1.content") / "blobs" / "sha256"
+SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
 
 
 def _fs_type(path: Path) -> int | None:
@@ -69,16 +65,24 @@ def _fs_type(path: Path) -> int | None:
     return int(buf.f_type) & 0xFFFFFFFF
 
 
+def temp_parent() -> Path:
+    """Where the instances' dirs are made (and swept): the temp dir."""
+    return Path(tempfile.gettempdir())
+
+
 def unavailable(parent: Path | None = None) -> str | None:
     """Why a private containerd cannot run here, or None when it can."""
     for tool in ("containerd", "ctr", "unshare"):
         if proc.which(tool) is None:
-            return f"`{tool}` is not installed (Debian: apt-get install containerd util-linux)"
+            return (f"`{tool}` is not installed (Debian: apt-get install containerd "
+                    "util-linux)")
     if os.geteuid() != 0:
-        return "not root: a private containerd needs root (docs/action.md says how to enable it)"
-    where = parent or Path(tempfile.gettempdir())
+        return ("not root: a private containerd needs root (docs/action.md says how to "
+                "enable it on a runner)")
+    where = parent or temp_parent()
     if _fs_type(where) == OVERLAYFS_MAGIC:
-        return f"the temp dir {where} is on overlayfs, where the overlayfs snapshotter cannot run"
+        return (f"the temp dir {where} is on overlayfs, where containerd's overlayfs "
+                "snapshotter cannot run (set TMPDIR to a directory on ext4 or xfs)")
     return None
 
 
@@ -100,36 +104,7 @@ def config_text(work: Path) -> str:
     ])
 
 
-@dataclass
-class ColdCheck:
-    """Was a cold pull really cold? Each part is True, False, or None (not checked: why)."""
-
-    root_empty: bool
-    blobs_served_in_full: bool | None
-    page_cache: str
-    detail: list[str] = field(default_factory=list)
-
-    @property
-    def cold(self) -> bool:
-        return self.root_empty and self.blobs_served_in_full is not False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cold": self.cold, "root_empty": self.root_empty,
-                "blobs_served_in_full": self.blobs_served_in_full,
-                "page_cache": self.page_cache, "detail": list(self.detail)}
-
-
-def _alive(pid: int, start_time: str | None) -> bool:
-    from servelab import cleanup
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return start_time is None or cleanup.owner_id(pid) == f"{pid}:{start_time}" or \
-        cleanup.owner_id(pid).endswith(start_time)
+# ---------------------------------------------------------------------------- leftovers
 
 
 def _pids_using(work: Path) -> list[int]:
@@ -137,7 +112,7 @@ def _pids_using(work: Path) -> list[int]:
     needle = str(work).encode()
     found = []
     for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
         with contextlib.suppress(OSError):
             if needle in (d / "cmdline").read_bytes():
@@ -151,33 +126,61 @@ def _kill_all(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def sweep(parent: Path | None = None) -> list[str]:
-    """Remove what killed runs left (their owner process is gone): processes, then dirs."""
-    where = parent or Path(tempfile.gettempdir())
-    notes = []
-    for d in sorted(where.glob(PREFIX + "*")):
+def _owner_gone(d: Path) -> bool:
+    """Whether the run that made *d* is gone (its owner file names a dead process, or there is
+    no readable owner file and the dir is older than a minute)."""
+    from servelab import cleanup
+
+    try:
+        owner = json.loads((d / OWNER_FILE).read_text(encoding="utf-8"))
+        alive = cleanup.owner_alive(str(owner["owner"]))
+    except (OSError, ValueError, KeyError, TypeError):
         try:
-            owner = json.loads((d / OWNER_FILE).read_text(encoding="utf-8"))
-            pid, started = int(owner["pid"]), str(owner.get("owner") or "")
-        except (OSError, ValueError, KeyError, TypeError):
-            pid, started = -1, ""
-        if pid > 0 and _alive(pid, started.partition(":")[2] or None):
-            continue
-        _kill_all(_pids_using(d))
-        shutil.rmtree(d, ignore_errors=True)
-        notes.append(f"removed a private containerd left by a killed run: {d}")
+            return time.time() - d.stat().st_mtime > 60
+        except OSError:
+            return False
+    return alive is False
+
+
+def _remove(work: Path) -> None:
+    """Kill every process naming *work*, then remove it."""
+    _kill_all(_pids_using(work))
+    for _ in range(50):  # killed processes close their files and leave /proc shortly after
+        if not _pids_using(work):
+            break
+        time.sleep(0.02)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def sweep(parent: Path | None = None) -> list[str]:
+    """Remove what killed runs left (their owner process is gone): processes, then dirs; one
+    message per instance removed."""
+    notes = []
+    for d in sorted((parent or temp_parent()).glob(PREFIX + "*")):
+        if d.is_dir() and not d.is_symlink() and _owner_gone(d):
+            _remove(d)
+            notes.append(f"removed a private containerd left by a killed run: {d}")
     return notes
 
 
+# ---------------------------------------------------------------------------- the instance
+
+
 class PrivateContainerd:
-    """One containerd of servelab's own, in a temp dir and a private mount namespace."""
+    """One containerd of servelab's own, in a temp dir and a private mount namespace::
+
+        with PrivateContainerd(run_id) as ctd:
+            ctd.root_empty()          # True: nothing of any image held
+            seconds = ctd.pull(ref, plain_http=True)
+    """
 
     def __init__(self, run_id: str, *, parent: Path | None = None) -> None:
         safe = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:40] or "run"
         self.namespace = f"servelab-{safe}"
         self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe}-", dir=parent))
         self.socket = self.work / "containerd.sock"
-        self._child: Any = None
+        self.root = self.work / "root"
+        self._child: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> PrivateContainerd:
         try:
@@ -197,30 +200,34 @@ class PrivateContainerd:
             {"pid": os.getpid(), "owner": cleanup.owner_id()}), encoding="utf-8")
         cfg = self.work / "config.toml"
         cfg.write_text(config_text(self.work), encoding="utf-8")
-        log = (self.work / "containerd.log").open("w", encoding="utf-8")
-        try:
+        with (self.work / "containerd.log").open("w", encoding="utf-8") as log:
             self._child = proc.start(
                 ["unshare", "--mount", "--propagation", "private", "--",
                  "containerd", "--config", str(cfg)],
-                stdin=None, stdout=log.fileno(), stderr=log.fileno(), new_session=True)
-        finally:
-            log.close()
+                stdin=subprocess.DEVNULL, stdout=log.fileno(), stderr=log.fileno(),
+                new_session=True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self._child.poll() is not None:
+            if self._child is None or self._child.poll() is not None:
                 break
-            if self.socket.exists() and self.ctr("version", check=False, timeout=5).returncode == 0:
+            if self.socket.exists() and self.ctr("version", check=False,
+                                                 timeout=5).returncode == 0:
                 return
             time.sleep(0.05)
-        raise CapabilityError(f"the private containerd did not start: {self._log_tail()}",
-                              hint="run `servelab doctor`; see docs/run.md (cold pulls)")
+        raise CapabilityError(f"the private containerd did not start: {self.log_tail()}",
+                              hint="run `servelab doctor`; docs/run.md (cold pulls) says "
+                              "what it needs")
 
-    def _log_tail(self) -> str:
+    def log_tail(self, lines: int = 3) -> str:
         try:
-            text = (self.work / "containerd.log").read_text(encoding="utf-8", errors="replace")
+            text = (self.work / "containerd.log").read_text(encoding="utf-8",
+                                                            errors="replace")
         except OSError:
             return "no log"
-        return proc.tail(text, 3, inline=True) or "no output"
+        return proc.tail(text, lines, inline=True) or "no output"
 
     def ctr(self, *args: str, check: bool = True, timeout: float = 60.0) -> proc.Completed:
         return proc.run(["ctr", "-a", str(self.socket), "-n", self.namespace, *args],
@@ -228,17 +235,25 @@ class PrivateContainerd:
 
     def root_empty(self) -> bool:
         """No blob in the content store and no snapshot: nothing of any image is held."""
-        root = self.work / "root"
-        blobs = root / "io.containerd.content.v1.content" / "blobs" / "sha256"
-        snaps = root / "io.containerd.snapshotter.v1.overlayfs" / "snapshots"
-        return not any(_entries(blobs)) and not any(_entries(snaps))
+        return not any(_entries(self.root / CONTENT)) and not any(
+            _entries(self.root / SNAPSHOTS))
 
-    def pull(self, ref: str, *, plain_http: bool) -> float:
+    def blob_mtimes(self) -> dict[str, float]:
+        """digest -> when its blob was written to the content store (wall clock)."""
+        out = {}
+        for name in _entries(self.root / CONTENT):
+            with contextlib.suppress(OSError):
+                out[f"sha256:{name}"] = (self.root / CONTENT / name).stat().st_mtime
+        return out
+
+    def pull(self, ref: str, *, plain_http: bool,
+             timeout: float = PULL_TIMEOUT_S) -> float:
         """``ctr images pull`` with unpacking; the seconds it took."""
-        args = ["images", "pull", *(["--plain-http"] if plain_http else []), ref]
+        args = ["images", "pull", "--max-concurrent-downloads", str(MAX_CONCURRENT_DOWNLOADS),
+                *(["--plain-http"] if plain_http else []), ref]
         t0 = time.monotonic()
         try:
-            self.ctr(*args, timeout=PULL_TIMEOUT_S)
+            self.ctr(*args, timeout=timeout)
         except CommandError as e:
             raise CapabilityError(f"the private containerd could not pull {ref}: "
                                   f"{proc.tail(e.stderr, 3, inline=True)}",
@@ -250,15 +265,18 @@ class PrivateContainerd:
         child, self._child = self._child, None
         if child is not None and child.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(child.pid, signal.SIGTERM)
+                child.terminate()
             try:
-                child.wait(timeout=10)
-            except Exception:
+                child.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
                 _kill_all([child.pid])
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(timeout=5)
-        _kill_all(_pids_using(self.work))
-        shutil.rmtree(self.work, ignore_errors=True)
+        _remove(self.work)
+
+    def describe(self) -> dict[str, Any]:
+        return {"namespace": self.namespace,
+                "max_concurrent_downloads": MAX_CONCURRENT_DOWNLOADS}
 
 
 def _entries(d: Path) -> Iterator[str]:
@@ -266,40 +284,3 @@ def _entries(d: Path) -> Iterator[str]:
         yield from (p.name for p in d.iterdir())
     except OSError:
         return
-
-
-def evict_registry_blobs(data_dir: Path, digests: Iterable[str]) -> int:
-    """Drop the registry's blob files of *digests* from the page cache; how many were."""
-    done = 0
-    for d in digests:
-        algo, _, hexd = d.partition(":")
-        path = data_dir / "docker" / "registry" / "v2" / "blobs" / algo / hexd[:2] / hexd / "data"
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            done += 1
-        finally:
-            os.close(fd)
-    return done
-
-
-def drop_caches() -> None:
-    """The global page-cache drop (every other job on the machine pays for it: opt-in only)."""
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3\n", encoding="ascii")
-
-
-def served_in_full(log_text: str, sizes: dict[str, int]) -> tuple[bool, list[str]]:
-    """Did the registry's access log (*log_text*, the lines written during the pull) serve
-    every blob of *sizes* (digest -> size) with a 200 of that many bytes?"""
-    served: dict[str, int] = {}
-    for m in _ACCESS.finditer(log_text):
-        if m.group("status") == "200" and m.group("bytes") != "-":
-            served[m.group("digest")] = max(served.get(m.group("digest"), 0),
-                                            int(m.group("bytes")))
-    missing = [f"{d[:19]}: {'not served' if d not in served else f'{served[d]} of {n} bytes'}"
-               for d, n in sizes.items() if served.get(d) != n]
-    return not missing, missing
