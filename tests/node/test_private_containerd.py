@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from hoststate import host_state
 from servelab.cleanup import Cleanup
 from servelab.errors import CapabilityError
 from servelab.node import ColdSettings, ImageLayers, containerd_cold_pull
 from servelab.node.coldpull import METHOD
 from servelab.node.containerd import MAX_CONCURRENT_DOWNLOADS, PREFIX, sweep, unavailable
-
-from .conftest import host_state
 
 pytestmark = [pytest.mark.registry, pytest.mark.usefixtures("root_only")]
 
