@@ -69,6 +69,9 @@ class ColdCheck:
     blobs_served_in_full: bool | None
     page_cache: str
     detail: list[str] = field(default_factory=list)
+    #: the machine's 1-minute load average just before the pull (other jobs' CPU and disk
+    #: work shows here: what a steady figure needs, and a noisy one is explained by)
+    load_1m: float | None = None
 
     @property
     def cold(self) -> bool:
@@ -77,7 +80,8 @@ class ColdCheck:
     def to_dict(self) -> dict[str, Any]:
         return {"cold": self.cold, "root_empty": self.root_empty,
                 "blobs_served_in_full": self.blobs_served_in_full,
-                "page_cache": self.page_cache, "detail": list(self.detail)}
+                "page_cache": self.page_cache, "detail": list(self.detail),
+                "load_1m": self.load_1m}
 
 
 # ---------------------------------------------------------------------------- page cache
@@ -187,15 +191,23 @@ def containerd_cold_pull(img: ImageLayers, settings: ColdSettings, run_id: str,
         empty = ctd.root_empty()
         cache = prepare_cache(settings, [b.digest for b in (img.config, *img.layers)])
         offset = log_size(settings.registry_log)
+        load = _load_1m()
         plain = scheme_for(ImageRef.parse(img.ref).registry) == "http"
         t0, w0 = time.monotonic(), time.time()
         total = ctd.pull(img.ref, plain_http=plain)
         written = ctd.blob_mtimes()
         served, detail = check_log(settings, offset, img)
-    check = ColdCheck(empty, served, cache, detail)
+    check = ColdCheck(empty, served, cache, detail, load)
     if not empty:
         check.detail.insert(0, "the instance's root held content before the pull")
     return _record(img, t0=t0, w0=w0, total=total, written=written, check=check)
+
+
+def _load_1m() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _record(img: ImageLayers, *, t0: float, w0: float, total: float,

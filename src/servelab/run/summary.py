@@ -126,6 +126,13 @@ def _loaded_line(a: ArmStats) -> str:
     return f"- **{a.arm}**: " + "; ".join(out) if out else ""
 
 
+def _check_note(check: dict[str, Any]) -> str:
+    """The cold pull's check in the per-repeat table: not cold, and the load before it."""
+    out = " (**not cold**)" if check.get("cold") is False else ""
+    load = check.get("load_1m")
+    return out + (f" (load {load:.1f})" if isinstance(load, (int, float)) else "")
+
+
 def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
     out = ["| arm | repeat | cold: pulled, pull, unpack | base held: pulled, present, pull, "
            "unpack | create + start call | start → ready | model read (source) |",
@@ -142,7 +149,7 @@ def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
             f"| {r.get('arm')}", str(r.get("repeat")),
             f"{_fmt(c.get('bytes_pulled'), 'bytes')}, {_fmt(c.get('pull_s'), 's')}, "
             f"{_fmt(c.get('unpack_s'), 's')}"
-            + (" (**not cold**)" if (c.get("cold_check") or {}).get("cold") is False else ""),
+            + _check_note(c.get("cold_check") or {}),
             f"{_fmt(w.get('bytes_pulled'), 'bytes')}, {_fmt(w.get('bytes_present'), 'bytes')}"
             f", {_fmt(w.get('pull_s'), 's')}, {_fmt(w.get('unpack_s'), 's')}",
             _fmt(create, "s"), _fmt(start.get("start_to_ready_s"), "s"),
