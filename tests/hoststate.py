@@ -19,22 +19,23 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def host_state() -> dict[str, Any]:
+def host_state(marker: str = PREFIX) -> dict[str, Any]:
     """What a private containerd (and its pulls) could leave behind: processes naming an
     instance dir (containerd, unshare, ctr, shims), mounts naming one, the instance dirs in the temp
     dir, the top of /run/containerd (its ``s/`` holds the engine's shim sockets, which other
-    containers change) and all of /opt/containerd."""
+    containers change) and all of /opt/containerd. *marker*: what names an instance dir of
+    interest (a run id prefix after PREFIX keeps other runs on the machine out of it)."""
     procs = sorted(
         f"{d.name} {cmd}" for d in Path("/proc").iterdir()
         if d.name.isdigit() and d.name != str(os.getpid())
         for cmd in [_cmdline(d.name)]
-        if PREFIX in cmd)
+        if marker in cmd)
     mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET,SOURCE,OPTIONS"],
                             capture_output=True, text=True, check=True).stdout.splitlines()
     return {
         "processes": procs,
-        "mounts": sorted(m for m in mounts if PREFIX in m),
-        "temp_dirs": sorted(p.name for p in temp_parent().glob(PREFIX + "*")),
+        "mounts": sorted(m for m in mounts if marker in m),
+        "temp_dirs": sorted(p.name for p in temp_parent().glob(marker + "*")),
         "run_containerd": _listing(Path("/run/containerd"), deep=False),
         "opt_containerd": _listing(Path("/opt/containerd"), deep=True),
     }

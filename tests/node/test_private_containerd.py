@@ -5,23 +5,27 @@ nothing behind after a pull, a failed pull, Ctrl-C, or a SIGKILL (swept by the n
 from __future__ import annotations
 
 import dataclasses
-import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from hoststate import host_state
+from hoststate import host_state as _host_state
 from servelab.cleanup import Cleanup
 from servelab.errors import CapabilityError
 from servelab.node import ColdSettings, ImageLayers, containerd_cold_pull
 from servelab.node.coldpull import METHOD
-from servelab.node.containerd import MAX_CONCURRENT_DOWNLOADS, PREFIX, sweep, unavailable
+from servelab.node.containerd import (
+    MAX_CONCURRENT_DOWNLOADS,
+    PREFIX,
+    sweep,
+    temp_parent,
+    unavailable,
+)
 
 pytestmark = [pytest.mark.registry, pytest.mark.usefixtures("root_only")]
 
@@ -40,6 +44,16 @@ print("pulled")
 """
 
 
+#: this module's run ids, and the instance dirs named after them (other runs on the machine,
+#: with their own instances, are left out of the comparison)
+RUN = "test-ctd-"
+MARKER = PREFIX + RUN
+
+
+def host_state() -> dict[str, object]:
+    return _host_state(MARKER)
+
+
 @pytest.fixture
 def clean_host() -> Iterator[dict[str, object]]:
     """The host's state before the test (no leftovers of earlier runs)."""
@@ -56,7 +70,7 @@ def test_available_here() -> None:
 def test_cold_pull_is_checked_and_leaves_nothing(
         base_image: str, base_layers: ImageLayers, cold_settings: ColdSettings,
         clean_host: dict[str, object]) -> None:
-    rid = f"test-ctd-{secrets.token_hex(3)}"
+    rid = f"{RUN}{secrets.token_hex(3)}"
     with Cleanup(rid) as cu:
         rec = containerd_cold_pull(base_layers, cold_settings, rid, cu)
     assert host_state() == clean_host
@@ -78,7 +92,7 @@ def test_cold_pull_is_checked_and_leaves_nothing(
 
 def test_without_the_log_the_check_says_not_checked(
         base_layers: ImageLayers, clean_host: dict[str, object]) -> None:
-    rid = f"test-ctd-{secrets.token_hex(3)}"
+    rid = f"{RUN}{secrets.token_hex(3)}"
     with Cleanup(rid) as cu:
         rec = containerd_cold_pull(base_layers, ColdSettings(), rid, cu)
     assert host_state() == clean_host
@@ -94,7 +108,7 @@ def test_a_failed_pull_is_a_missing_capability_and_leaves_nothing(
         clean_host: dict[str, object]) -> None:
     missing = base_layers.ref.rpartition("@")[0] + "@sha256:" + "0" * 64
     gone = dataclasses.replace(base_layers, ref=missing)
-    rid = f"test-ctd-{secrets.token_hex(3)}"
+    rid = f"{RUN}{secrets.token_hex(3)}"
     with Cleanup(rid) as cu, pytest.raises(CapabilityError, match="could not pull") as e:
         containerd_cold_pull(gone, cold_settings, rid, cu)
     assert e.value.exit_code == 3
@@ -102,7 +116,7 @@ def test_a_failed_pull_is_a_missing_capability_and_leaves_nothing(
 
 
 def _child(base_image: str, cold_settings: ColdSettings) -> subprocess.Popen[str]:
-    rid = f"test-ctd-{secrets.token_hex(3)}"
+    rid = f"{RUN}{secrets.token_hex(3)}"
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, base_image, rid, str(cold_settings.registry_data),
          str(cold_settings.registry_log)],
@@ -139,8 +153,8 @@ def test_a_killed_run_is_swept_by_the_next(
     left = host_state()
     assert len(left["temp_dirs"]) == 1 and left["processes"], left  # containerd outlives it
     notes = sweep()
-    assert notes == ["removed a private containerd left by a killed run: "
-                     f"{Path(os.environ.get('TMPDIR', '/tmp')) / left['temp_dirs'][0]}"]
+    gone = f"removed a private containerd left by a killed run: {temp_parent()}/"
+    assert f"{gone}{left['temp_dirs'][0]}" in notes, notes
     assert host_state() == clean_host
 
 
@@ -148,7 +162,7 @@ def test_a_live_runs_instance_is_not_swept(base_layers: ImageLayers,
                                            clean_host: dict[str, object]) -> None:
     from servelab.node.containerd import PrivateContainerd
 
-    with PrivateContainerd(f"test-ctd-{secrets.token_hex(3)}") as ctd:
+    with PrivateContainerd(f"{RUN}{secrets.token_hex(3)}") as ctd:
         assert sweep() == []
         assert ctd.work.name.startswith(PREFIX) and ctd.root_empty()
         assert ctd.ctr("version").returncode == 0
