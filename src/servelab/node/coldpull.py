@@ -193,14 +193,18 @@ def containerd_cold_pull(img: ImageLayers, settings: ColdSettings, run_id: str,
         offset = log_size(settings.registry_log)
         load = _load_1m()
         plain = scheme_for(ImageRef.parse(img.ref).registry) == "http"
-        t0, w0 = time.monotonic(), time.time()
+        t0, w0, cpu0 = time.monotonic(), time.time(), ctd.cpu_seconds()
         total = ctd.pull(img.ref, plain_http=plain)
+        cpu1 = ctd.cpu_seconds()
         written = ctd.blob_mtimes()
         served, detail = check_log(settings, offset, img)
     check = ColdCheck(empty, served, cache, detail, load)
     if not empty:
         check.detail.insert(0, "the instance's root held content before the pull")
-    return _record(img, t0=t0, w0=w0, total=total, written=written, check=check)
+    rec = _record(img, t0=t0, w0=w0, total=total, written=written, check=check)
+    if cpu0 is not None and cpu1 is not None:
+        rec.runtime_cpu_s = round(cpu1 - cpu0, 3)
+    return rec
 
 
 def _load_1m() -> float | None:

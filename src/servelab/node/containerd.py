@@ -246,6 +246,19 @@ class PrivateContainerd:
                 out[f"sha256:{name}"] = (self.root / CONTENT / name).stat().st_mtime
         return out
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) containerd and its waited-for children (``unpigz``) have
+        used so far: unlike wall seconds, other jobs on the machine barely change it."""
+        if self._child is None:
+            return None
+        try:
+            stat = Path(f"/proc/{self._child.pid}/stat").read_text(encoding="ascii")
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[-1].split()
+        ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def pull(self, ref: str, *, plain_http: bool,
              timeout: float = PULL_TIMEOUT_S) -> float:
         """``ctr images pull`` with unpacking; the seconds it took."""

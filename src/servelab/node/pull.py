@@ -75,6 +75,8 @@ class PullRecord:
     check: dict[str, Any] | None = None
     #: the runtime's limit on parallel layer downloads, where servelab set it
     max_concurrent_downloads: int | None = None
+    #: CPU seconds the runtime used for the pull (private containerd), where measured
+    runtime_cpu_s: float | None = None
 
     @property
     def bytes_pulled(self) -> int:
@@ -110,7 +112,9 @@ class PullRecord:
                 "notes": list(self.notes),
                 **({"cold_check": dict(self.check)} if self.check is not None else {}),
                 **({"max_concurrent_downloads": self.max_concurrent_downloads}
-                   if self.max_concurrent_downloads is not None else {})}
+                   if self.max_concurrent_downloads is not None else {}),
+                **({"runtime_cpu_s": self.runtime_cpu_s}
+                   if self.runtime_cpu_s is not None else {})}
 
     @property
     def not_cold(self) -> bool:
