@@ -169,3 +169,23 @@ def test_a_live_runs_instance_is_not_swept(base_layers: ImageLayers,
         assert ctd.work.name.startswith(PREFIX) and ctd.root_empty()
         assert ctd.ctr("version").returncode == 0
     assert host_state() == clean_host
+
+
+@pytest.mark.docker
+def test_a_registry_with_credentials_keeps_the_fetch_and_says_why(
+        docker_client: object, registry: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ctr would take them only on its command line: servelab's fetch stays (it sends them
+    in a header), and the reason is recorded."""
+    from servelab.node import NodeSettings, NodeStarts
+
+    def starts() -> NodeStarts:
+        with Cleanup(f"{RUN}{secrets.token_hex(3)}", client=docker_client) as cu:
+            return NodeStarts(NodeSettings(registry), run_id=cu.run_id, cleanup=cu,
+                              client=docker_client)
+
+    assert starts().cold_fallback is None
+    monkeypatch.setenv("SERVELAB_REGISTRY_USER", "ci")
+    monkeypatch.setenv("SERVELAB_REGISTRY_PASSWORD", "not-a-real-secret")
+    why = starts().cold_fallback
+    assert why is not None and f"the registry {registry} has credentials" in why
+    assert "not-a-real-secret" not in why

@@ -77,7 +77,7 @@ class NodeStarts:
         #: images this run measured, set aside during another image's warm-base pull
         self._in_engine: dict[str, tuple[str, str]] = {}
         #: why the cold pulls cannot go through a private containerd (None: they do)
-        self.cold_fallback = containerd.unavailable()
+        self.cold_fallback = containerd.unavailable() or _needs_credentials(settings.registry)
         #: what the sweep of killed runs' private containerds removed, in words
         self.swept = containerd.sweep()
 
@@ -318,6 +318,19 @@ class NodeStarts:
             except ServelabError as e:
                 self._layers_of[ref] = f"layers not known: {e.message}"
         return self._layers_of[ref]
+
+
+def _needs_credentials(registry: str) -> str | None:
+    """Why a private containerd's pull cannot reach *registry*: ``ctr`` takes credentials only
+    on its command line, where every process on the machine could read them."""
+    from servelab.image.registry import credentials_for
+
+    host = registry.partition("/")[0]
+    if credentials_for(host) is None:
+        return None
+    return (f"the registry {host} has credentials (Docker config or SERVELAB_REGISTRY_USER), "
+            "which `ctr` would take only on its command line, visible to every process: "
+            "use a registry that allows anonymous pulls for cold starts")
 
 
 def _name_of(image: str) -> str | None:
