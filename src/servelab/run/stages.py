@@ -76,6 +76,10 @@ class Stages:
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Stages:
         self._stack.enter_context(self.cleanup)
+        if self._node_settings is not None:  # private containerds of killed runs
+            from servelab.node.containerd import sweep
+
+            self.notes.extend(sweep())
         if "build" in self.opts.stages:
             from servelab.build.stage import Builds
 
