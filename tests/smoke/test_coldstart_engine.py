@@ -186,6 +186,8 @@ def test_without_a_private_containerd_the_fetch_stays_and_says_why(
                                                            [base_image])
     assert node.cold is not None and node.cold.method == "servelab fetch + tar"
     assert node.cold.check is None and node.cold.bytes_pulled == node.image.total_bytes
+    assert node.cold.notes == ["page cache before the fetch: sync; registry blobs not evicted "
+                               "(no --registry-data)"]
     cs = node.to_dict()
     assert cs["cold_runtime"]["private_containerd"] is False
     assert "`containerd` is not installed" in cs["cold_runtime"]["fallback_reason"]

@@ -56,6 +56,10 @@ class ColdSettings:
                                  f"there ({blobs} is not a directory)",
                                  hint="give the registry's storage rootdirectory (the "
                                  "`filesystem: rootdirectory:` of its config.yml)")
+        if self.drop_caches and os.geteuid() != 0:
+            raise InputError("--drop-caches needs root: it writes /proc/sys/vm/drop_caches",
+                             hint="run as root, or leave --drop-caches out (sync and the "
+                             "registry's blob files evicted still run)")
         if self.registry_log is not None and not self.registry_log.is_file():
             raise InputError(f"--registry-log {self.registry_log}: not a regular file",
                              hint="give the file the registry writes its access log to")

@@ -17,7 +17,7 @@ from servelab.errors import CapabilityError, InputError, ServelabError
 from servelab.image.ref import ImageRef, is_digest
 from servelab.image.registry import RegistryClient
 from servelab.node import containerd
-from servelab.node.coldpull import ColdSettings, containerd_cold_pull
+from servelab.node.coldpull import ColdSettings, containerd_cold_pull, prepare_cache
 from servelab.node.engine import engine_pull, pull_quietly, push_archive
 from servelab.node.fetch import fetch_cold
 from servelab.node.layers import ImageLayers, NodeCost, read_layers
@@ -160,10 +160,13 @@ class NodeStarts:
         self.cleanup.path(work)
         self.progress(f"  cold start: fetching {len(img.layers)} layers "
                       f"({img.total_bytes} bytes) into an empty directory")
+        cache = prepare_cache(self.settings.cold, [b.digest for b in (img.config, *img.layers)])
         try:
-            return fetch_cold(self.reg, img, work)
+            rec = fetch_cold(self.reg, img, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        rec.notes.append(f"page cache before the fetch: {cache}")
+        return rec
 
     def _warm_base(self, img: ImageLayers, image: str, held: list[str],
                    notes: list[str]) -> PullRecord | None:
