@@ -175,8 +175,11 @@ def check_log(settings: ColdSettings, offset: int, img: ImageLayers
     sizes = {b.digest: b.size for b in (img.config, *img.layers)}
     deadline = time.monotonic() + LOG_WAIT_S
     while True:  # the registry writes a request's line when it ends: give it a moment
-        ok, missing = served_in_full(read_log_from(settings.registry_log, offset),
-                                     ref.repository, sizes)
+        try:
+            text = read_log_from(settings.registry_log, offset)
+        except OSError as e:
+            return None, [f"the registry's access log could not be read: {e}"]
+        ok, missing = served_in_full(text, ref.repository, sizes)
         if ok or time.monotonic() > deadline:
             return ok, missing
         time.sleep(0.1)
