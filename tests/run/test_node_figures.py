@@ -210,6 +210,15 @@ def test_a_cold_pull_that_was_not_cold_is_left_out(rows: list[dict[str, Any]]) -
     assert ("- treatment r3: the cold pull was **not cold** (sha256:111111111111: not "
             "fetched from the registry); left out of the cold figures") in md
     assert "(**not cold**) (load 9.4)" in md
+    # containerd's CPU seconds: a column of the node table, only from repeats that were cold
+    cpu = [dict(r, metrics={**r["metrics"], "coldstart": {**r["metrics"]["coldstart"], "cold": {
+        **r["metrics"]["coldstart"]["cold"], "runtime_cpu_s": 3.5 + r["repeat"]}}})
+        for r in treat]
+    with_cpu = aggregate.arm_stats("treatment", [*cpu, _not_cold(slow)])
+    assert with_cpu.metrics["cpu_cold_s"].values == [4.5, 5.5]
+    assert "runtime CPU, cold pull, median (min–max)" in summary.render_markdown(
+        {"verdict": "x", "reasons": [], "experiment": {}, "repeats": 2}, None, with_cpu, [],
+        cpu)
     assert "a fresh containerd of servelab's own per repeat" in md
 
 

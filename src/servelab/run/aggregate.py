@@ -90,6 +90,8 @@ REPORTED: tuple[MetricDef, ...] = (
     MetricDef("pull_cold_s", "pull, cold", "s", "startup", _cold("pull_s"), 0.05, "node"),
     MetricDef("unpack_cold_s", "unpack, cold", "s", "startup", _cold("unpack_s"), 0.05,
               "node"),
+    MetricDef("cpu_cold_s", "runtime CPU, cold pull", "s", "startup", _cold("runtime_cpu_s"),
+              0.05, "node"),
     MetricDef("pull_warm_base_s", "pull, base held", "s", "startup",
               _cs("warm_base", "pull_s"), 0.05, "node"),
     MetricDef("unpack_warm_base_s", "unpack, base held", "s", "startup",

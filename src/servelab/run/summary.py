@@ -95,7 +95,8 @@ def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delt
 
 
 NODE_COLUMNS = ("pulled_cold", "pulled_warm_base", "pulled_holding_control",
-                "model_bytes_read", "pull_cold_s", "unpack_cold_s", "pull_warm_base_s",
+                "model_bytes_read", "pull_cold_s", "unpack_cold_s", "cpu_cold_s",
+                "pull_warm_base_s",
                 "unpack_warm_base_s", "node_ready_cold", "node_ready_warm_base")
 _BY_KEY = {m.key: m for m in ALL_METRICS}
 
