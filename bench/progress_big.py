@@ -39,7 +39,13 @@ from big_image import EPOCH, material
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: the --allow-path options the build needs: the big context (a CPU torch tree) lies outside
+#: the experiment's folder, which the path rule allows only from the command line
+ALLOW: list[str] = []
+
+
 def experiment(tmp: Path, context: Path) -> Path:
+    ALLOW[:] = ["--allow-path", f"context={context}"]
     dest = f"/opt/{BIG_MARK}/torch"
     (tmp / "Dockerfile").write_text(f"FROM {base_image()}\nCOPY . {dest}/\nENV PYTHONPATH={dest}\n")
     exp = tmp / "experiment.yaml"
@@ -53,7 +59,7 @@ def experiment(tmp: Path, context: Path) -> Path:
 
 def argv(exp: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "servelab", "build", str(exp), "--out", str(out), "-f", "json",
-            "-o", str(out.with_suffix(".json"))]
+            "-o", str(out.with_suffix(".json")), *ALLOW]
 
 
 def env(**extra: str) -> dict[str, str]:

@@ -96,6 +96,27 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
 }
 
+# SOCI lazy pulling (issue 25): soci-snapshotter 0.4.1 from trixie (`soci`,
+# `soci-snapshotter-grpc`) and fuse3 (`fusermount3`), for the lazy-pull tests; the private
+# containerd itself is Debian's `containerd`, installed with the engine. Without them the lazy
+# arm is "not measured". Nothing to do (and no apt call) when all three are there.
+setup_soci() {
+  if command -v soci >/dev/null 2>&1 && command -v soci-snapshotter-grpc >/dev/null 2>&1 \
+      && command -v fusermount3 >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    log "soci-snapshotter or fuse3 missing: the lazy-pull tests need them" \
+        "(as root: apt-get install fuse3 && apt-get install -t trixie soci-snapshotter)"
+    return 0
+  fi
+  command -v fusermount3 >/dev/null 2>&1 || apt_install fuse3
+  if ! command -v soci >/dev/null 2>&1 || ! command -v soci-snapshotter-grpc >/dev/null 2>&1; then
+    add_trixie_source
+    apt_install -t trixie soci-snapshotter
+  fi
+}
+
 engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
 
 buildx_present() { timeout 20 docker buildx version >/dev/null 2>&1; }
@@ -106,7 +127,7 @@ add_trixie_source() {
   mirror=$(grep -h -m1 -E '^URIs:.*debian/?$' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | head -n1 || true)
   [ -n "$mirror" ] || mirror=$(grep -h -m1 -E '^deb .*debian/? ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | head -n1 || true)
   [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
-  log "adding Debian 13 (trixie) from $mirror, pinned low, for docker.io and docker-buildx"
+  log "adding Debian 13 (trixie) from $mirror, pinned low, for docker.io, docker-buildx and soci-snapshotter"
   cat > /etc/apt/sources.list.d/servelab-trixie.sources <<SRC
 Types: deb
 URIs: $mirror
@@ -346,6 +367,7 @@ main() {
   setup_engine
   setup_registry
   setup_base_image
+  setup_soci
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

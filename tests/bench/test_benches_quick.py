@@ -29,6 +29,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "smoke_precision.py": ("first TCP accept - logged listen()", ("docker", "registry")),
     "scan_repeats.py": ("ratio (wall time, median of rounds)", ("docker", "registry", "trivy")),
     "run_overhead.py": ("servelab's own share", ("docker", "registry", "trivy")),
+    "progress_big.py": ("against the bound", ("docker", "registry")),
 }
 
 

@@ -5,6 +5,7 @@ Real engine; the images are two-line `FROM scratch` builds (no base image, no ne
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def test_git_ref_arm_is_built_from_a_worktree(tmp_path: Path,
 
 def test_unpinned_base_ends_servelab_build(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    ctx = DATA / "unpinned"
+    ctx = tmp_path / "unpinned"  # inside the experiment's folder: the path rule confines it
+    shutil.copytree(DATA / "unpinned", ctx)
     spec = _spec(tmp_path / "exp.yaml", f"{{image: '{PREBUILT}'}}",
                  f"{{context: {ctx}, dockerfile: Dockerfile}}")
     out = tmp_path / "out"

@@ -12,6 +12,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -34,12 +35,17 @@ INSTALL = PROGRESS / "install"
 
 
 def _experiment(tmp: Path) -> Path:
+    # the context and build args inside the experiment's folder: the path rule confines them
+    ctx, args = tmp / "install", tmp / "build-args.env"
+    if not ctx.exists():
+        shutil.copytree(INSTALL, ctx)
+        shutil.copyfile(ROOT / "examples" / "build-args.env", args)
     exp = tmp / "experiment.yaml"
     exp.write_text(
         "apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: progress-test}\n"
         "spec:\n  change: one build, watched\n  repeats: 1\n  treatment:\n"
-        f"    context: {INSTALL}\n    dockerfile: Dockerfile\n"
-        f"    buildArgsFile: {ROOT / 'examples' / 'build-args.env'}\n"
+        f"    context: {ctx}\n    dockerfile: Dockerfile\n"
+        f"    buildArgsFile: {args}\n"
         f"  build: {{sourceDateEpoch: {EPOCH}, network: none}}\n")
     return exp
 

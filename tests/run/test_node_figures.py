@@ -179,3 +179,62 @@ def test_compare_shows_the_change_of_the_node_figures(tmp_path: Path,
     assert by["node_ready_cold"]["a"] == pytest.approx(6.25)
     assert "| pull, cold | 2.000 s | 4.000 s | 2.000 s |" in cmp.markdown
     assert "| B − A |" in cmp.markdown
+
+
+def _not_cold(r: dict[str, Any]) -> dict[str, Any]:
+    """*r* as if its cold pull's own check had found the registry did not serve a layer."""
+    bad = copy.deepcopy(r)
+    cs = bad["metrics"]["coldstart"]
+    cs["cold"].update(method="containerd pull (private instance)", max_concurrent_downloads=3,
+                      cold_check={"cold": False, "root_empty": True, "load_1m": 9.44,
+                                  "blobs_served_in_full": False, "page_cache": "sync",
+                                  "detail": ["sha256:111111111111: not fetched from the "
+                                             "registry"]})
+    cs["to_ready_s"]["cold"] = None
+    return bad
+
+
+def test_a_cold_pull_that_was_not_cold_is_left_out(rows: list[dict[str, Any]]) -> None:
+    treat = [r for r in rows if r["arm"] == "treatment"]
+    slow = node_result("treatment", 3, scale=5.0)
+    mixed = [*treat, _not_cold(slow)]
+    assert validate_result(mixed[-1]) == []
+    t = aggregate.arm_stats("treatment", mixed)
+    # the warm figure of repeat 3 is not among the cold ones: same medians as without it
+    for key in ("pull_cold_s", "unpack_cold_s", "pulled_cold"):
+        assert t.metrics[key].values == aggregate.arm_stats("treatment", treat
+                                                            ).metrics[key].values
+    c = aggregate.arm_stats("control", [r for r in rows if r["arm"] == "control"])
+    md = summary.render_markdown({"verdict": "x", "reasons": [], "experiment": {},
+                                  "repeats": 3}, c, t, [], [*rows, mixed[-1]])
+    assert ("- treatment r3: the cold pull was **not cold** (sha256:111111111111: not "
+            "fetched from the registry); left out of the cold figures") in md
+    assert "(**not cold**) (load 9.4)" in md
+    # containerd's CPU seconds: a column of the node table, only from repeats that were cold
+    cpu = [dict(r, metrics={**r["metrics"], "coldstart": {**r["metrics"]["coldstart"], "cold": {
+        **r["metrics"]["coldstart"]["cold"], "runtime_cpu_s": 3.5 + r["repeat"]}}})
+        for r in treat]
+    with_cpu = aggregate.arm_stats("treatment", [*cpu, _not_cold(slow)])
+    assert with_cpu.metrics["cpu_cold_s"].values == [4.5, 5.5]
+    assert "runtime CPU, cold pull, median (min–max)" in summary.render_markdown(
+        {"verdict": "x", "reasons": [], "experiment": {}, "repeats": 2}, None, with_cpu, [],
+        cpu)
+    assert "a fresh containerd of servelab's own per repeat" in md
+
+
+def test_the_fallback_is_named_in_result_and_summary() -> None:
+    r = node_result("treatment", 1)
+    node = _node("treatment", 1.0)
+    node.cold_fallback = "`containerd` is not installed"
+    cs = node.to_dict()
+    assert cs["cold_runtime"] == {"private_containerd": False,
+                                  "fallback_reason": "`containerd` is not installed"}
+    assert any("not a private containerd: `containerd` is not installed" in n
+               for n in cs["notes"])
+    r["metrics"]["coldstart"] = cs
+    assert validate_result(r) == []
+    t = aggregate.arm_stats("treatment", [r])
+    md = summary.render_markdown({"verdict": "passed", "reasons": [], "experiment": {},
+                                  "repeats": 1}, None, t, [], [r])
+    assert "- cold pulls were servelab's own fetch, not a private containerd: `containerd` " \
+           "is not installed" in md

@@ -82,6 +82,15 @@ def _experiment(tmp: Path, base: str) -> Path:
     return spec
 
 
+def _registry_files() -> list[str]:
+    """--registry-data/--registry-log where scripts/bootstrap.sh's registry keeps them."""
+    state = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup"))
+    data, log = state / "registry-data", state / "registry.log"
+    if not data.is_dir() or not log.is_file():
+        return []
+    return ["--registry-data", str(data), "--registry-log", str(log)]
+
+
 def test_one_gb_image_cold_and_warm_base(tmp_path: Path, docker_client: object, base_image: str,
                                          registry: str) -> None:
     if not (TORCH / ".servelab-torch").is_file():
@@ -91,7 +100,7 @@ def test_one_gb_image_cold_and_warm_base(tmp_path: Path, docker_client: object, 
     proc = subprocess.run(
         [sys.executable, "-m", "servelab", "run", str(_experiment(tmp_path, base_image)),
          "--out", str(out), "--stages", "build,smoke", "--cold-start-registry", registry,
-         "--format", "json"],
+         *_registry_files(), "--format", "json"],
         capture_output=True, text=True, timeout=3000, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = json.loads(proc.stdout)
@@ -104,6 +113,11 @@ def test_one_gb_image_cold_and_warm_base(tmp_path: Path, docker_client: object, 
         # cold: every byte of the image, fetched and unpacked
         assert cs["cold"]["bytes_pulled"] == cs["image_bytes"] == m["size"]["compressed_bytes"]
         assert cs["cold"]["pull_s"] > 0 and cs["cold"]["unpack_s"] > 0
+        # through a fresh private containerd (root here), checked cold by the registry's log
+        assert cs["cold"]["method"] == "containerd pull (private instance)", arm
+        check = cs["cold"]["cold_check"]
+        assert check["cold"] is True and check["root_empty"] is True, check
+        assert check["blobs_served_in_full"] is (True if _registry_files() else None), check
         # base held: the engine's pull, and the start after it on one timeline
         warm = cs["warm_base"]
         assert warm["method"] == "engine pull" and warm["bytes_present"] > 60_000_000

@@ -10,12 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from hoststate import host_state
+from servelab.node.containerd import sweep
 from servelab.run.results import validate_result
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "experiment.yaml"
 
 pytestmark = [pytest.mark.docker, pytest.mark.trivy, pytest.mark.registry]
+#: the test registry's storage and access log (scripts/bootstrap.sh)
+SETUP = Path("/var/tmp/servelab-setup")
+
+
+def _registry_files() -> list[str]:
+    """--registry-data/--registry-log where the bootstrap's registry keeps them."""
+    data, log = SETUP / "registry-data", SETUP / "registry.log"
+    if not data.is_dir() or not log.is_file():
+        return []
+    return ["--registry-data", str(data), "--registry-log", str(log)]
 
 
 def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess[str]:
@@ -35,10 +47,14 @@ def _leftovers(docker_client: object, run_id: str) -> list[str]:
 def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: str,
                              registry: str, fixture_trivy_cache: Path) -> None:
     out = tmp_path / "out"
+    sweep()
+    before = host_state()
+    files = _registry_files()
     proc = _run([str(EXAMPLE), "--out", str(out), "--repeats", "2", "--offline",
                  "--trivy-cache-dir", str(fixture_trivy_cache), "--format", "json",
-                 "--cold-start-registry", registry])
+                 "--cold-start-registry", registry, *files])
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert host_state() == before  # no private containerd, mount or dir left
     summary = json.loads(proc.stdout)
     assert summary["repeats"] == 2
     assert summary["reproducible"] is True
@@ -69,14 +85,15 @@ def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: 
     assert "```mermaid\ngantt" in md
     assert "section treatment r2" in md
     assert "shared" in json.dumps(summary) or "shared" in md
-    _check_node_figures(out, summary, md, base_image)
+    _check_node_figures(out, summary, md, base_image, checked=bool(files))
     assert _leftovers(docker_client, summary["run"]["id"]) == []
 
 
 MODEL_BYTES = sum(p.stat().st_size for p in (ROOT / "examples" / "model").iterdir())
 
 
-def _check_node_figures(out: Path, summary: dict[str, object], md: str, base: str) -> None:
+def _check_node_figures(out: Path, summary: dict[str, object], md: str, base: str, *,
+                        checked: bool) -> None:
     """Per arm and repeat: pulled bytes and seconds, cold and with the base held, unpack,
     start, ready and first good request on one timeline; the control's baked weights are
     pulled bytes the treatment avoids."""
@@ -86,6 +103,12 @@ def _check_node_figures(out: Path, summary: dict[str, object], md: str, base: st
         cs = r["metrics"]["coldstart"]
         assert cs["cold"]["bytes_pulled"] == cs["image_bytes"] > 60_000_000, (arm, n)
         assert cs["cold"]["layers_present"] == 0 and cs["cold"]["unpack_s"] > 0
+        # a fresh private containerd per repeat (root here), its own check says cold
+        assert cs["cold"]["method"] == "containerd pull (private instance)", (arm, n)
+        assert cs["cold_runtime"] == {"private_containerd": True, "fallback_reason": None}
+        check = cs["cold"]["cold_check"]
+        assert check["cold"] is True and check["root_empty"] is True, check
+        assert check["blobs_served_in_full"] is (True if checked else None), check
         assert cs["warm_base"]["method"] == "engine pull"
         assert cs["warm_base"]["holds"] == [base]
         for key in ("pull_s", "unpack_s"):

@@ -1,9 +1,10 @@
-"""The runner's loop and its result.json, in-process: interleaved repeats, stages that were
+"""The runner's loop and its result.json, in-process: interleaved (ABBA) repeats, stages that were
 not selected, and a build that fails (a failed stage of the repeat, not the end of the run)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,17 +19,19 @@ EXAMPLE = ROOT / "examples" / "experiment.yaml"
 UNPINNED = ROOT / "tests" / "data" / "build" / "unpinned"
 
 
-def test_lint_only_run_interleaves_arms_and_skips_the_rest(tmp_path: Path) -> None:
+def test_lint_only_run_interleaves_arms_abba_and_skips_the_rest(tmp_path: Path) -> None:
+    """ABBA: each arm runs first in every other repeat, so drift favours neither."""
     lines: list[str] = []
     out = tmp_path / "out"
     res = run_experiment(load_experiment(EXAMPLE), RunOptions(out_dir=out, stages=("lint",),
-                                                              repeats=2), lines.append)
+                                                              repeats=3), lines.append)
     rows = res.summary["results"]
     assert [(r["arm"], r["repeat"]) for r in rows] == [
-        ("control", 1), ("treatment", 1), ("control", 2), ("treatment", 2)]
+        ("control", 1), ("treatment", 1), ("treatment", 2), ("control", 2), ("control", 3),
+        ("treatment", 3)]
     assert [ln for ln in lines if ln.endswith("start")] == [
-        "[control 1/2] start", "[treatment 1/2] start", "[control 2/2] start",
-        "[treatment 2/2] start"]
+        "[control 1/3] start", "[treatment 1/3] start", "[treatment 2/3] start",
+        "[control 2/3] start", "[control 3/3] start", "[treatment 3/3] start"]
     for r in rows:
         on_disk = json.loads((out / r["arm"] / f"repeat-{r['repeat']}" / "result.json")
                              .read_text())
@@ -52,9 +55,11 @@ def test_lint_only_run_interleaves_arms_and_skips_the_rest(tmp_path: Path) -> No
 def test_failed_build_is_a_failed_stage_and_nothing_is_tested(
         tmp_path: Path, docker_client: object) -> None:
     spec = tmp_path / "exp.yaml"
+    ctx = tmp_path / "unpinned"  # inside the experiment's folder: the path rule confines it
+    shutil.copytree(UNPINNED, ctx)
     spec.write_text("apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: unpinned}\n"
                     "spec:\n  change: an unpinned base\n  repeats: 1\n"
-                    f"  treatment: {{context: {UNPINNED}, dockerfile: Dockerfile}}\n"
+                    f"  treatment: {{context: {ctx}, dockerfile: Dockerfile}}\n"
                     "  build: {sourceDateEpoch: 1700000000, network: none}\n")
     out = tmp_path / "out"
     res = run_experiment(load_experiment(spec),

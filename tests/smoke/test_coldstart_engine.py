@@ -119,6 +119,10 @@ def test_cold_and_warm_base_pulls(own_image: str, own_archive: Path, base_image:
         assert node.cold is not None
         assert node.cold.bytes_pulled == img.total_bytes
         assert all(x.pulled for x in node.cold.layers) and node.cold.notes == []
+        # through a fresh private containerd (root here), checked cold
+        assert node.cold.method == "containerd pull (private instance)"
+        assert node.cold.check is not None and node.cold.check["root_empty"] is True
+        assert node.cold_fallback is None and node.cold.max_concurrent_downloads == 3
         assert node.cold.download_s > 0 and (node.cold.unpack_s or 0) > 0
         # warm base: the engine pulled our layer and nothing of the base
         warm = node.warm
@@ -170,6 +174,24 @@ def test_the_start_after_the_pull_is_on_one_timeline(
         + d["start"]["start_call_s"] + d["start"]["start_to_ready_s"], abs=1e-5)
     assert d["to_ready_s"]["cold"] > d["cold"]["unpack_s"]
     assert [p["variant"] for p in d["pulls"]] == ["cold", "warm-base"]
+
+
+def test_without_a_private_containerd_the_fetch_stays_and_says_why(
+        own_image: str, base_image: str, registry: str, docker_client: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVELAB_CONTAINERD", "/nonexistent/containerd")
+    rid = f"test-cold-{secrets.token_hex(3)}"
+    with Cleanup(rid, client=docker_client) as cu:
+        node = _nodes(registry, cu, docker_client).measure("treatment", own_image,
+                                                           [base_image])
+    assert node.cold is not None and node.cold.method == "servelab fetch + tar"
+    assert node.cold.check is None and node.cold.bytes_pulled == node.image.total_bytes
+    assert node.cold.notes == ["page cache before the fetch: sync; registry blobs not evicted "
+                               "(no --registry-data)"]
+    cs = node.to_dict()
+    assert cs["cold_runtime"]["private_containerd"] is False
+    assert "`containerd` is not installed" in cs["cold_runtime"]["fallback_reason"]
+    assert any("not a private containerd" in n for n in cs["notes"])
 
 
 def test_an_unreachable_registry_is_a_missing_capability(own_image: str, docker_client: Any

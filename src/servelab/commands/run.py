@@ -65,6 +65,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-has", action="append", default=[], metavar="IMAGE",
                         help="an image a node already holds (repeatable): what it would pull, "
                         "and held in the warm-base pull")
+    parser.add_argument("--registry-data", metavar="DIR",
+                        default=os.environ.get("SERVELAB_REGISTRY_DATA") or None,
+                        help="the cold-start registry's storage root: its blob files are "
+                        "evicted from the page cache before each cold pull (default: "
+                        "$SERVELAB_REGISTRY_DATA)")
+    parser.add_argument("--registry-log", metavar="FILE",
+                        default=os.environ.get("SERVELAB_REGISTRY_LOG") or None,
+                        help="the cold-start registry's access log: each cold pull checks it "
+                        "served every blob in full (default: $SERVELAB_REGISTRY_LOG)")
+    parser.add_argument("--drop-caches", action="store_true",
+                        help="sync and drop the whole page cache before each cold pull (root; "
+                        "it slows every other job on the machine)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
@@ -93,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
         db_repositories=list(args.db_repository), offline=args.offline,
         run_name=args.run_name, keep=args.keep,
         cold_start_registry=args.cold_start_registry, node_has=list(args.node_has),
+        registry_data=Path(args.registry_data) if args.registry_data else None,
+        registry_log=Path(args.registry_log) if args.registry_log else None,
+        drop_caches=args.drop_caches,
     )
 
     def progress(msg: str) -> None:

@@ -3,7 +3,9 @@ engine's warm-base pull, and what a node holding other images would pull. How th
 starts and becomes ready is :mod:`servelab.smoke`.
 
 * :mod:`~servelab.node.layers` (what is pulled), :mod:`~servelab.node.pull` (one pull's record),
-  :mod:`~servelab.node.fetch` (servelab's cold fetch and unpack), :mod:`~servelab.node.engine`
+  :mod:`~servelab.node.containerd` (a private containerd), :mod:`~servelab.node.coldpull` (the
+  cold pull through it, checked cold), :mod:`~servelab.node.fetch` (servelab's cold fetch and
+  unpack, where no private containerd can run), :mod:`~servelab.node.engine`
   (the engine's pull, the push), :mod:`~servelab.node.start` (one repeat's figures),
   :mod:`~servelab.node.session` (a run's measurements).
 
@@ -23,12 +25,13 @@ Each distinct tested image is pushed once to the registry (``<registry>/servelab
 from the registry's manifest, so bytes are exact anywhere; seconds are this machine's (over
 loopback they are not WAN seconds). Per repeat:
 
-* **cold**: servelab fetches every blob of the image from the registry into an empty
-  directory (sha256 checked) and unpacks each layer there with ``tar``, in order: what a node
-  with an empty image store does, timed download and unpack apart. It is servelab's fetch,
-  not the engine's: on a shared engine the base's layers are held by other images and cannot
-  be removed, so the engine could never pull it cold. Layers are fetched one after the other
-  (containerd fetches three at once and unpacks while fetching).
+* **cold**: a fresh private containerd per repeat (:mod:`~servelab.node.coldpull`) pulls and
+  unpacks the image, checked cold (empty root; with the registry's access log, every blob
+  served in full): what a node with an empty image store does. Never the engine's own: on a
+  shared engine the base's layers are held by other images and cannot be removed, so the
+  engine could never pull it cold. Where no private containerd can run (not root, no
+  ``containerd``), servelab fetches every blob into an empty directory (sha256 checked) and
+  unpacks each layer there with ``tar``, in order, and says why.
 * **warm-base**: the engine's own pull (Docker API, streamed progress) after servelab removed
   its names of the image, with the base images (``FROM``, or ``--node-has``) in the engine
   (pulled first when missing, removed at the end then). This run's other images (the other
@@ -54,6 +57,8 @@ from typing import TYPE_CHECKING
 from servelab import lazy_exports
 
 if TYPE_CHECKING:
+    from servelab.node.coldpull import ColdCheck, ColdSettings, containerd_cold_pull
+    from servelab.node.containerd import PrivateContainerd
     from servelab.node.engine import content_store, engine_pull, push_archive
     from servelab.node.fetch import fetch_cold
     from servelab.node.layers import Blob, ImageLayers, NodeCost, read_layers
@@ -73,6 +78,10 @@ _WHERE = {
     "layer_pulls": "pull",
     "pull_record": "pull",
     "fetch_cold": "fetch",
+    "ColdCheck": "coldpull",
+    "ColdSettings": "coldpull",
+    "containerd_cold_pull": "coldpull",
+    "PrivateContainerd": "containerd",
     "NodeStart": "start",
     "NodeSettings": "session",
     "NodeStarts": "session",
@@ -84,13 +93,17 @@ __all__ = [
     "COLD",
     "WARM_BASE",
     "Blob",
+    "ColdCheck",
+    "ColdSettings",
     "ImageLayers",
     "LayerPull",
     "NodeCost",
     "NodeSettings",
     "NodeStart",
     "NodeStarts",
+    "PrivateContainerd",
     "PullRecord",
+    "containerd_cold_pull",
     "content_store",
     "engine_pull",
     "fetch_cold",

@@ -71,6 +71,12 @@ class PullRecord:
     total_s: float
     unpack_basis: str
     notes: list[str] = field(default_factory=list)
+    #: a cold pull's own check that it was cold (:class:`servelab.node.coldpull.ColdCheck`)
+    check: dict[str, Any] | None = None
+    #: the runtime's limit on parallel layer downloads, where servelab set it
+    max_concurrent_downloads: int | None = None
+    #: CPU seconds the runtime used for the pull (private containerd), where measured
+    runtime_cpu_s: float | None = None
 
     @property
     def bytes_pulled(self) -> int:
@@ -103,7 +109,17 @@ class PullRecord:
                 "layers_present": sum(1 for x in self.layers if not x.pulled),
                 "pull_s": round6(self.download_s), "unpack_s": round6(self.unpack_s),
                 "total_s": round6(self.total_s), "unpack_basis": self.unpack_basis,
-                "notes": list(self.notes)}
+                "notes": list(self.notes),
+                **({"cold_check": dict(self.check)} if self.check is not None else {}),
+                **({"max_concurrent_downloads": self.max_concurrent_downloads}
+                   if self.max_concurrent_downloads is not None else {}),
+                **({"runtime_cpu_s": self.runtime_cpu_s}
+                   if self.runtime_cpu_s is not None else {})}
+
+    @property
+    def not_cold(self) -> bool:
+        """The pull's own check says it was not cold."""
+        return self.check is not None and self.check.get("cold") is False
 
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "ref": self.ref, **self.summary(),

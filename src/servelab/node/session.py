@@ -16,6 +16,8 @@ from servelab import proc
 from servelab.errors import CapabilityError, InputError, ServelabError
 from servelab.image.ref import ImageRef, is_digest
 from servelab.image.registry import RegistryClient
+from servelab.node import containerd
+from servelab.node.coldpull import ColdSettings, containerd_cold_pull, prepare_cache
 from servelab.node.engine import engine_pull, pull_quietly, push_archive
 from servelab.node.fetch import fetch_cold
 from servelab.node.layers import ImageLayers, NodeCost, read_layers
@@ -28,10 +30,12 @@ REPOSITORY = "servelab-coldstart"
 @dataclass
 class NodeSettings:
     """``registry``: ``host[:port][/path]`` the tested images are pushed to; ``node_has``:
-    images a node is assumed to hold (a named base), compared by layer."""
+    images a node is assumed to hold (a named base), compared by layer; ``cold``: what the
+    cold pull may use (the registry's data dir and log, the global cache drop)."""
 
     registry: str
     node_has: list[str] = field(default_factory=list)
+    cold: ColdSettings = field(default_factory=ColdSettings)
 
     def __post_init__(self) -> None:
         reg = self.registry.strip().rstrip("/")
@@ -72,6 +76,10 @@ class NodeStarts:
         #: manifest digest -> (servelab's name of it, the name it was pulled under): the
         #: images this run measured, set aside during another image's warm-base pull
         self._in_engine: dict[str, tuple[str, str]] = {}
+        #: why the cold pulls cannot go through a private containerd (None: they do)
+        self.cold_fallback = containerd.unavailable() or _needs_credentials(settings.registry)
+        #: what the sweep of killed runs' private containerds removed, in words
+        self.swept = containerd.sweep()
 
     # -- push once
     def repository(self, arm: str) -> str:
@@ -135,21 +143,30 @@ class NodeStarts:
         again, under the same name."""
         img = self.publish(image, arm, archive, digest)
         held = [*bases, *self.settings.node_has]
-        node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases))
+        node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases),
+                         cold_fallback=self.cold_fallback)
         node.cold = self._cold(img)
         node.warm = self._warm_base(img, image, held, node.notes)
         self.arms[arm] = img
         return node
 
     def _cold(self, img: ImageLayers) -> PullRecord:
+        """Through a fresh private containerd; servelab's own fetch where none can run."""
+        if self.cold_fallback is None:
+            self.progress(f"  cold start: private containerd pull of {len(img.layers)} layers "
+                          f"({img.total_bytes} bytes)")
+            return containerd_cold_pull(img, self.settings.cold, self.run_id, self.cleanup)
         work = Path(tempfile.mkdtemp(prefix="servelab-cold-"))
         self.cleanup.path(work)
         self.progress(f"  cold start: fetching {len(img.layers)} layers "
                       f"({img.total_bytes} bytes) into an empty directory")
+        cache = prepare_cache(self.settings.cold, [b.digest for b in (img.config, *img.layers)])
         try:
-            return fetch_cold(self.reg, img, work)
+            rec = fetch_cold(self.reg, img, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        rec.notes.append(f"page cache before the fetch: {cache}")
+        return rec
 
     def _warm_base(self, img: ImageLayers, image: str, held: list[str],
                    notes: list[str]) -> PullRecord | None:
@@ -304,6 +321,19 @@ class NodeStarts:
             except ServelabError as e:
                 self._layers_of[ref] = f"layers not known: {e.message}"
         return self._layers_of[ref]
+
+
+def _needs_credentials(registry: str) -> str | None:
+    """Why a private containerd's pull cannot reach *registry*: ``ctr`` takes credentials only
+    on its command line, where every process on the machine could read them."""
+    from servelab.image.registry import credentials_for
+
+    host = registry.partition("/")[0]
+    if credentials_for(host) is None:
+        return None
+    return (f"the registry {host} has credentials (Docker config or SERVELAB_REGISTRY_USER), "
+            "which `ctr` would take only on its command line, visible to every process: "
+            "use a registry that allows anonymous pulls for cold starts")
 
 
 def _name_of(image: str) -> str | None:

@@ -22,6 +22,8 @@ class NodeStart:
     holds: list[NodeCost]
     start: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: why the cold pull was servelab's fetch, not a private containerd (None: it was not)
+    cold_fallback: str | None = None
 
     def with_start(self, durations: dict[str, Any]) -> NodeStart:
         """Take create, start -> ready and start -> first good request from the timeline's
@@ -35,7 +37,7 @@ class NodeStart:
         """Pull + unpack + create + the start call + started -> *key*: the phases laid end
         to end (servelab's own work between the pull and the create is left out)."""
         parts = [self.start.get(k) for k in ("create_s", "start_call_s", key)]
-        if pull is None or any(p is None for p in parts):
+        if pull is None or pull.not_cold or any(p is None for p in parts):
             return None
         return round(pull.download_s + (pull.unpack_s or 0.0)
                      + sum(float(p) for p in parts if p is not None), 6)
@@ -55,5 +57,18 @@ class NodeStart:
             "to_first_request_s": {k.replace("-", "_"):
                                    self._to(p, "start_to_first_good_request_s")
                                    for k, p in variants.items()},
-            "notes": list(self.notes),
+            "cold_runtime": {"private_containerd": self.cold_fallback is None,
+                             "fallback_reason": self.cold_fallback},
+            "notes": [*self.notes, *self._cold_notes()],
         }
+
+    def _cold_notes(self) -> list[str]:
+        out = []
+        if self.cold_fallback is not None:
+            out.append("cold pull: servelab's own fetch, not a private containerd: "
+                       + self.cold_fallback)
+        if self.cold is not None and self.cold.not_cold:
+            why = "; ".join((self.cold.check or {}).get("detail") or []) or "see cold_check"
+            out.append(f"the cold pull was not cold ({why}): it is left out of the cold "
+                       "figures")
+        return out

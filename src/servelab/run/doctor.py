@@ -219,6 +219,31 @@ def check_gpu_containers(required: bool) -> Check:
                  f"{where}) nor the NVIDIA runtime hook for --gpus", GPU_CONTAINERS_FIX)
 
 
+CONTAINERD_FIX = ("cold pulls then use servelab's own fetch; for a node's runtime run servelab "
+                  "as root with Debian's containerd (apt-get install containerd), see "
+                  "docs/action.md (cold starts on GitHub-hosted runners)")
+
+
+def check_private_containerd() -> Check:
+    """Can a private containerd (the cold pulls' runtime) start here: tried for real."""
+    from servelab.cleanup import new_run_id
+    from servelab.node.containerd import PrivateContainerd, unavailable
+
+    name = "private containerd (cold pulls)"
+    why = unavailable()
+    if why is not None:
+        return Check(name, False, False, why, CONTAINERD_FIX)
+    try:
+        with PrivateContainerd(f"doctor-{new_run_id()}") as ctd:
+            out = ctd.ctr("version", timeout=20).stdout
+    except ServelabError as e:
+        return Check(name, False, False, _first_line(e.message), CONTAINERD_FIX)
+    version = next((ln.split(":", 1)[1].strip() for ln in out.splitlines()
+                    if ln.strip().startswith("Version:")), "?")
+    return Check(name, True, False, f"containerd {version} started in a temp dir and a private "
+                 "mount namespace, and stopped")
+
+
 def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> DoctorResult:
     result = DoctorResult()
     result.checks.append(check_docker_client())
@@ -240,6 +265,7 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
                                        "skipped: no engine or buildx"))
     for step in (check_trivy, check_hadolint, check_git):
         result.checks.append(step())
+    result.checks.append(check_private_containerd())
     result.checks.append(check_gpu(gpu_required))
     if result.checks[0].ok and result.checks[1].ok:
         result.checks.append(check_gpu_containers(gpu_required))

@@ -35,6 +35,12 @@ class RunOptions:
     cold_start_registry: str | None = None
     #: images a node is assumed to hold, for what it would pull (``--node-has``)
     node_has: list[str] = field(default_factory=list)
+    #: the cold-start registry's storage root and access log (``--registry-data``,
+    #: ``--registry-log``): the cold pull evicts its blob files and checks what it served
+    registry_data: Path | None = None
+    registry_log: Path | None = None
+    #: a global ``drop_caches`` before each cold pull (``--drop-caches``; opt-in)
+    drop_caches: bool = False
     #: ``servelab build``: a failed build or an unpinned base ends the command (exit 1)
     #: instead of becoming a failed build stage of the repeat
     stop_on_build_failure: bool = False

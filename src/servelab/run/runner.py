@@ -1,8 +1,9 @@
 """The runner: one loop over repeats and arms, for ``servelab run`` and ``servelab build``.
 
-Repeats are interleaved across arms (control 1, treatment 1, control 2, ...) so drift on the
-machine hits both alike. Each repeat runs the selected stages through
-:class:`~servelab.run.stages.Stages`, which hand back typed outcomes
+Repeats are interleaved across arms in ABBA order (control 1, treatment 1, treatment 2,
+control 2, control 3, ...): each arm runs first in every other repeat, so drift on the machine
+(a page cache filling, writeback from the previous repeat) favours neither. Each repeat runs
+the selected stages through :class:`~servelab.run.stages.Stages`, which hand back typed outcomes
 (:mod:`servelab.run.outcomes`). ``servelab run`` (:func:`run_experiment`) turns each repeat's
 outcomes into ``OUT/<arm>/repeat-<n>/result.json`` (:func:`servelab.run.results.assemble`,
 validated against the schema) and ends with ``summary.json`` and ``summary.md``.
@@ -111,7 +112,7 @@ class Runner:
         arms = [self.stages.checkout(a) for a in self.exp.arms()]
         lint = self.stages.lint(arms) if "lint" in self.opts.stages else {}
         for n in range(1, self.repeats + 1):
-            for arm in arms:
+            for arm in abba(arms, n):
                 yield self._one(arm, n, lint.get(arm.name))
 
     def _repeat_dir(self, arm: str, n: int) -> Path:
@@ -218,6 +219,12 @@ class Runner:
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)
         write_file(self.opts.out_dir / "summary.md", md, what="summary.md")
         return RunResult(data, md, v.exit_code, self.opts.out_dir)
+
+
+def abba(arms: list[Arm], n: int) -> list[Arm]:
+    """The arms' order in repeat *n* (from 1): as given in odd repeats, reversed in even ones
+    (ABBA), so that neither arm always runs first."""
+    return list(arms) if n % 2 else list(reversed(arms))
 
 
 FIXED_KEYS: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -339,8 +346,8 @@ def run_experiment(exp: Experiment, opts: RunOptions,
 def build_experiment(exp: Experiment, opts: RunOptions,
                      progress: Progress | None = None) -> ExperimentBuilds:
     """``servelab build``: the runner with only the build stage. Every arm with a Dockerfile is
-    built ``repeats`` times, interleaved, and judged; a failed build or an unpinned base raises
-    (exit 1). Writes the build records and ``OUT/build-summary.json``."""
+    built ``repeats`` times, interleaved (ABBA), and judged; a failed build or an unpinned base
+    raises (exit 1). Writes the build records and ``OUT/build-summary.json``."""
     opts = replace(opts, stages=("build",), stop_on_build_failure=True)
     with claim_dir(opts.out_dir, names=OUT_NAMES):
         result = Runner(exp, opts, progress or (lambda _m: None)).execute_builds()

@@ -77,6 +77,10 @@ class Stages:
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Stages:
         self._stack.enter_context(self.cleanup)
+        if self._node_settings is not None:  # private containerds of killed runs
+            from servelab.node.containerd import sweep
+
+            self.notes.extend(sweep())
         if "build" in self.opts.stages:
             from servelab.build.stage import Builds
 
@@ -313,6 +317,10 @@ class Stages:
             self._nodes = NodeStarts(self._node_settings, run_id=self.run_id,
                                      cleanup=self.cleanup, keep=self.opts.keep,
                                      progress=self.progress)
+            self.notes.extend(self._nodes.swept)
+            if self._nodes.cold_fallback is not None:
+                self.notes.append("cold pulls: servelab's own fetch, not a private containerd: "
+                                  + self._nodes.cold_fallback)
         if rec is None:  # a prebuilt image: no base known, pushed from the engine's copy
             return self._nodes.measure(arm.name, image, [])
         bases = [b.ref if pinned_digest(b.ref) else f"{b.ref}@{b.digest}"
@@ -325,9 +333,10 @@ def _node_settings(opts: RunOptions) -> NodeSettings | None:
     """Checked at the start of the run: a bad registry is bad input before any build."""
     if not opts.cold_start_registry:
         return None
-    from servelab.node import NodeSettings
+    from servelab.node import ColdSettings, NodeSettings
 
-    return NodeSettings(opts.cold_start_registry, list(opts.node_has))
+    return NodeSettings(opts.cold_start_registry, list(opts.node_has),
+                        ColdSettings(opts.registry_data, opts.registry_log, opts.drop_caches))
 
 
 def _startup(d: dict[str, Any], first: bool) -> StartupMetrics:

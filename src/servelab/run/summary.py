@@ -96,7 +96,8 @@ def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delt
 
 
 NODE_COLUMNS = ("pulled_cold", "pulled_warm_base", "pulled_holding_control",
-                "model_bytes_read", "pull_cold_s", "unpack_cold_s", "pull_warm_base_s",
+                "model_bytes_read", "pull_cold_s", "unpack_cold_s", "cpu_cold_s",
+                "pull_warm_base_s",
                 "unpack_warm_base_s", "node_ready_cold", "node_ready_warm_base")
 _BY_KEY = {m.key: m for m in ALL_METRICS}
 
@@ -127,6 +128,13 @@ def _loaded_line(a: ArmStats) -> str:
     return f"- **{a.arm}**: " + "; ".join(out) if out else ""
 
 
+def _check_note(check: dict[str, Any]) -> str:
+    """The cold pull's check in the per-repeat table: not cold, and the load before it."""
+    out = " (**not cold**)" if check.get("cold") is False else ""
+    load = check.get("load_1m")
+    return out + (f" (load {load:.1f})" if isinstance(load, (int, float)) else "")
+
+
 def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
     out = ["| arm | repeat | cold: pulled, pull, unpack | base held: pulled, present, pull, "
            "unpack | create + start call | start → ready | model read (source) |",
@@ -142,12 +150,44 @@ def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
         out.append(" | ".join([
             f"| {r.get('arm')}", str(r.get("repeat")),
             f"{_fmt(c.get('bytes_pulled'), 'bytes')}, {_fmt(c.get('pull_s'), 's')}, "
-            f"{_fmt(c.get('unpack_s'), 's')}",
+            f"{_fmt(c.get('unpack_s'), 's')}"
+            + _check_note(c.get("cold_check") or {}),
             f"{_fmt(w.get('bytes_pulled'), 'bytes')}, {_fmt(w.get('bytes_present'), 'bytes')}"
             f", {_fmt(w.get('pull_s'), 's')}, {_fmt(w.get('unpack_s'), 's')}",
             _fmt(create, "s"), _fmt(start.get("start_to_ready_s"), "s"),
             f"{_fmt(ml.get('bytes_read'), 'bytes')} ({ml.get('source') or '–'}) |"]))
     return out
+
+
+_COLD_HOW = {
+    "containerd pull (private instance)": "a fresh containerd of servelab's own per repeat "
+    "(empty root, a private mount namespace, 3 parallel downloads, unpacking as it "
+    "downloads), each pull checked cold",
+    "servelab fetch + tar": "every layer fetched and unpacked by servelab into an empty "
+    "directory",
+}
+
+
+def _cold_how(results: list[dict[str, Any]]) -> str:
+    methods = sorted({str(_get(r, "metrics", "coldstart", "cold", "method")) for r in results
+                      if _get(r, "metrics", "coldstart", "cold", "method")})
+    return "; ".join(_COLD_HOW.get(m, m) for m in methods) or "not measured"
+
+
+def _cold_checks(results: list[dict[str, Any]]) -> list[str]:
+    """Why the cold pulls were not a private containerd's, and the repeats whose cold pull was
+    not cold (left out of the cold figures)."""
+    out = sorted({f"- cold pulls were servelab's own fetch, not a private containerd: {why}"
+                  for r in results
+                  for why in [_get(r, "metrics", "coldstart", "cold_runtime",
+                                   "fallback_reason")] if why})
+    for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
+        chk = _get(r, "metrics", "coldstart", "cold", "cold_check") or {}
+        if chk.get("cold") is False:
+            why = "; ".join(chk.get("detail") or []) or "its check failed"
+            out.append(f"- {r.get('arm')} r{r.get('repeat')}: the cold pull was **not cold** "
+                       f"({why}); left out of the cold figures")
+    return [*out, ""] if out else []
 
 
 def _node_section(control: ArmStats | None, treatment: ArmStats,
@@ -158,13 +198,14 @@ def _node_section(control: ArmStats | None, treatment: ArmStats,
         return []
     out = ["## Start-up cost on a node", "",
            "Bytes are exact (the registry's manifest); seconds are this machine's, over "
-           "loopback from the registry, not a WAN's. *Cold*: every layer fetched and unpacked "
-           "by servelab into an empty directory; *base held*: the engine's own pull with the "
+           f"loopback from the registry, not a WAN's. *Cold*: {_cold_how(results)}; *base "
+           "held*: the engine's own pull with the "
            "base image's layers kept; *holding the control*: what a node running the control "
            "pulls to roll out this arm (computed from the layers). *Pull to ready*: pull + "
            "unpack + create + start → ready laid end to end. See docs/run.md for what these "
            "do and do not predict.", ""]
     out += [*_node_table(arms), ""]
+    out += [*_cold_checks(results)]
     out += [*(line for line in (_loaded_line(a) for a in arms) if line), ""]
     out += ["<details><summary>Per repeat</summary>", "", *_node_repeats(results), "",
             "</details>", ""]
@@ -259,7 +300,7 @@ def _gantt(results: list[dict[str, Any]]) -> list[str]:
     pulled = any("pull" in [n for n, _, _ in bars] for _, bars in rows)
     what = ("Seconds from the start of the pull (with --cold-start-registry): pull, unpack, "
             "create and start laid end to end, then the start's own phases; \"base held\" is "
-            "the engine's pull with the base's layers kept, \"cold\" servelab's fetch of every "
+            "the engine's pull with the base's layers kept, \"cold\" the cold pull of every "
             "layer (its start phases are those of the same repeat's start)." if pulled else
             "Milliseconds from container start.")
     out = ["## Start-up timeline", "",

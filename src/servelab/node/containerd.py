@@ -1,0 +1,299 @@
+"""A private containerd: the runtime a Kubernetes node uses, started for one cold pull and gone
+after it.
+
+A cold pull measured through the engine's own containerd would not be cold: its content store
+is shared with every other image on the machine. So each cold repeat starts a containerd of its
+own (Debian's ``containerd``, the one the engine's set-up installs):
+
+* ``root``, ``state``, the gRPC, ttrpc and debug sockets and the ``opt`` plugin path all live in
+  a fresh temp dir (``servelab-ctd-*``); the CRI plugin is disabled; the namespace is unique to
+  the run; ``max_concurrent_downloads = 3`` (the CRI default);
+* it runs in a private mount namespace (``unshare --mount --propagation private``), so the
+  snapshots it mounts are invisible to the host and vanish with it;
+* the pull is ``ctr images pull`` with unpacking (what a kubelet's pull does through CRI):
+  download and unpack overlap as containerd does them;
+* at the end containerd and every process naming its dir are stopped and the dir is removed,
+  on every exit path; a dir left by a killed run (its owner process gone) is swept by the next
+  run (:func:`sweep`), which says so.
+
+Where a private containerd cannot run (no binary, not root, a temp dir on overlayfs), servelab
+keeps its own fetch and names the reason (:func:`unavailable`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from servelab import proc
+from servelab.errors import CapabilityError, CommandError
+
+#: statfs f_type of overlayfs: containerd's overlayfs snapshotter cannot nest on it
+OVERLAYFS_MAGIC = 0x794C7630
+PREFIX = "servelab-ctd-"
+OWNER_FILE = "servelab-owner.json"
+MAX_CONCURRENT_DOWNLOADS = 3
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+PULL_TIMEOUT_S = 1800.0
+CONTENT = Path("io.containerd.content.v1.content") / "blobs" / "sha256"
+SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
+
+
+def _fs_type(path: Path) -> int | None:
+    """The filesystem magic of *path* (Linux statfs), None when it cannot be read."""
+    import ctypes
+    import ctypes.util
+
+    class _StatFs(ctypes.Structure):
+        _fields_ = [("f_type", ctypes.c_long), ("rest", ctypes.c_byte * 120)]
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    buf = _StatFs()
+    if libc.statfs(str(path).encode(), ctypes.byref(buf)) != 0:
+        return None
+    return int(buf.f_type) & 0xFFFFFFFF
+
+
+def temp_parent() -> Path:
+    """Where the instances' dirs are made (and swept): the temp dir."""
+    return Path(tempfile.gettempdir())
+
+
+def unavailable(parent: Path | None = None) -> str | None:
+    """Why a private containerd cannot run here, or None when it can."""
+    for tool in ("containerd", "ctr", "unshare"):
+        if proc.which(tool) is None:
+            return (f"`{tool}` is not installed (Debian: apt-get install containerd "
+                    "util-linux)")
+    if os.geteuid() != 0:
+        return ("not root: a private containerd needs root (docs/action.md says how to "
+                "enable it on a runner)")
+    where = parent or temp_parent()
+    if _fs_type(where) == OVERLAYFS_MAGIC:
+        return (f"the temp dir {where} is on overlayfs, where containerd's overlayfs "
+                "snapshotter cannot run (set TMPDIR to a directory on ext4 or xfs)")
+    return None
+
+
+def config_text(work: Path) -> str:
+    """containerd's config for an instance living in *work*."""
+    return "\n".join([
+        "version = 2",
+        f'root = "{work / "root"}"',
+        f'state = "{work / "state"}"',
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]',
+        "[grpc]", f'  address = "{work / "containerd.sock"}"',
+        "[ttrpc]", f'  address = "{work / "containerd.sock.ttrpc"}"',
+        "[debug]", f'  address = "{work / "debug.sock"}"',
+        "[metrics]", '  address = ""',
+        '[plugins."io.containerd.internal.v1.opt"]', f'  path = "{work / "opt"}"',
+        '[plugins."io.containerd.transfer.v1.local"]',
+        f"  max_concurrent_downloads = {MAX_CONCURRENT_DOWNLOADS}",
+        "",
+    ])
+
+
+# ---------------------------------------------------------------------------- leftovers
+
+
+def _pids_using(work: Path) -> list[int]:
+    """Processes whose command line names *work* (containerd, its shims)."""
+    needle = str(work).encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (d / "cmdline").read_bytes():
+                found.append(int(d.name))
+    return found
+
+
+def _kill_all(pids: Iterable[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _owner_gone(d: Path) -> bool:
+    """Whether the run that made *d* is gone (its owner file names a dead process, or there is
+    no readable owner file and the dir is older than a minute)."""
+    from servelab import cleanup
+
+    try:
+        owner = json.loads((d / OWNER_FILE).read_text(encoding="utf-8"))
+        alive = cleanup.owner_alive(str(owner["owner"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        try:
+            return time.time() - d.stat().st_mtime > 60
+        except OSError:
+            return False
+    return alive is False
+
+
+def _remove(work: Path) -> None:
+    """Kill every process naming *work*, then remove it."""
+    _kill_all(_pids_using(work))
+    for _ in range(50):  # killed processes close their files and leave /proc shortly after
+        if not _pids_using(work):
+            break
+        time.sleep(0.02)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def sweep(parent: Path | None = None) -> list[str]:
+    """Remove what killed runs left (their owner process is gone): processes, then dirs; one
+    message per instance removed."""
+    notes = []
+    for d in sorted((parent or temp_parent()).glob(PREFIX + "*")):
+        if d.is_dir() and not d.is_symlink() and _owner_gone(d):
+            _remove(d)
+            notes.append(f"removed a private containerd left by a killed run: {d}")
+    return notes
+
+
+# ---------------------------------------------------------------------------- the instance
+
+
+class PrivateContainerd:
+    """One containerd of servelab's own, in a temp dir and a private mount namespace::
+
+        with PrivateContainerd(run_id) as ctd:
+            ctd.root_empty()          # True: nothing of any image held
+            seconds = ctd.pull(ref, plain_http=True)
+    """
+
+    def __init__(self, run_id: str, *, parent: Path | None = None) -> None:
+        safe = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:40] or "run"
+        self.namespace = f"servelab-{safe}"
+        self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe}-", dir=parent))
+        self.socket = self.work / "containerd.sock"
+        self.root = self.work / "root"
+        self._child: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> PrivateContainerd:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        from servelab import cleanup
+
+        (self.work / OWNER_FILE).write_text(json.dumps(
+            {"pid": os.getpid(), "owner": cleanup.owner_id()}), encoding="utf-8")
+        cfg = self.work / "config.toml"
+        cfg.write_text(config_text(self.work), encoding="utf-8")
+        with (self.work / "containerd.log").open("w", encoding="utf-8") as log:
+            self._child = proc.start(
+                ["unshare", "--mount", "--propagation", "private", "--",
+                 "containerd", "--config", str(cfg)],
+                stdin=subprocess.DEVNULL, stdout=log.fileno(), stderr=log.fileno(),
+                new_session=True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._child is None or self._child.poll() is not None:
+                break
+            if self.socket.exists() and self.ctr("version", check=False,
+                                                 timeout=5).returncode == 0:
+                return
+            time.sleep(0.05)
+        raise CapabilityError(f"the private containerd did not start: {self.log_tail()}",
+                              hint="run `servelab doctor`; docs/run.md (cold pulls) says "
+                              "what it needs")
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = (self.work / "containerd.log").read_text(encoding="utf-8",
+                                                            errors="replace")
+        except OSError:
+            return "no log"
+        return proc.tail(text, lines, inline=True) or "no output"
+
+    def ctr(self, *args: str, check: bool = True, timeout: float = 60.0) -> proc.Completed:
+        return proc.run(["ctr", "-a", str(self.socket), "-n", self.namespace, *args],
+                        check=check, timeout=timeout)
+
+    def root_empty(self) -> bool:
+        """No blob in the content store and no snapshot: nothing of any image is held."""
+        return not any(_entries(self.root / CONTENT)) and not any(
+            _entries(self.root / SNAPSHOTS))
+
+    def blob_mtimes(self) -> dict[str, float]:
+        """digest -> when its blob was written to the content store (wall clock)."""
+        out = {}
+        for name in _entries(self.root / CONTENT):
+            with contextlib.suppress(OSError):
+                out[f"sha256:{name}"] = (self.root / CONTENT / name).stat().st_mtime
+        return out
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) containerd and its waited-for children (``unpigz``) have
+        used so far: unlike wall seconds, other jobs on the machine barely change it."""
+        if self._child is None:
+            return None
+        try:
+            stat = Path(f"/proc/{self._child.pid}/stat").read_text(encoding="ascii")
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[-1].split()
+        ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def pull(self, ref: str, *, plain_http: bool,
+             timeout: float = PULL_TIMEOUT_S) -> float:
+        """``ctr images pull`` with unpacking; the seconds it took."""
+        args = ["images", "pull", "--max-concurrent-downloads", str(MAX_CONCURRENT_DOWNLOADS),
+                *(["--plain-http"] if plain_http else []), ref]
+        t0 = time.monotonic()
+        try:
+            self.ctr(*args, timeout=timeout)
+        except CommandError as e:
+            raise CapabilityError(f"the private containerd could not pull {ref}: "
+                                  f"{proc.tail(e.stderr, 3, inline=True)}",
+                                  hint="is the registry reachable from this machine?") from e
+        return time.monotonic() - t0
+
+    def stop(self) -> None:
+        """Stop containerd and every process that names its dir, then remove the dir."""
+        child, self._child = self._child, None
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                child.terminate()
+            try:
+                child.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _kill_all([child.pid])
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=5)
+        _remove(self.work)
+
+    def describe(self) -> dict[str, Any]:
+        return {"namespace": self.namespace,
+                "max_concurrent_downloads": MAX_CONCURRENT_DOWNLOADS}
+
+
+def _entries(d: Path) -> Iterator[str]:
+    try:
+        yield from (p.name for p in d.iterdir())
+    except OSError:
+        return
