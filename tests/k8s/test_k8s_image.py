@@ -27,6 +27,7 @@ from servelab.k8s import check_manifests
 from servelab.k8s.imagefiles import _apply
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "k8s" / "image"
+GOOD_RESULT = Path(__file__).resolve().parents[1] / "data" / "hostile" / "good" / "result.json"
 POSITIVE = sorted((DATA / "positive").glob("*.yaml"))
 NEGATIVE = sorted((DATA / "negative").glob("*.yaml"))
 NAME = "registry.example.internal/llm/serve:1.0"
@@ -126,12 +127,17 @@ def _run_dir(archive: Path, tmp_path: Path) -> Path:
     run = tmp_path / "run"
     (run / "images").mkdir(parents=True)
     (run / "images" / f"{digest.split(':')[1]}.oci.tar").write_bytes(archive.read_bytes())
-    (run / "summary.json").write_text(json.dumps({"verdict": "improved"}))
+    # a result.json as servelab writes it (servelab reads it back through its schema), with
+    # this image's digest for the treatment's first repeat
+    result = json.loads(GOOD_RESULT.read_text(encoding="utf-8"))
+    result.update(repeat=1, arm="treatment")
+    result["stages"]["build"].update(status="ok", reason="built")
+    result["image"] = {**result.get("image", {}), "digest": digest}
+    # a summary.json as servelab reads it back: through its schema (at least one result)
+    (run / "summary.json").write_text(json.dumps({"verdict": "improved", "results": [result]}))
     repeat = run / "treatment" / "repeat-1"
     repeat.mkdir(parents=True)
-    (repeat / "result.json").write_text(json.dumps(
-        {"repeat": 1, "arm": "treatment", "image": {"digest": digest},
-         "stages": {"build": {"status": "ok"}}}))
+    (repeat / "result.json").write_text(json.dumps(result))
     return run
 
 

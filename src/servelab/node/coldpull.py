@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab.errors import InputError
-from servelab.image.ref import ImageRef
+from servelab.image.ref import DIGEST_PATTERN, ImageRef
 from servelab.image.registry import scheme_for
 from servelab.node.containerd import MAX_CONCURRENT_DOWNLOADS, PrivateContainerd
 from servelab.node.layers import ImageLayers
@@ -35,7 +35,7 @@ METHOD = "containerd pull (private instance)"
 #: the most of the registry's log read after one pull (the lines it wrote meanwhile)
 MAX_LOG_BYTES = 64 << 20
 LOG_WAIT_S = 2.0
-_ACCESS = re.compile(r'"GET /v2/(?P<repo>\S+)/blobs/(?P<digest>sha256:[0-9a-f]{64}) '
+_ACCESS = re.compile(rf'"GET /v2/(?P<repo>\S+)/blobs/(?P<digest>{DIGEST_PATTERN}) '
                      r'HTTP/[0-9.]+" (?P<status>[0-9]{3}) (?P<bytes>[0-9]+|-)')
 
 
