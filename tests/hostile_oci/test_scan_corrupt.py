@@ -15,7 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_images import Image, Layer, base_files, blob_path, compress, sha, tar_of
+from hostile_images import (
+    DockerArchive,
+    Image,
+    Layer,
+    base_files,
+    blob_path,
+    compress,
+    sha,
+    tar_of,
+)
 
 import trivydb
 
@@ -71,5 +80,65 @@ def test_a_sound_image_is_still_scanned(tmp_path: Path, trivy_bin: str) -> None:
     trivydb.write_db(cache)
     Image([Layer.of(base_files())]).write(tmp_path / "img")
     res = _scan(tmp_path / "img", cache, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "gate passed" in res.stdout
+
+
+# ------------------------------------------------------------ docker archives (docker save)
+
+
+def _docker_cut_short(path: Path) -> str:
+    raw = tar_of(base_files())
+    return DockerArchive([base_files()], stored={0: raw[:-1536]}).write(path)["layers"][0]
+
+
+def _docker_replaced(path: Path) -> str:
+    other = tar_of({"etc/os-release": b"ID=alpine\n"})
+    return DockerArchive([base_files()], stored={0: other}).write(path)["layers"][0]
+
+
+def _docker_not_a_tar(path: Path) -> str:
+    junk = os.urandom(3000)
+    return DockerArchive([base_files()], stored={0: junk},
+                         diff_ids=[sha(junk)]).write(path)["layers"][0]
+
+
+def _docker_config_edited(path: Path) -> str:
+    arch = DockerArchive([base_files()], config_edit=b'{"architecture": "amd64", "os": '
+                         b'"linux", "rootfs": {"type": "layers", "diff_ids": []}}')
+    return arch.write(path)["config"].removesuffix(".json")
+
+
+def _docker_layer_missing(path: Path) -> str:
+    arch = DockerArchive([base_files(), {"app/extra.txt": b"x\n"}], linked={1: "../gone/layer.tar"})
+    return arch.write(path)["layers"][1]
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (_docker_cut_short, "diff_id"), (_docker_replaced, "diff_id"),
+    (_docker_not_a_tar, "not a readable tar"), (_docker_config_edited, "does not match"),
+    (_docker_layer_missing, "missing from the archive"),
+], ids=["layer-cut-short", "layer-replaced", "not-a-tar", "config-edited", "layer-missing"])
+def test_a_corrupt_docker_archive_is_exit_2(tmp_path: Path, trivy_bin: str, make: object,
+                                            said: str) -> None:
+    """trust-options-scan-corrupt-docker-archive: a ``docker save`` tar (no index.json) is
+    verified like an OCI layout before Trivy reads it."""
+    cache = tmp_path / "cache"
+    trivydb.write_db(cache)
+    archive = tmp_path / "image.tar"
+    named = make(archive)  # type: ignore[operator]
+    res = _scan(archive, cache, tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert said in res.stderr and named.removeprefix("sha256:")[:12] in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+
+
+def test_a_sound_docker_archive_is_still_scanned(tmp_path: Path, trivy_bin: str) -> None:
+    """A shared layer stored as a symbolic link (as docker save writes it) is followed."""
+    cache = tmp_path / "cache"
+    trivydb.write_db(cache)
+    archive = tmp_path / "image.tar"
+    DockerArchive([base_files(), base_files()], linked={1: 0}).write(archive)
+    res = _scan(archive, cache, tmp_path)
     assert res.returncode == 0, res.stderr
     assert "gate passed" in res.stdout
