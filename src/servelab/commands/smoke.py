@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             r.files.clear()  # the temporary directory is gone
     emit(render_starts(results, args.format, image=args.image, run_id=run_id, exit_code=code,
-                       swept=swept.removed), args.output)
+                       swept=swept.removed), args.output, args.format)
     return code
 
 
