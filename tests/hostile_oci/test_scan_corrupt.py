@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile_images import (
@@ -31,7 +32,7 @@ import trivydb
 pytestmark = pytest.mark.trivy
 
 
-def _scan(target: Path, cache: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+def _scan(target: Path | str, cache: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TMPDIR": str(tmp)}
     return subprocess.run([sys.executable, "-m", "servelab", "scan", str(target), "--offline",
                            "--cache-dir", str(cache)], capture_output=True, text=True,
@@ -142,3 +143,49 @@ def test_a_sound_docker_archive_is_still_scanned(tmp_path: Path, trivy_bin: str)
     res = _scan(archive, cache, tmp_path)
     assert res.returncode == 0, res.stderr
     assert "gate passed" in res.stdout
+
+
+# ------------------------------------------------------------ an image in the engine
+
+
+def _content_blob(client: Any, digest: str) -> Path:
+    """Where the engine's containerd image store keeps blob *digest*."""
+    root = Path(client.info()["DockerRootDir"])
+    return (root / "containerd" / "daemon" / "io.containerd.content.v1.content" / "blobs"
+            / "sha256" / digest.split(":")[1])
+
+
+@pytest.mark.docker
+def test_a_corrupt_engine_image_is_exit_2(tmp_path: Path, trivy_bin: str,
+                                          docker_client: Any) -> None:
+    """trust-options-scan-corrupt-engine: scan saves an engine image once, verifies it and
+    has Trivy read that copy; a layer damaged in the engine's store is exit 2 naming it."""
+    import ocitest
+
+    files = {**base_files(), "app/unique.txt": os.urandom(16).hex().encode()}  # its own blob
+    layout = tmp_path / "img"
+    digests = Image([Layer.of(files)]).write(layout)
+    loaded = docker_client.images.load(ocitest.archive(layout, tmp_path / "img.tar")
+                                       .read_bytes())
+    ident = loaded[0].id
+    try:
+        blob = _content_blob(docker_client, digests["layers"][0])
+        if not blob.is_file():
+            pytest.skip("the engine does not use the containerd image store")
+        sound = _scan_ref(ident, tmp_path / "sound")
+        assert sound.returncode == 0, sound.stderr
+        data = blob.read_bytes()
+        blob.write_bytes(data[:-16] + bytes(16))  # same size, other bytes
+        res = _scan_ref(ident, tmp_path / "bad")
+        assert res.returncode == 2, res.stderr
+        assert digests["layers"][0].split(":")[1][:12] in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+    finally:
+        docker_client.images.remove(ident, force=True)
+
+
+def _scan_ref(ref: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    tmp.mkdir()
+    cache = tmp / "cache"
+    trivydb.write_db(cache)
+    return _scan(ref, cache, tmp)
