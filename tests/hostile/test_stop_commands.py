@@ -29,7 +29,7 @@ from servelab.github.escape import untrusted_block
 
 #: a Dockerfile with findings, whose words (workflow commands among them) lint quotes
 DATA = Path(__file__).resolve().parents[1] / "data"
-DOCKERFILE = DATA / "hostile" / "stop-commands" / "Dockerfile"
+DOCKERFILE = DATA / "hostile_same" / "stop-commands" / "Dockerfile"
 NAMES = DATA / "hostile_same" / "names" / "hostile"
 STOP = re.compile(r"^::stop-commands::([0-9a-f]{32})$")
 
