@@ -159,7 +159,8 @@ def _content_blob(client: Any, digest: str) -> Path:
 def test_a_corrupt_engine_image_is_exit_2(tmp_path: Path, trivy_bin: str,
                                           docker_client: Any) -> None:
     """trust-options-scan-corrupt-engine: scan saves an engine image once, verifies it and
-    has Trivy read that copy; a layer damaged in the engine's store is exit 2 naming it."""
+    has Trivy read that copy; a layer damaged in the engine's store is exit 2 naming the
+    image (docker save ends its archive at the bad blob, exit 0)."""
     import ocitest
 
     files = {**base_files(), "app/unique.txt": os.urandom(16).hex().encode()}  # its own blob
@@ -178,7 +179,8 @@ def test_a_corrupt_engine_image_is_exit_2(tmp_path: Path, trivy_bin: str,
         blob.write_bytes(data[:-16] + bytes(16))  # same size, other bytes
         res = _scan_ref(ident, tmp_path / "bad")
         assert res.returncode == 2, res.stderr
-        assert digests["layers"][0].split(":")[1][:12] in res.stderr, res.stderr
+        # docker save stops its archive at the bad blob and exits 0: the archive is refused
+        assert "is corrupt" in res.stderr and ident in res.stderr, res.stderr
         assert "Traceback" not in res.stderr and "internal error" not in res.stderr
     finally:
         docker_client.images.remove(ident, force=True)

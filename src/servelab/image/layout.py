@@ -167,8 +167,14 @@ def _engine_saved(inp: ImageInput, run_id: str, platform: str | None) -> Iterato
     if inp.image is None or not engine_has(inp.image):
         yield replace(inp, platform=platform)
         return
-    with contextlib.closing(EngineImage(inp.image)) as saved, \
-            prepared_input(saved.path, run_id, platform) as ready:
+    with contextlib.closing(EngineImage(inp.image)) as saved, contextlib.ExitStack() as stack:
+        try:
+            ready = stack.enter_context(prepared_input(saved.path, run_id, platform))
+        except InputError as e:  # docker save ends its archive early, exit 0, at a bad blob
+            raise InputError(
+                f"the engine's image {inp.image} is corrupt: what docker save gave is not a "
+                f"sound image ({e.message})", file=inp.target,
+                hint="remove it (docker rmi) and pull or build it again") from e
         yield replace(ready, target=inp.target)
 
 
