@@ -148,9 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_module(args._module).run(args))
     except ServelabError as e:
+        from servelab.github.escape import untrusted_block
         from servelab.report import log_block  # a message may quote input: no line it starts
 
-        print(log_block(f"servelab {args.command}: {e}"), file=sys.stderr)
+        # a tool's output quoted in it (a build log tail, Trivy's stderr) cannot issue a
+        # workflow command under GitHub Actions either: it goes inside ::stop-commands::
+        print(untrusted_block(log_block(f"servelab {args.command}: {e}"), sys.stderr),
+              file=sys.stderr)
         return int(e.exit_code)
     except KeyboardInterrupt as e:
         term = isinstance(e, Terminated)  # 128 + the signal number

@@ -164,7 +164,11 @@ _ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
 _CONTROLS.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A),
                                               0x2028, 0x2029)})
-_CONTROLS.update({0x0A: "\\n", 0x0D: "\\r", 0x09: " "})
+_CONTROLS.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+#: lone surrogates: the bytes of a name that was not UTF-8 (a tar member read with
+#: surrogateescape, U+DC80..U+DCFF) as ``\\xNN``, any other as ``\\uXXXX``
+_CONTROLS.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
+_CONTROLS.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
 _KEEP_LINES = {c: v for c, v in _CONTROLS.items() if c not in (0x09, 0x0A)}
 _MD = {ord("\\"): "\\\\", ord("`"): "\\`", ord("|"): "\\|", ord("["): "\\[",
        ord("]"): "\\]", ord("<"): "&lt;", ord(">"): "&gt;", ord("&"): "&amp;"}
@@ -173,16 +177,19 @@ _MENTION = re.compile(r"(?<![\w`&/])(@(?=[A-Za-z0-9])|#(?=[0-9]))")
 _CODE = re.compile(r"(```[\s\S]*?```|`+[^`\n]*`+)")
 
 
-def terminal_text(text: object, *, one_line: bool = True) -> str:
-    """*text* safe for a terminal or a log: escape sequences removed, other C0/C1 controls and
-    bidi overrides shown escaped (``\\x07``); with *one_line* (the default) line breaks too,
-    so text from an input never starts a line of its own (a ``::error::`` workflow command)."""
+def terminal_text(text: object, *, one_line: bool = True, show_escapes: bool = False) -> str:
+    """*text* safe for a terminal or a log: escape sequences removed, other C0/C1 controls,
+    bidi overrides and lone surrogates shown escaped (``\\x07``, ``\\u202e``; bytes that were
+    not UTF-8 as ``\\xff``); with *one_line* (the default) line breaks and tabs too, so text
+    from an input never starts a line of its own (a ``::error::`` workflow command).
+    *show_escapes* shows an escape sequence's ESC as ``\\x1b`` instead of removing the
+    sequence: for names that must stay told apart (``servelab diff``'s file names)."""
     s = str(text)
     if s.isprintable():
         return s
-    s = _ESCAPES.sub("", s).translate(_CONTROLS if one_line else _KEEP_LINES)
-    # lone surrogates (bytes that were not UTF-8) as \\udcxx: printing them would fail
-    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    if not show_escapes:
+        s = _ESCAPES.sub("", s)
+    return s.translate(_CONTROLS if one_line else _KEEP_LINES)
 
 
 def log_block(text: object) -> str:

@@ -32,6 +32,8 @@ from .harness import run_servelab
 
 GOOD = Path(__file__).resolve().parents[1] / "data" / "hostile" / "good"
 EXPERIMENT = (GOOD / "experiment.yaml").read_text()
+#: a folder of past runs' artifacts (the history tests' own fixture)
+HISTORY_RUNS = GOOD.parents[1] / "history" / "positive" / "nightly-artifacts"
 
 
 def _inputs(tmp_path: Path) -> Path:
@@ -340,9 +342,13 @@ OUT_DIRS = {
     "run": ["run", "{exp}", "--stages", "lint", "--out", "{out}"],
     "build": ["build", "{exp}", "--out", "{out}"],
     "report": ["report", f"{GOOD}/result.json", "--out", "{out}"],
+    # the claim comes before the engine is asked anything: no image or Docker is needed
+    "smoke": ["smoke", "servelab-test/no-such-image:1", "--out", "{out}"],
+    "history": ["history", str(HISTORY_RUNS), "--out", "{out}"],
 }
 #: a user's file in --out that the command would write
-THEIRS = {"run": "summary.md", "build": "build-summary.json", "report": "summary.json"}
+THEIRS = {"run": "summary.md", "build": "build-summary.json", "report": "summary.json",
+          "smoke": "start-1", "history": "history.md"}
 
 
 @pytest.mark.parametrize("via_link", [False, True], ids=["dir", "symlinked-dir"])

@@ -171,3 +171,54 @@ def check_sane(out: Outcome, *, max_s: float = 10.0) -> None:
     assert "Traceback" not in out.stderr, out.summary()
     assert out.seconds <= max_s, out.summary()
     assert out.left == [], f"left behind: {out.left}"
+
+
+@dataclass
+class DockerArchive:
+    """A ``docker save`` archive of the kind Docker wrote before 25 (no index.json):
+    manifest.json, the config as ``<sha256 of it>.json``, and ``<id>/layer.tar`` per layer,
+    plain tars; a layer two images share is a symbolic link to the first copy, as docker save
+    writes it. Any part can be spoiled before writing (the test names what it breaks)."""
+
+    layers: list[dict[str, bytes]]
+    #: layer index -> the bytes stored in place of that layer's tar
+    stored: dict[int, bytes] = field(default_factory=dict)
+    #: the diff_ids the config claims (default: the true ones)
+    diff_ids: list[str] | None = None
+    #: the config's bytes are changed after its name was taken from its digest
+    config_edit: bytes | None = None
+    #: layer index -> the index of an earlier layer it is a symbolic link to (or the link's
+    #: target as text)
+    linked: dict[int, int | str] = field(default_factory=dict)
+
+    def write(self, path: Path) -> dict[str, Any]:
+        tars = [tar_of(files) for files in self.layers]
+        cfg = json.dumps({"architecture": "amd64", "os": "linux",
+                          "config": {"Env": ["PATH=/usr/bin"]},
+                          "rootfs": {"type": "layers",
+                                     "diff_ids": self.diff_ids or [sha(t) for t in tars]},
+                          }).encode()
+        cfg_name = sha(cfg).split(":")[1] + ".json"
+        ids = [hashlib.sha256(f"layer {i}".encode()).hexdigest() for i in range(len(tars))]
+        manifest = [{"Config": cfg_name, "RepoTags": ["servelab-test/legacy:1"],
+                     "Layers": [f"{i}/layer.tar" for i in ids]}]
+        with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+            _add(tf, cfg_name, self.config_edit or cfg)
+            for n, layer_id in enumerate(ids):
+                _add(tf, f"{layer_id}/VERSION", b"1.0")
+                if n in self.linked:
+                    link = tarfile.TarInfo(f"{layer_id}/layer.tar")
+                    to = self.linked[n]
+                    link.type = tarfile.SYMTYPE
+                    link.linkname = f"../{ids[to]}/layer.tar" if isinstance(to, int) else to
+                    tf.addfile(link)
+                else:
+                    _add(tf, f"{layer_id}/layer.tar", self.stored.get(n, tars[n]))
+            _add(tf, "manifest.json", json.dumps(manifest).encode())
+        return {"config": cfg_name, "layers": manifest[0]["Layers"]}
+
+
+def _add(tf: tarfile.TarFile, name: str, data: bytes) -> None:
+    ti = tarfile.TarInfo(name)
+    ti.size, ti.mtime, ti.mode = len(data), 1_700_000_000, 0o644
+    tf.addfile(ti, io.BytesIO(data))

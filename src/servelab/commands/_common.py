@@ -89,11 +89,19 @@ def add_fail_on(parser: argparse._ActionsContainer, default: str | None = "error
     )
 
 
-def emit(report_text: str, output: str | None) -> None:
+def emit(report_text: str, output: str | None, fmt: str = "") -> None:
+    """Print (or write to *output*) a command's report. A ``text`` report on standard output
+    quotes inputs and tools (names, log tails): under GitHub Actions it goes inside
+    ``::stop-commands::`` (github.escape.untrusted_block), so that nothing in it is taken for
+    a workflow command. Other formats (json, sarif, github annotations) are left as they are."""
     import sys
 
     from servelab.report import write_output
 
+    if fmt == "text" and output in (None, "-"):
+        from servelab.github.escape import untrusted_block
+
+        report_text = untrusted_block(report_text, sys.stdout)
     write_output(report_text, output, sys.stdout.write)
 
 

@@ -72,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
     if args.keep_image:
         kept = list(dict.fromkeys(r.tested_ref() or "" for a in result.arms
                                   for r in a.records if r.tested_ref()))
-    emit(render(result, kept, args.format), args.output)
+    emit(render(result, kept, args.format), args.output, args.format)
     return result.exit_code

@@ -72,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
         result = diff_images(args.a, args.b, platform=args.platform,
                              ignore_timestamps=args.ignore_timestamps,
                              max_entries=args.max_entries, limits=limits)
-    emit(render_diff(result, args.format), args.output)
+    emit(render_diff(result, args.format), args.output, args.format)
     return int(ExitCode.OK if result.equivalent else ExitCode.FINDINGS)

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         python=python, env=env, requires=args.require, cdi=args.cdi,
         gpu_required=args.require_gpu, matmul=not args.no_matmul, probe_timeout=args.timeout,
     )
-    emit(render(report, args.format), args.output)
+    emit(render(report, args.format), args.output, args.format)
     if args.require_gpu and not report.host.available:
         raise CapabilityError(
             f"a GPU is required but unavailable: {report.host.reason}",

@@ -14,7 +14,9 @@ differs, "not reproducible". Markdown adds size, start-up and findings over time
 xychart-beta charts. Nothing is dropped silently: runs of other experiments are listed apart,
 a run read twice is counted once, and each file or line not used is named with its reason.
 
---out DIR writes history.md, history.json and history.svg (the charts, self-contained).
+--out DIR writes history.md, history.json and history.svg (the charts, self-contained); DIR
+is claimed for the command like run --out: a second servelab writing there, or one of these
+files already there, is exit 2 and nothing is written.
 --append-to FILE adds the runs that FILE does not hold yet to it (created when missing),
 keeping its lines as they are: the way to carry a history forward from run to run. Writes are
 atomic and never replace an input.
@@ -82,12 +84,19 @@ def _out_dir(text: str) -> Path:
     return out
 
 
+#: what history --out writes: a directory already holding one of these is refused
+OUT_NAMES = ("history.md", "history.json", "history.svg")
+
+
 def _write_out(out: Path, history: History) -> None:
+    """Write the three files into *out*, claimed like run/build/report --out do
+    (textio.claim_dir): a second servelab on it, or a user's file of these names, is exit 2
+    and nothing is written."""
     from servelab.errors import InputError
     from servelab.run.history import same_file, series
     from servelab.run.render import render_history
     from servelab.run.svg import history_svg
-    from servelab.textio import write_text_atomic
+    from servelab.textio import claim_dir, write_file
 
     files = {"history.md": render_history(history, "markdown"),
              "history.json": render_history(history, "json"),
@@ -97,10 +106,6 @@ def _write_out(out: Path, history: History) -> None:
         if any(same_file(out / name, f) for f in history.inputs):
             raise InputError(f"--out would replace an input ({name}); nothing was written",
                              file=str(out / name), hint="give another --out directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot make the --out directory: {e.strerror or e}", file=str(out),
-                         hint="give a directory path that can be created") from e
-    for name, text in files.items():
-        write_text_atomic(out / name, text)
+    with claim_dir(out, names=OUT_NAMES):
+        for name, text in files.items():
+            write_file(out / name, text, what=f"the {name}")

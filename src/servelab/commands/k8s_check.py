@@ -106,5 +106,5 @@ def run(args: argparse.Namespace) -> int:
         serving_container=args.container,
         image=args.image,
     )
-    emit(get_reporter(args.format).render(report), args.output)
+    emit(get_reporter(args.format).render(report), args.output, args.format)
     return 1 if report.fails(args.fail_on) else 0

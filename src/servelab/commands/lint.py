@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.spec:
         report = _lint_spec(Path(args.spec), build_args, cfg, hadolint, args.resolve_base,
                             tuple(args.allow_path))
-        emit(get_reporter(args.format).render(report), args.output)
+        emit(get_reporter(args.format).render(report), args.output, args.format)
         return 1 if report.fails(args.fail_on) else 0
     report = lint_paths(
         args.paths or ["."],
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         hadolint=hadolint,
         resolve_base=args.resolve_base,
     )
-    emit(get_reporter(args.format).render(report), args.output)
+    emit(get_reporter(args.format).render(report), args.output, args.format)
     return 1 if report.fails(args.fail_on) else 0
 
 

@@ -41,5 +41,5 @@ def run(args: argparse.Namespace) -> int:
     from servelab.image.render import render_pin
 
     report = pin_file(Path(args.dockerfile), check=args.check)
-    emit(render_pin(report, args.format), args.output)
+    emit(render_pin(report, args.format), args.output, args.format)
     return report.exit_code

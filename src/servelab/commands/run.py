@@ -115,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_experiment(exp, opts, progress)
     _github(result.out_dir)
-    sys.stdout.write(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep))
+    from servelab.commands._common import emit  # the text verdict quotes failed steps' logs
+
+    emit(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep), None,
+         args.format)
     return result.exit_code
 
 

@@ -176,6 +176,6 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             write_file(Path(args.json), render_report(results, diffs, "json"),
                        what="the JSON output (--json)")
-    emit(render_report(results, diffs, args.format), args.output)
+    emit(render_report(results, diffs, args.format), args.output, args.format)
     failed = any(r.gate is not None and not r.gate.passed for r in results)
     return int(ExitCode.FINDINGS if failed else ExitCode.OK)

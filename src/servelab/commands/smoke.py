@@ -19,7 +19,9 @@ Every container is labelled servelab.run-id=<id> and removed at the end, on fail
 Ctrl-C and SIGTERM; leftovers of killed runs are swept at the next start.
 
 Output: the report (text, or JSON with --format json) on stdout; with --out DIR, per start
-DIR/start-<n>/smoke.json, container.log and probe-events.jsonl.
+DIR/start-<n>/smoke.json, container.log and probe-events.jsonl. DIR is claimed for the
+command (a lock file in it): a second servelab writing there, or a start-<n> already there, is
+exit 2 before anything starts; servelab never overwrites a user's file.
 
 Exit codes: 0 every start passed, 1 a start failed (its verdict says why), 2 bad input or
 usage (no such image, model path missing), 3 a GPU is required but unavailable, or no engine.
@@ -113,7 +115,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
 
 
+#: what smoke --out writes at its top: a directory already holding one of these is refused
+OUT_NAMES = ("start-*",)
+
+
 def run(args: argparse.Namespace) -> int:
+    import contextlib
     import tempfile
     from pathlib import Path
 
@@ -122,28 +129,34 @@ def run(args: argparse.Namespace) -> int:
     from servelab.errors import UsageError, combine
     from servelab.smoke.render import render_starts
     from servelab.smoke.stage import smoke_image
+    from servelab.textio import claim_dir
 
     if args.starts < 1:
         raise UsageError("--starts must be at least 1")
     settings = _build_settings(args)
     run_id = args.run_id or cleanup.new_run_id()
-    client = cleanup.docker_client()
-    swept = cleanup.sweep(client=client)
     results = []
-    with cleanup.Cleanup(run_id, keep=False, client=client) as cu:
-        out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="servelab-smoke-"))
-        if not args.out:
-            cu.path(out)
-        for n in range(args.starts):
-            d = out / f"start-{n + 1}" if args.starts > 1 or args.out else out
-            results.append(smoke_image(args.image, settings, run_id=run_id, out_dir=d,
-                                       first_start=n == 0, client=client))
+    with contextlib.ExitStack() as stack:
+        # --out is claimed before the engine is asked anything: a second servelab on it, or
+        # a user's start-<n>, is exit 2 at once (textio.claim_dir)
+        claimed = (stack.enter_context(claim_dir(Path(args.out), names=OUT_NAMES))
+                   if args.out else None)
+        client = cleanup.docker_client()
+        swept = cleanup.sweep(client=client)
+        with cleanup.Cleanup(run_id, keep=False, client=client) as cu:
+            out = claimed or Path(tempfile.mkdtemp(prefix="servelab-smoke-"))
+            if claimed is None:
+                cu.path(out)
+            for n in range(args.starts):
+                d = out / f"start-{n + 1}" if args.starts > 1 or args.out else out
+                results.append(smoke_image(args.image, settings, run_id=run_id, out_dir=d,
+                                           first_start=n == 0, client=client))
     code = combine(r.exit_code for r in results)
     if not args.out:
         for r in results:
             r.files.clear()  # the temporary directory is gone
     emit(render_starts(results, args.format, image=args.image, run_id=run_id, exit_code=code,
-                       swept=swept.removed), args.output)
+                       swept=swept.removed), args.output, args.format)
     return code
 
 

@@ -40,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
     reporter = get_reporter(args.format)
     report = validate_files([Path(f) for f in args.files], args.document,
                             tuple(args.allow_path))
-    emit(reporter.render(report), args.output)
+    emit(reporter.render(report), args.output, args.format)
     return int(ExitCode.BAD_INPUT if report.findings else ExitCode.OK)

@@ -51,6 +51,7 @@ from servelab.image.entries import (
     verify_layer,
 )
 from servelab.image.oci import Descriptor, ImageSource, PlatformManifest, open_image
+from servelab.report import terminal_text
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -68,23 +69,13 @@ TIMESTAMP_ANNOTATIONS = frozenset({"org.opencontainers.image.created",
                                    "buildkit/rewritten-timestamp"})
 
 
-#: characters that would move the cursor, recolour or reorder a terminal, and lone surrogates
-#: (tar names that were not UTF-8 hold U+DC80..U+DCFF for their bytes): shown escaped
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))
-            if c not in (0x09, 0x0A)}
-_CONTROL.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A),
-                                             *range(0xD800, 0xE000))})
-_CONTROL.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
-
-
-_ONE_LINE = {**_CONTROL, 0x09: "\\t", 0x0A: "\\n"}
-
-
 def printable(text: str, *, one_line: bool = False) -> str:
-    """*text* safe to print: bytes that were not UTF-8 (tar names) as ``\\xNN``, control and
-    bidi characters and other lone surrogates escaped; tabs and newlines kept unless
-    *one_line*. Names and values from an image pass through it before they are shown."""
-    return text.translate(_ONE_LINE if one_line else _CONTROL)
+    """*text* safe to print, by the shared terminal neutraliser
+    (:func:`servelab.report.terminal_text`): bytes that were not UTF-8 (tar names) as
+    ``\\xNN``, control and bidi characters and other lone surrogates escaped, an escape
+    sequence shown (``\\x1b[31m``), never removed, so two names stay told apart; tabs and
+    newlines kept unless *one_line*. Names and values from an image pass through it."""
+    return terminal_text(text, one_line=one_line, show_escapes=True)
 
 
 def _clean(v: Any) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import shutil
 import tarfile
 import tempfile
@@ -33,13 +34,17 @@ from typing import Any
 from servelab import logs, proc
 from servelab.errors import CommandError, InputError, ToolMissingError
 from servelab.image import platforms
-from servelab.image.blob import open_regular, path_kind, read_all
+from servelab.image.blob import digest_of_path, layer_stream, open_regular, path_kind, read_all
 from servelab.image.oci import (
     INDEX_TYPES,
     MAX_JSON_BYTES,
+    EngineImage,
     OciArchive,
     OciLayout,
+    check_config,
+    engine_has,
     looks_like_path,
+    parse_object,
 )
 from servelab.image.ref import check_digest
 
@@ -129,8 +134,11 @@ def prepared_input(target: str | Path, run_id: str = "scan",
     temporary directories are removed on exit. *platform* picks it (default: the host's)."""
     inp = classify(str(target))
     if inp.kind == "image":
-        yield replace(inp, platform=platform)
+        with _engine_saved(inp, run_id, platform) as ready:
+            yield ready
         return
+    if inp.kind == "docker-archive" and inp.path is not None:
+        verify_docker_archive(inp.path)
     if inp.kind not in ("oci-archive", "oci-dir") or inp.path is None:
         yield inp
         return
@@ -149,6 +157,27 @@ def prepared_input(target: str | Path, run_id: str = "scan",
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _engine_saved(inp: ImageInput, run_id: str, platform: str | None) -> Iterator[ImageInput]:
+    """An image in the local engine, saved once (``docker save``) and then read like an
+    archive: verified (digests, sizes, diff_ids, tars), unpacked and narrowed, and the tool
+    reads that verified copy, not the engine again. A corrupt engine image is exit 2, as in
+    ``servelab diff``. An image the engine lacks is left to the tool (a registry's blobs are
+    checked against their digests by whoever pulls them)."""
+    if inp.image is None or not engine_has(inp.image):
+        yield replace(inp, platform=platform)
+        return
+    with contextlib.closing(EngineImage(inp.image)) as saved, contextlib.ExitStack() as stack:
+        try:
+            ready = stack.enter_context(prepared_input(saved.path, run_id, platform))
+        except InputError as e:  # docker save ends its archive early, exit 0, at a bad blob
+            raise InputError(
+                f"the engine's image {inp.image} is corrupt: what docker save gave is not a "
+                f"sound image ({e.message})", file=inp.target,
+                hint="remove it (docker rmi) and pull or build it again") from e
+        yield replace(ready, target=inp.target)
+
+
 def verify_layout(layout: Path, platform: str | None = None) -> None:
     """Read the config and every layer of the image a tool will be pointed at through the
     verified reader (digest, declared size, the config's diff_id, decompression caps) and
@@ -162,6 +191,62 @@ def verify_layout(layout: Path, platform: str | None = None) -> None:
         for n, layer in enumerate(chosen.layers):
             with source.open_layer(layer, diff_id=ids[n] if ids else None) as data:
                 _read_tar(data, f"{source.name}: layer {layer.digest}")
+
+
+#: a docker archive's config member: named by the sha256 of its bytes (the image ID)
+_CONFIG_NAME = re.compile(r"(?:\./)?([a-f0-9]{64})\.json")
+_NOT_DOCKER = "save the image again with 'docker save -o FILE', or scan an OCI archive"
+
+
+def verify_docker_archive(path: Path) -> None:
+    """A docker archive (``docker save`` before Docker 25: manifest.json, a config named by
+    its sha256, a tar per layer) read through the verified reader like an OCI layout: each
+    config against its name's digest, each layer (gzip, zstd or plain) against the config's
+    diff_id and as a tar. A corrupt archive is an InputError (exit 2), never a Trivy failure
+    (exit 3) nor a scan of something other than what its config names."""
+    with contextlib.closing(OciArchive(path)) as source:
+        for n, entry in enumerate(_docker_manifest(source)):
+            _verify_docker_image(source, entry, f"{source.name}: manifest.json[{n}]")
+
+
+def _docker_manifest(source: OciArchive) -> list[dict[str, Any]]:
+    with source.open_member("manifest.json") as f:
+        raw = read_all(f, MAX_JSON_BYTES, f"{source.name}: manifest.json")
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise InputError(f"{source.name}: manifest.json is not JSON ({e})", file=source.name,
+                         hint=_NOT_DOCKER) from e
+    if not isinstance(doc, list) or not doc or not all(map(_docker_entry, doc)):
+        raise InputError(f"{source.name}: manifest.json is not a docker archive's manifest "
+                         "(a list of {\"Config\": ..., \"Layers\": [...]})", file=source.name,
+                         hint=_NOT_DOCKER)
+    return doc
+
+
+def _docker_entry(entry: Any) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("Config"), str)
+            and isinstance(entry.get("Layers"), list)
+            and all(isinstance(x, str) for x in entry["Layers"]))
+
+
+def _verify_docker_image(source: OciArchive, entry: dict[str, Any], where: str) -> None:
+    name = entry["Config"]
+    m = _CONFIG_NAME.fullmatch(name)
+    digest = digest_of_path(name) or (f"sha256:{m.group(1)}" if m else None)
+    with source.open_member(name, digest) as f:
+        raw = read_all(f, MAX_JSON_BYTES, f"{where}: config {name}")
+    config = check_config(parse_object(raw, f"{where}: config {name}"), f"{where}: config")
+    diff_ids = [str(d) for d in (config.get("rootfs") or {}).get("diff_ids") or []]
+    layers = entry["Layers"]
+    if len(diff_ids) != len(layers):
+        raise InputError(f"{where}: {len(layers)} layers, but its config lists "
+                         f"{len(diff_ids)} diff_ids", file=source.name, hint=_NOT_DOCKER)
+    for layer, diff_id in zip(layers, diff_ids, strict=True):
+        label = f"{source.name}: layer {layer}"
+        with source.open_member(layer, digest_of_path(layer)) as blob, \
+                layer_stream(blob, name=label, diff_id=diff_id) as data:
+            _read_tar(data, label)
 
 
 def _read_tar(stream: Any, name: str) -> None:

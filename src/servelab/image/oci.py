@@ -66,8 +66,8 @@ from servelab.image.ref import ImageRef, check_digest, is_digest
 __all__ = [
     "CHUNK", "GZIP_MAGIC", "INDEX_TYPES", "MANIFEST_TYPES", "OCI_INDEX", "OCI_MANIFEST",
     "ZSTD_MAGIC", "Descriptor", "EngineImage", "ImageSource", "OciArchive", "OciLayout",
-    "PlatformManifest", "RegistryImage", "check_config", "compression_of", "layer_stream",
-    "looks_like_path", "open_image", "platform_text", "uncompressed_size",
+    "PlatformManifest", "RegistryImage", "check_config", "compression_of", "engine_has",
+    "layer_stream", "looks_like_path", "open_image", "platform_text", "uncompressed_size",
 ]
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -391,6 +391,27 @@ class OciArchive(ImageSource):
     def _slice(self, m: tarfile.TarInfo) -> _Slice:
         return _Slice(open_regular(self.path, "the archive", self.name), m.offset_data, m.size)
 
+    def open_member(self, name: str, digest: str | None = None) -> BlobReader:
+        """A verified stream of member *name*: counted against its size in the archive and,
+        when *digest* is given, hashed against it. A symbolic link inside the archive (docker
+        save links a layer two images share) is followed, never out of the archive."""
+        target = self._resolve(name)
+        if target != name and target not in self._members:
+            raise _bad_layout(self.name, f"{name} is a symbolic link to {target}, which is "
+                              "missing from the archive")
+        m = self._member(target)
+        return BlobReader(self._slice(m), digest, size=m.size, name=f"{self.name}: {name}")
+
+    def _resolve(self, name: str) -> str:
+        import posixpath
+
+        for _ in range(8):
+            m = self._members.get(name)
+            if m is None or not m.issym():
+                return name
+            name = posixpath.normpath(posixpath.join(posixpath.dirname(name), m.linkname))
+        raise _bad_layout(self.name, f"{name}: more than 8 symbolic links in a row")
+
     def top(self) -> tuple[Descriptor | None, dict[str, Any]]:
         with self._slice(self._member("index.json")) as f:
             data = read_all(f, MAX_JSON_BYTES, f"{self.name}: index.json")
@@ -470,7 +491,8 @@ class RegistryImage(ImageSource):
         return self._client.open_blob(self.ref, digest)
 
 
-def _engine_has(ref: str) -> bool:
+def engine_has(ref: str) -> bool:
+    """Whether the local engine holds *ref* (an engine that never answers is exit 3)."""
     from servelab import proc
     from servelab.errors import CommandError
 
@@ -520,7 +542,7 @@ def open_image(text: str) -> ImageSource:
         return OciArchive(_existing(text))
     if looks_like_path(text):
         _existing(text)
-    if _engine_has(text):
+    if engine_has(text):
         return EngineImage(text)
     return RegistryImage(text)
 

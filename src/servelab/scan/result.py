@@ -96,6 +96,9 @@ class ScanResult:
     #: the platform scanned, and every platform of the image (OCI inputs)
     platform: str = ""
     platforms: list[str] = field(default_factory=list)
+    #: the secret scan, a Trivy run of its own under its deadline: complete, or stopped at it
+    #: (then no secret result exists: never read as "no secrets found")
+    secret_scan: dict[str, Any] = field(default_factory=dict)
 
     def severity_counts(self) -> dict[str, int]:
         out = {s: 0 for s in DESCENDING}
@@ -123,6 +126,7 @@ class ScanResult:
             "artifact": self.artifact,
             "platform": self.platform or None,
             "platforms": self.platforms,
+            "secret_scan": self.secret_scan or None,
             "packages": self.packages,
             "policy": self.policy,
             "counts": self.counts(),

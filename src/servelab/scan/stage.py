@@ -25,9 +25,11 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from servelab import proc
 from servelab.errors import InputError
-from servelab.image.layout import prepared_input, target_digest
+from servelab.image.layout import ImageInput, prepared_input, target_digest
 from servelab.report import sarif_text
 from servelab.scan.render import render_markdown, sarif_document
 from servelab.scan.result import (
@@ -42,7 +44,14 @@ from servelab.scan.result import (
     normalise_fail_on,
     policy_dict,
 )
-from servelab.scan.trivy import Trivy, TrivyConfig, default_cache_dir
+from servelab.scan.trivy import (
+    SECRET_TIMEOUT_ENV,
+    SECRET_TIMEOUT_S,
+    Trivy,
+    TrivyConfig,
+    TrivyReport,
+    default_cache_dir,
+)
 from servelab.spec import ScanPolicy
 from servelab.textio import copy_file, write_file
 
@@ -60,6 +69,8 @@ FILES = {
     "json": "scan.json",
     "markdown": "scan.md",
 }
+#: Trivy's report of the secret scan, a run of its own (:meth:`Scanner._secrets`)
+SECRET_JSON = "trivy-secret.json"  # noqa: S105 (a file name)
 #: files copied as they are when a digest's result is shared
 _SHARED_AS_IS = ("trivy_json", "sbom", "sarif")
 class Scanner:
@@ -124,8 +135,12 @@ class Scanner:
         with prepared_input(target, self.run_id, platform) as inp:
             report = self.trivy.scan(inp, json_out=json_path,
                                      ignore_file=self.policy.ignore_file, vex=self.policy.vex)
+            secret_scan = self._secrets(inp, report, out_dir)
         self.trivy.cyclonedx(report, out_dir / FILES["sbom"])
         res = _result_from_report(report, target, digest, self.policy)
+        res.secret_scan = secret_scan
+        if not secret_scan["complete"]:
+            res.notes.append(secret_scan["note"])
         res.platform, res.platforms = inp.platform or "", list(inp.platforms)
         if len(inp.platforms) > 1:
             others = [p for p in inp.platforms if p != inp.platform]
@@ -137,6 +152,23 @@ class Scanner:
         res.seconds = time.monotonic() - start
         write_outputs(res, self.policy, out_dir)
         return res
+
+    def _secrets(self, inp: ImageInput, report: TrivyReport, out_dir: Path) -> dict[str, Any]:
+        """The secret scan under its own deadline (SERVELAB_SECRET_TIMEOUT): its findings
+        join *report*'s; stopped at the deadline, it is said so, never "no secrets found"."""
+        deadline = proc.deadline(SECRET_TIMEOUT_ENV, SECRET_TIMEOUT_S)
+        found = self.trivy.secrets(inp, json_out=out_dir / SECRET_JSON, deadline_s=deadline,
+                                   ignore_file=self.policy.ignore_file, vex=self.policy.vex)
+        if found is None:
+            note = (f"secret scan stopped at its deadline ({deadline:g} s, "
+                    f"{SECRET_TIMEOUT_ENV}): the image's files were not all scanned for "
+                    "secrets, so this result says nothing about secrets (not \"no secrets "
+                    f"found\"); raise {SECRET_TIMEOUT_ENV} to scan them all")
+            return {"complete": False, "deadline_s": deadline, "note": note}
+        report.findings.extend(found.findings)
+        report.suppressed.extend(found.suppressed)
+        report.warnings.extend(found.warnings)
+        return {"complete": True, "deadline_s": deadline}
 
     def _share(self, first: ScanResult, target: str, out_dir: Path,
                start: float) -> ScanResult:
