@@ -82,8 +82,12 @@ def test_no_file_outside_the_repository_is_opened(tmp_path: Path, args: tuple[st
     assert code in (0, 1, 2), out
     real = str(repo.resolve())
     here = Path(sys.prefix).resolve().as_posix()
+    # servelab's own code: the interpreter, its packages and every import path (an editable
+    # install's src/ included)
+    own = (real, here, sys.base_prefix, str(Path.cwd()),
+           *(str(Path(x).resolve()) for x in sys.path if x))
     outside = sorted({p for p in paths if p.startswith("/") and not _OWN.search(p)
-                      and not p.startswith((real, here, sys.base_prefix, str(Path.cwd())))
+                      and not p.startswith(own)
                       and "site-packages" not in p and "/servelab/" not in p})
     assert outside == [], outside
     assert "root:" not in out  # nothing of /etc/passwd is quoted
