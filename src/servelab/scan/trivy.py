@@ -506,13 +506,7 @@ class Trivy:
         """Scan *inp*, write Trivy's JSON to *json_out*, and return it parsed."""
         args = self.scan_args(inp, ignore_file=ignore_file, vex=vex)
         done = self._run([*args, "--output", str(json_out)], f"scan of {inp.target}")
-        try:
-            text = json_out.read_text(encoding="utf-8")
-        except OSError as e:
-            raise CapabilityError(f"Trivy wrote no report for {inp.target}: {e}") from e
-        report = parse_report(text, source=f"Trivy's report on {inp.target}")
-        report.warnings = _warnings(done.stderr)
-        return report
+        return _report_of(json_out, done.stderr, f"report on {inp.target}")
 
     def secrets(self, inp: ImageInput, *, json_out: Path, deadline_s: float,
                 ignore_file: Path | None = None, vex: Path | None = None) -> TrivyReport | None:
@@ -533,13 +527,7 @@ class Trivy:
                 f"Trivy secret scan of {inp.target} failed (exit code {e.returncode}); the "
                 f"scan cannot be trusted\n{proc.tail(e.stderr, 8)}",
                 hint="see Trivy's message above; rerun with -vv for the command") from e
-        try:
-            text = json_out.read_text(encoding="utf-8")
-        except OSError as e:
-            raise CapabilityError(f"Trivy wrote no secret report for {inp.target}: {e}") from e
-        report = parse_report(text, source=f"Trivy's secret report on {inp.target}")
-        report.warnings = _warnings(done.stderr)
-        return report
+        return _report_of(json_out, done.stderr, f"secret report on {inp.target}")
 
     def cyclonedx(self, report: TrivyReport, out: Path) -> None:
         """A CycloneDX SBOM (packages only, like ``trivy image --format cyclonedx``)."""
@@ -579,3 +567,14 @@ def _warnings(stderr: str) -> list[str]:
 def _last_line(text: str) -> str:
     rows = [r for r in text.strip().splitlines() if r.strip()]
     return rows[-1][-300:] if rows else "(no output)"
+
+
+def _report_of(json_out: Path, stderr: str, what: str) -> TrivyReport:
+    """The report Trivy wrote to *json_out* (its *what*), parsed, with its stderr warnings."""
+    try:
+        text = json_out.read_text(encoding="utf-8")
+    except OSError as e:
+        raise CapabilityError(f"Trivy wrote no {what}: {e}") from e
+    report = parse_report(text, source=f"Trivy's {what}")
+    report.warnings = _warnings(stderr)
+    return report
