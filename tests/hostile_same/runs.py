@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from servelab.run.outcomes import BuildOutcome, Inputs, RepeatResult, ScanOutcome, SmokeOutcome
-from servelab.run.results import assemble, write_json
-from servelab.spec import Arm
+from servelab.run.results import write_json
+from synthetic import skeleton_result
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64
@@ -16,16 +15,7 @@ D2 = "sha256:" + "2" * 64
 
 def result(arm: str, repeat: int, digest: str | None, machine: str = "m1") -> dict[str, Any]:
     """One result.json; *digest* None is a build that failed (no image)."""
-    skipped = "synthetic"
-    rr = RepeatResult(arm=Arm(arm, Path(), Path("Dockerfile")), repeat=repeat,
-                      build=BuildOutcome("skipped", skipped), scan=ScanOutcome("skipped", skipped),
-                      smoke=SmokeOutcome("skipped", skipped))
-    r = assemble(rr, run={"id": "synthetic", "name": machine,
-                          "started_at": "2026-11-30T00:00:00Z", "machine": machine},
-                 experiment={"name": "x", "spec_hash": "sha256:" + "c" * 64, "change": "c",
-                             "fixed": ["image"], "metrics": ["digest"], "repeats": 1,
-                             "spec": {}},
-                 inputs=Inputs(build_args={}, git_ref=None), serve={})
+    r = skeleton_result(arm, repeat, machine=machine)
     if digest is not None:
         r["image"].update({"ref": f"img@{digest}", "digest": digest})
         r["metrics"]["digest"] = digest

@@ -11,10 +11,9 @@ import pytest
 
 from servelab.run import aggregate, summary
 from servelab.run.merge import compare_runs, merge_runs
-from servelab.run.outcomes import BuildOutcome, Inputs, RepeatResult, ScanOutcome, SmokeOutcome
-from servelab.run.results import assemble, validate_result, write_json
+from servelab.run.results import validate_result, write_json
 from servelab.run.runner import check_fixed
-from servelab.spec import Arm
+from synthetic import skeleton_result
 
 D1 = "sha256:" + "a" * 64
 D2 = "sha256:" + "b" * 64
@@ -25,16 +24,7 @@ def result(arm: str, repeat: int, *, digest: str = D1, size: int = 100_000_000,
            machine: str = "m1") -> dict[str, Any]:
     """A synthetic result.json (not from a real run): assembled with no stage run, then the
     figures filled in."""
-    skipped = "synthetic"
-    rr = RepeatResult(arm=Arm(arm, Path(), Path("Dockerfile")), repeat=repeat,
-                      build=BuildOutcome("skipped", skipped), scan=ScanOutcome("skipped", skipped),
-                      smoke=SmokeOutcome("skipped", skipped))
-    r = assemble(rr, run={"id": "synthetic", "name": machine,
-                          "started_at": "2026-11-30T00:00:00Z", "machine": machine},
-                 experiment={"name": "x", "spec_hash": "sha256:" + "c" * 64, "change": "c",
-                             "fixed": ["image"], "metrics": ["digest"], "repeats": 3,
-                             "spec": {}},
-                 inputs=Inputs(build_args={}, git_ref=None), serve={})
+    r = skeleton_result(arm, repeat, machine=machine, repeats=3)
     r["image"].update({"ref": f"img@{digest}", "digest": digest,
                        "base": [{"ref": "base", "digest": D2}]})
     r["metrics"] = {"digest": digest,
