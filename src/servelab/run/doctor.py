@@ -157,22 +157,21 @@ def check_trivy() -> Check:
     return Check("trivy", True, True, f"Trivy {data.get('Version', '?')}{db_text}")
 
 
-def check_hadolint() -> Check:
+def _optional_tool(name: str, missing: str) -> Check:
+    """``NAME --version`` answered (its first line), or *missing* with the install hint."""
     try:
-        out = proc.run(["hadolint", "--version"], timeout=30)
+        out = proc.run([name, "--version"], timeout=30)
     except ServelabError:
-        return Check("hadolint", False, False, "not found (optional: lint runs without it)",
-                     proc.INSTALL_HINTS["hadolint"])
-    return Check("hadolint", True, False, _first_line(out.stdout))
+        return Check(name, False, False, missing, proc.INSTALL_HINTS[name])
+    return Check(name, True, False, _first_line(out.stdout))
+
+
+def check_hadolint() -> Check:
+    return _optional_tool("hadolint", "not found (optional: lint runs without it)")
 
 
 def check_git() -> Check:
-    try:
-        out = proc.run(["git", "--version"], timeout=30)
-    except ServelabError:
-        return Check("git", False, False, "not found (needed for SOURCE_DATE_EPOCH=commit)",
-                     proc.INSTALL_HINTS["git"])
-    return Check("git", True, False, _first_line(out.stdout))
+    return _optional_tool("git", "not found (needed for SOURCE_DATE_EPOCH=commit)")
 
 
 def check_gpu(required: bool) -> Check:
