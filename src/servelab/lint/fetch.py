@@ -52,6 +52,8 @@ _INTERPRETER = LazyPattern(r"^(python[\d.]*|perl|ruby|node|php)$")
 _HASH_TOOL = LazyPattern(r"^(sha(1|224|256|384|512)sum|shasum|b2sum|md5sum|rhash)$")
 #: a digest or key fingerprint written out: 32 to 128 hex digits
 _DIGEST = LazyPattern(r"(?<![0-9A-Za-z])(0x)?[0-9a-fA-F]{32,128}(?![0-9A-Za-z])")
+#: an OpenPGP v4 fingerprint as gpg prints it: ten groups of four hex digits, spaced
+_SPACED_FPR = LazyPattern(r"(?<![0-9A-Za-z])([0-9A-Fa-f]{4} {1,2}){9}[0-9A-Fa-f]{4}(?![0-9A-Za-z])")
 #: a variable that holds a digest or a key (``$SCCACHE_SHA256``, ``${GPG_KEY}``)
 _DIGEST_VAR = LazyPattern(
     r"\$\{?([A-Za-z_]*(SHA|SUM|HASH|DIGEST|FINGERPRINT|GPG|KEY)[A-Za-z0-9_]*)",
@@ -236,7 +238,8 @@ def _written(raw: str, exp: Expand, local: dict[str, str]) -> bool:
     named like one that the RUN itself does not set (a build argument). A value the RUN
     computes (``SHA=$(curl .../file.sha256)``) was fetched, not written."""
     value = exp(raw)
-    if _DIGEST.search(value) and not urls([value]) and "://" not in value:
+    if (_DIGEST.search(value) or _SPACED_FPR.search(value)) and "://" not in value \
+            and not urls([value]):
         return True
     return any(m.group(1) not in local for m in _DIGEST_VAR.finditer(value))
 
@@ -281,8 +284,9 @@ def _key_pinned(cmds: list[SimpleCommand], exp: Expand, local: dict[str, str],
         for i, a in enumerate(argv):
             name, eq, inline = a.partition("=")
             rest = [inline] if eq else argv[i + 1:]
-            if name in {"--recv-keys", "--recv-key", "--receive-keys"} and any(
-                    _written(k, exp, local) for k in rest[:4]):
+            if name in {"--recv-keys", "--recv-key", "--receive-keys"} and (
+                    any(_written(k, exp, local) for k in rest[:4])
+                    or _written(" ".join(rest[:10]), exp, local)):  # a fingerprint unquoted
                 return True
             if name in {"--import", "--keyring"} and rest and not rest[0].startswith("-") \
                     and _local_file(exp(rest[0]), fetched, check_files):
