@@ -231,8 +231,10 @@ def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, docker_client: object,
     client = docker_client
 
     def servelab_images() -> set[str]:
-        return {t for i in client.images.list() for t in i.tags  # type: ignore[attr-defined]
-                if t.startswith("servelab/")}
+        # the API's list carries the tags: no per-image inspect that races with another
+        # process removing an image meanwhile
+        return {t for i in client.api.images()  # type: ignore[attr-defined]
+                for t in i.get("RepoTags") or [] if t.startswith("servelab/")}
 
     before = servelab_images()
     child = subprocess.Popen(
@@ -291,8 +293,8 @@ def test_keep_keeps_the_tested_images_and_prints_them(tmp_path: Path, docker_cli
             assert name.startswith(f"servelab/{run_id}/")
             assert client.images.get(name).id == digest  # type: ignore[attr-defined]
     finally:
-        for image in client.images.list():  # type: ignore[attr-defined]
-            for tag in image.tags:
+        for image in client.api.images():  # type: ignore[attr-defined]
+            for tag in image.get("RepoTags") or []:
                 if tag.startswith(f"servelab/{run_id}/"):
                     client.images.remove(tag, force=True)  # type: ignore[attr-defined]
 
