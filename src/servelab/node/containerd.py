@@ -48,6 +48,8 @@ STOP_TIMEOUT_S = 10.0
 PULL_TIMEOUT_S = 1800.0
 CONTENT = Path("io.containerd.content.v1.content") / "blobs" / "sha256"
 SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
+#: the name containerd gives a proxy snapshotter (SOCI's) in its config
+PROXY_SNAPSHOTTER = "soci"
 
 
 def _fs_type(path: Path) -> int | None:
@@ -86,8 +88,11 @@ def unavailable(parent: Path | None = None) -> str | None:
     return None
 
 
-def config_text(work: Path) -> str:
-    """containerd's config for an instance living in *work*."""
+def config_text(work: Path, proxy_socket: Path | None = None) -> str:
+    """containerd's config for an instance living in *work*; with *proxy_socket*, a proxy
+    snapshotter named ``soci`` served there (:mod:`servelab.node.soci`)."""
+    proxy = ([f"[proxy_plugins.{PROXY_SNAPSHOTTER}]", '  type = "snapshot"',
+              f'  address = "{proxy_socket}"'] if proxy_socket is not None else [])
     return "\n".join([
         "version = 2",
         f'root = "{work / "root"}"',
@@ -100,6 +105,7 @@ def config_text(work: Path) -> str:
         '[plugins."io.containerd.internal.v1.opt"]', f'  path = "{work / "opt"}"',
         '[plugins."io.containerd.transfer.v1.local"]',
         f"  max_concurrent_downloads = {MAX_CONCURRENT_DOWNLOADS}",
+        *proxy,
         "",
     ])
 
@@ -199,14 +205,28 @@ class PrivateContainerd:
         (self.work / OWNER_FILE).write_text(json.dumps(
             {"pid": os.getpid(), "owner": cleanup.owner_id()}), encoding="utf-8")
         cfg = self.work / "config.toml"
-        cfg.write_text(config_text(self.work), encoding="utf-8")
+        cfg.write_text(self.config(), encoding="utf-8")
         with (self.work / "containerd.log").open("w", encoding="utf-8") as log:
             self._child = proc.start(
                 ["unshare", "--mount", "--propagation", "private", "--",
-                 "containerd", "--config", str(cfg)],
+                 *self.launch(cfg)],
                 stdin=subprocess.DEVNULL, stdout=log.fileno(), stderr=log.fileno(),
                 new_session=True)
         self._wait_ready()
+
+    def config(self) -> str:
+        """containerd's config text (a subclass adds a proxy snapshotter)."""
+        return config_text(self.work)
+
+    def launch(self, cfg: Path) -> list[str]:
+        """What runs inside the private mount namespace; it must end by exec'ing containerd
+        (a subclass starts its snapshotter there first)."""
+        return ["containerd", "--config", str(cfg)]
+
+    @property
+    def pid(self) -> int | None:
+        """containerd's pid (the holder of the private mount namespace), None when stopped."""
+        return self._child.pid if self._child is not None else None
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
