@@ -175,6 +175,14 @@ class SociContainerd(PrivateContainerd):
                     hint="run `servelab doctor` (lazy pulling (SOCI))")
             time.sleep(0.05)
 
+    def root_empty(self) -> bool:
+        """containerd's root holds nothing, and neither does the snapshotter's (no snapshot,
+        no blob in SOCI's content store)."""
+        soci = self.work / "soci"
+        return super().root_empty() and not any(
+            _listing(soci / "snapshotter" / "snapshots")) and not any(
+            _listing(soci / "content" / "blobs" / "sha256"))
+
     def soci_log(self) -> str:
         try:
             return (self.work / "soci.log").read_text(encoding="utf-8", errors="replace")
@@ -211,6 +219,13 @@ class SociContainerd(PrivateContainerd):
         except OSError:
             return {}
         return parse_metrics(text)
+
+
+def _listing(d: Path) -> list[str]:
+    try:
+        return [p.name for p in d.iterdir()]
+    except OSError:
+        return []
 
 
 class _UnixHTTP(http.client.HTTPConnection):
