@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import signal
+import subprocess
+import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +43,25 @@ RUN = "test-lazy-"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 #: a module of the base's Python that the harness start imports (read from the image, lazily)
 IMPORT = "import email.mime.multipart, json, http.client; print('imported')"
+
+
+#: a child that pulls lazily in a Cleanup block and holds the instance (as a start would)
+CHILD = """
+import sys, time
+from pathlib import Path
+from servelab.cleanup import Cleanup
+from servelab.image.ref import ImageRef
+from servelab.image.registry import RegistryClient
+from servelab.node import read_layers
+from servelab.node.lazypull import SociIndex, lazy_pull
+from servelab.node.soci import LazyRegistry
+img = read_layers(RegistryClient(), ImageRef.parse(sys.argv[1]))
+reg = LazyRegistry(sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5]))
+index = SociIndex(img.ref, sys.argv[6], 10 << 20, {img.layers[-1].digest: ""}, 0.0)
+with Cleanup(sys.argv[2]) as cu, lazy_pull(img, reg, index, cu.run_id, cu) as (pc, rec):
+    print("held", rec.lazy, flush=True)
+    time.sleep(120)
+"""
 
 
 def host_state() -> dict[str, object]:
@@ -185,3 +208,50 @@ def test_the_index_is_deleted_at_the_end(copied: ImageLayers,
     assert digest is not None and digest.replace(":", "-") in _tags(copied)
     unpublish_index(copied, index.digest)
     assert _tags(copied) == ["t"]
+
+
+def _held_child(img: ImageLayers, reg: LazyRegistry, index: SociIndex
+                ) -> subprocess.Popen[str]:
+    """A child holding a lazily pulled instance (its FUSE mounts up); returned once it does."""
+    assert reg.ca is not None and reg.log is not None
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, img.ref, f"{RUN}{secrets.token_hex(3)}", reg.host,
+         str(reg.ca), str(reg.log), index.digest],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.strip() == "held True", (line, child.poll())
+    held = host_state()
+    assert len(held["temp_dirs"]) == 1 and held["processes"], held
+    return child
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_while_held_leaves_nothing(
+        copied: ImageLayers, indexed: SociIndex, lazy_registry: LazyRegistry,
+        sig: signal.Signals) -> None:
+    sweep()
+    before = host_state()
+    child = _held_child(copied, lazy_registry, indexed)
+    child.send_signal(sig)
+    child.communicate(timeout=60)
+    assert child.returncode != 0
+    assert host_state() == before
+
+
+def test_a_killed_run_with_fuse_mounts_is_swept(
+        copied: ImageLayers, indexed: SociIndex, lazy_registry: LazyRegistry) -> None:
+    sweep()
+    before = host_state()
+    child = _held_child(copied, lazy_registry, indexed)
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    left = host_state()
+    names = " ".join(str(p) for p in left["processes"])
+    assert "soci-snapshotter-grpc" in names and "containerd --config" in names, left
+    notes = sweep()
+    assert any(left["temp_dirs"][0] in n for n in notes), notes
+    deadline = time.monotonic() + 10
+    while host_state() != before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert host_state() == before
