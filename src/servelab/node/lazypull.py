@@ -294,27 +294,34 @@ def _requests(registry: LazyRegistry, offset: int, repo: str
 def account_bytes(pc: SociContainerd, rec: LazyRecord, img: ImageLayers) -> LazyRecord:
     """Bytes fetched (the registry's log since the pull began) and bytes read lazily (the
     snapshotter's metrics), up to now: call it when the server is ready."""
-    layers = {b.digest for b in img.layers}
-    repo = ImageRef.parse(img.ref).repository
-    if pc.registry.log is not None:
-        fetched = {"layers_full": 0, "layers_partial": 0, "partial_requests": 0,
-                   "other": 0}
-        for kind, what, status, n in _requests(pc.registry, rec._log_offset, repo):
-            if kind == "blobs" and what in layers and status == 200:
-                fetched["layers_full"] += n
-            elif kind == "blobs" and what in layers and status == 206:
-                fetched["layers_partial"] += n
-                fetched["partial_requests"] += 1
-            else:  # manifests, config, SOCI's index and zTOCs
-                fetched["other"] += n
-        fetched["total"] = fetched["layers_full"] + fetched["layers_partial"] + fetched["other"]
-        rec.bytes_fetched = fetched
-    else:
+    rec.bytes_fetched = fetched_bytes(pc.registry, rec._log_offset, img)
+    if rec.bytes_fetched is None:
         rec.notes.append("bytes fetched not counted: the registry's access log is unknown")
     rec.bytes_read = _bytes_read(pc)
     if rec.bytes_read is None:
         rec.notes.append("bytes read not counted: the snapshotter's metrics did not answer")
     return rec
+
+
+def fetched_bytes(registry: LazyRegistry, offset: int, img: ImageLayers
+                  ) -> dict[str, int] | None:
+    """What the registry's log says it sent for *img*'s repository since *offset*: its
+    layers whole (200) and in parts (206), and the rest (manifests, config, SOCI's index and
+    zTOCs) apart. None when the log is unknown."""
+    if registry.log is None:
+        return None
+    layers = {b.digest for b in img.layers}
+    fetched = {"layers_full": 0, "layers_partial": 0, "partial_requests": 0, "other": 0}
+    for kind, what, status, n in _requests(registry, offset, ImageRef.parse(img.ref).repository):
+        if kind == "blobs" and what in layers and status == 200:
+            fetched["layers_full"] += n
+        elif kind == "blobs" and what in layers and status == 206:
+            fetched["layers_partial"] += n
+            fetched["partial_requests"] += 1
+        elif status in (200, 206):
+            fetched["other"] += n
+    fetched["total"] = fetched["layers_full"] + fetched["layers_partial"] + fetched["other"]
+    return fetched
 
 
 def _bytes_read(pc: SociContainerd) -> dict[str, int] | None:
