@@ -21,6 +21,7 @@ import pytest
 
 from hoststate import host_state as _host_state
 from servelab.cleanup import Cleanup
+from servelab.errors import ServelabError
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
 from servelab.node import ImageLayers, read_layers
@@ -50,6 +51,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from servelab.cleanup import Cleanup
+from servelab.errors import ServelabError
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
 from servelab.node import read_layers
@@ -199,16 +201,23 @@ def test_without_an_index_the_pull_is_not_lazy_and_says_why(
                for n in rec.notes), rec.notes
 
 
-def test_the_index_is_deleted_at_the_end(copied: ImageLayers,
+def test_the_index_is_deleted_at_the_end(base_image: str,
                                          lazy_registry: LazyRegistry) -> None:
-    """A second index built and unpublished: its manifest and referrers tag are gone."""
-    with Cleanup(f"{RUN}{secrets.token_hex(3)}") as cu:
-        index = build_index(copied, lazy_registry, cu.run_id, cu, keep=True)
-    digest = ImageRef.parse(copied.ref).digest
-    assert digest is not None and digest.replace(":", "-") in _tags(copied)
-    unpublish_index(copied, index.digest)
-    assert _tags(copied) == ["t"]
-
+    """An index built (in a repository of its own: the module's index stays) and unpublished:
+    its manifest and referrers tag are gone."""
+    ref = _copy(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/gone")
+    img = read_layers(RegistryClient(), ImageRef.parse(ref))
+    try:
+        with Cleanup(f"{RUN}{secrets.token_hex(3)}") as cu:
+            index = build_index(img, lazy_registry, cu.run_id, cu, keep=True)
+        digest = ImageRef.parse(img.ref).digest
+        assert digest is not None and _tags(img) == sorted(["t", digest.replace(":", "-")])
+        unpublish_index(img, index.digest)
+        assert _tags(img) == ["t"]
+        with pytest.raises(ServelabError):
+            RegistryClient().get_manifest(ImageRef.parse(ref).with_digest(index.digest))
+    finally:
+        RegistryClient().delete_manifest(ImageRef.parse(ref))
 
 def _held_child(img: ImageLayers, reg: LazyRegistry, index: SociIndex
                 ) -> subprocess.Popen[str]:
@@ -219,10 +228,15 @@ def _held_child(img: ImageLayers, reg: LazyRegistry, index: SociIndex
          str(reg.ca), str(reg.log), index.digest],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None
-    line = child.stdout.readline()
-    assert line.strip() == "held True", (line, child.poll())
-    held = host_state()
-    assert len(held["temp_dirs"]) == 1 and held["processes"], held
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == "held True", (line, child.poll())
+        held = host_state()
+        assert len(held["temp_dirs"]) == 1 and held["processes"], held
+    except BaseException:
+        child.send_signal(signal.SIGINT)  # its cleanup removes the instance
+        child.communicate(timeout=60)
+        raise
     return child
 
 
