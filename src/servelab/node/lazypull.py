@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servelab import proc
-from servelab.errors import CapabilityError, CommandError, ServelabError
+from servelab.errors import CapabilityError, CommandError, InputError, ServelabError
 from servelab.image.ref import DIGEST_PATTERN, ImageRef
-from servelab.image.registry import RegistryClient
+from servelab.image.registry import RegistryClient, scheme_for
 from servelab.node.coldpull import ColdSettings, log_size, prepare_cache, read_log_from
 from servelab.node.layers import ImageLayers
 from servelab.node.soci import LazyRegistry, SociContainerd, metric_sum
@@ -335,3 +335,49 @@ def _bytes_read(pc: SociContainerd) -> dict[str, int] | None:
     fetched = metric_sum(metrics, "soci_fs_layer_fetched_size_bytes") or 0.0
     return {"synchronous_bytes_served": int(served), "background_bytes_served": int(background),
             "layer_bytes_fetched": int(fetched)}
+
+
+# ---------------------------------------------------------------------------- the option
+
+
+#: the lazy-pulling formats servelab measures (eStargz is a second image: out of scope)
+FORMATS = ("soci",)
+
+
+@dataclass
+class LazySettings:
+    """The lazy arm of the cold start (``--lazy soci``): the HTTPS registry it pulls from
+    (None: the cold-start registry itself), whether it is required (exit 3 when it cannot be
+    measured), and the index's min layer size."""
+
+    formats: tuple[str, ...] = FORMATS
+    registry: LazyRegistry | None = None
+    required: bool = False
+    min_layer_size: int = DEFAULT_MIN_LAYER_SIZE
+
+    def __post_init__(self) -> None:
+        bad = [f for f in self.formats if f not in FORMATS]
+        if bad or not self.formats:
+            raise InputError(f"--lazy {','.join(bad) or '(none)'}: unknown lazy-pulling format",
+                             hint=f"choose from {', '.join(FORMATS)}")
+        if self.min_layer_size < 0:
+            raise InputError("--lazy-min-layer-size must be 0 or more bytes",
+                             hint="give a size in bytes, e.g. 10485760 (SOCI's default)")
+
+    def resolve(self, cold_registry: str) -> tuple[LazyRegistry | None, str | None]:
+        """The registry the lazy pulls use, or why there is none: soci-snapshotter discovers
+        an index only over HTTPS."""
+        if self.registry is not None:
+            return self.registry, None
+        host = cold_registry.split("/", 1)[0]
+        if scheme_for(host) == "http":
+            return None, (f"the cold-start registry {host} is plain HTTP and soci-snapshotter "
+                          "discovers an index only over HTTPS (give --lazy-registry HOST:PORT, "
+                          "the same storage served over TLS, and --registry-ca)")
+        return LazyRegistry(host), None
+
+
+def lazy_not_measured(reason: str) -> dict[str, Any]:
+    """``metrics.coldstart.lazy`` of a repeat whose lazy arm could not be measured."""
+    return {"method": METHOD, "lazy": False, "pull_s": None, "fell_back": None,
+            "notes": [f"lazy not measured: {reason}"]}

@@ -42,6 +42,7 @@ from servelab.textio import write_file
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
     from servelab.node import NodeSettings, NodeStart, NodeStarts
+    from servelab.node.lazypull import LazySettings
     from servelab.scan.stage import Scanner
     from servelab.smoke.result import SmokeResult
 
@@ -332,11 +333,33 @@ class Stages:
 def _node_settings(opts: RunOptions) -> NodeSettings | None:
     """Checked at the start of the run: a bad registry is bad input before any build."""
     if not opts.cold_start_registry:
+        if opts.lazy or opts.require_lazy:
+            raise InputError("--lazy and --require-lazy measure beside the cold pull: they "
+                             "need --cold-start-registry",
+                             hint="add --cold-start-registry HOST[:PORT] (or leave --lazy out)")
         return None
     from servelab.node import ColdSettings, NodeSettings
 
     return NodeSettings(opts.cold_start_registry, list(opts.node_has),
-                        ColdSettings(opts.registry_data, opts.registry_log, opts.drop_caches))
+                        ColdSettings(opts.registry_data, opts.registry_log, opts.drop_caches),
+                        _lazy_settings(opts))
+
+
+def _lazy_settings(opts: RunOptions) -> LazySettings | None:
+    if not opts.lazy and not opts.require_lazy:
+        return None
+    from servelab.image.registry import scheme_for
+    from servelab.node.lazypull import DEFAULT_MIN_LAYER_SIZE, FORMATS
+    from servelab.node.lazypull import LazySettings as Lazy
+    from servelab.node.soci import LazyRegistry
+
+    cold = str(opts.cold_start_registry).split("/", 1)[0]
+    host = opts.lazy_registry or (cold if scheme_for(cold) == "https" else None)
+    reg = (LazyRegistry(host, opts.registry_ca, opts.lazy_registry_log, opts.registry_data)
+           if host else None)
+    size = opts.lazy_min_layer_size
+    return Lazy(tuple(opts.lazy) or FORMATS, reg, opts.require_lazy,
+                DEFAULT_MIN_LAYER_SIZE if size is None else size)
 
 
 def _startup(d: dict[str, Any], first: bool) -> StartupMetrics:
