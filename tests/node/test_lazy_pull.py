@@ -13,13 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from hoststate import host_state as _host_state
+from lazyimages import copy_image, tags_of
 from servelab.cleanup import Cleanup
 from servelab.errors import ServelabError
 from servelab.image.ref import ImageRef
@@ -38,7 +37,6 @@ from servelab.node.soci import LazyRegistry, lazy_unavailable
 
 pytestmark = [pytest.mark.registry, pytest.mark.slow, pytest.mark.usefixtures("root_only")]
 
-SETUP = Path("/var/tmp/servelab-setup")
 TLS_REGISTRY = "127.0.0.1:5443"
 RUN = "test-lazy-"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -71,47 +69,8 @@ def host_state() -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def lazy_registry() -> LazyRegistry:
-    ca = SETUP / "tls" / "ca.pem"
-    why = lazy_unavailable()
-    if why is not None:
-        pytest.skip(f"lazy pulling cannot run here: {why}")
-    try:
-        urllib.request.urlopen(f"https://{TLS_REGISTRY}/v2/", timeout=5,
-                               context=_ssl(ca)).read()
-    except OSError as e:
-        pytest.skip(f"no TLS registry at {TLS_REGISTRY} (scripts/bootstrap.sh only "
-                    f"setup_tls_registry): {e}")
-    return LazyRegistry(TLS_REGISTRY, ca, SETUP / "registry-tls.log", SETUP / "registry-data")
-
-
-def _ssl(ca: Path) -> object:
-    import ssl
-
-    return ssl.create_default_context(cafile=str(ca))
-
-
-def _copy(base: str, repo: str) -> str:
-    """The base image in repository *repo* of the same registry (its blobs mounted across,
-    its manifest put): name:tag@digest."""
-    src = ImageRef.parse(base)
-    reg = RegistryClient()
-    manifest = reg.get_manifest(src)
-    body = json.loads(manifest.body)
-    for d in [body["config"]["digest"], *(x["digest"] for x in body["layers"])]:
-        req = urllib.request.Request(
-            f"http://{src.registry}/v2/{repo}/blobs/uploads/?mount={d}&from={src.repository}",
-            method="POST")
-        with urllib.request.urlopen(req, timeout=30) as r:
-            assert r.status == 201, (d, r.status)
-    dst = ImageRef(src.registry, repo, "t")
-    reg.put_manifest(dst, "t", manifest.body, manifest.media_type)
-    return str(dst.with_digest(manifest.digest))
-
-
-@pytest.fixture(scope="module")
 def copied(base_image: str) -> Iterator[ImageLayers]:
-    ref = _copy(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/base")
+    ref = copy_image(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/base")
     img = read_layers(RegistryClient(), ImageRef.parse(ref))
     yield img
     RegistryClient().delete_manifest(ImageRef.parse(ref))
@@ -121,13 +80,6 @@ def copied(base_image: str) -> Iterator[ImageLayers]:
 def indexed(copied: ImageLayers, lazy_registry: LazyRegistry) -> Iterator[SociIndex]:
     with Cleanup(f"{RUN}{secrets.token_hex(3)}") as cu:
         yield build_index(copied, lazy_registry, cu.run_id, cu)
-
-
-def _tags(img: ImageLayers) -> list[str]:
-    ref = ImageRef.parse(img.ref)
-    with urllib.request.urlopen(f"http://{ref.registry}/v2/{ref.repository}/tags/list",
-                                timeout=10) as r:
-        return sorted(json.loads(r.read())["tags"] or [])
 
 
 def test_available_here() -> None:
@@ -142,7 +94,7 @@ def test_the_index_is_pushed_beside_the_image(copied: ImageLayers,
     # the image digest did not change; the referrers fallback tag names the image's digest
     digest = ImageRef.parse(copied.ref).digest
     assert digest is not None
-    assert _tags(copied) == sorted(["t", digest.replace(":", "-")])
+    assert tags_of(copied) == sorted(["t", digest.replace(":", "-")])
     index = RegistryClient().get_manifest(ImageRef.parse(copied.ref).with_digest(indexed.digest))
     assert json.loads(index.body)["subject"]["digest"] == digest
 
@@ -187,7 +139,7 @@ def test_without_an_index_the_pull_is_not_lazy_and_says_why(
         base_image: str, lazy_registry: LazyRegistry, indexed: SociIndex) -> None:
     """Another repository holds the same image with no index: the snapshotter finds none,
     prepares every layer locally, and the record says the figure is not lazy."""
-    ref = _copy(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/plain")
+    ref = copy_image(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/plain")
     img = read_layers(RegistryClient(), ImageRef.parse(ref))
     rid = f"{RUN}{secrets.token_hex(3)}"
     try:
@@ -205,15 +157,15 @@ def test_the_index_is_deleted_at_the_end(base_image: str,
                                          lazy_registry: LazyRegistry) -> None:
     """An index built (in a repository of its own: the module's index stays) and unpublished:
     its manifest and referrers tag are gone."""
-    ref = _copy(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/gone")
+    ref = copy_image(base_image, f"servelab-lazy/{RUN}{secrets.token_hex(3)}/gone")
     img = read_layers(RegistryClient(), ImageRef.parse(ref))
     try:
         with Cleanup(f"{RUN}{secrets.token_hex(3)}") as cu:
             index = build_index(img, lazy_registry, cu.run_id, cu, keep=True)
         digest = ImageRef.parse(img.ref).digest
-        assert digest is not None and _tags(img) == sorted(["t", digest.replace(":", "-")])
+        assert digest is not None and tags_of(img) == sorted(["t", digest.replace(":", "-")])
         unpublish_index(img, index.digest)
-        assert _tags(img) == ["t"]
+        assert tags_of(img) == ["t"]
         with pytest.raises(ServelabError):
             RegistryClient().get_manifest(ImageRef.parse(ref).with_digest(index.digest))
     finally:
