@@ -137,3 +137,36 @@ def test_through_node_starts_it_is_measured_and_its_index_removed(
         assert got["index"]["digest"] == got["index_digest"]
         assert got["bytes_fetched"]["layers_full"] == 0  # the base's one layer is indexed
     assert first["index"] == second["index"]
+
+
+@pytest.mark.usefixtures("root_only")
+def test_doctor_starts_the_snapshotter_for_real() -> None:
+    from servelab.node.containerd import PREFIX, temp_parent
+    from servelab.run.doctor import check_lazy_pulling
+
+    before = sorted(temp_parent().glob(PREFIX + "doctor-*"))
+    check = check_lazy_pulling()
+    assert check.ok and not check.required, check
+    assert check.detail.startswith("soci-snapshotter-grpc version ")
+    assert "started as containerd's proxy snapshotter" in check.detail
+    assert sorted(temp_parent().glob(PREFIX + "doctor-*")) == before
+
+
+@pytest.mark.usefixtures("root_only")
+def test_doctor_without_soci_says_why_and_how(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PATH with the private containerd's tools but not soci's: a warning naming it."""
+    import shutil
+
+    from servelab.run.doctor import check_lazy_pulling
+
+    for tool in ("containerd", "ctr", "unshare", "nsenter", "fusermount3", "sh"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (tmp_path / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    check = check_lazy_pulling()
+    assert not check.ok and not check.required
+    assert check.detail.startswith("`soci` is not installed (Debian: apt-get install "
+                                   "soci-snapshotter")
+    assert "recorded as not measured" in check.fix
