@@ -170,3 +170,24 @@ def test_doctor_without_soci_says_why_and_how(tmp_path: Path,
     assert check.detail.startswith("`soci` is not installed (Debian: apt-get install "
                                    "soci-snapshotter")
     assert "recorded as not measured" in check.fix
+
+
+def test_the_specs_cold_start_adds_to_the_options(tmp_path: Path) -> None:
+    from servelab import spec
+    from servelab.run.options import RunOptions
+    from servelab.run.stages import _node_settings, _with_spec
+
+    exp = spec.load_experiment(ROOT / "tests" / "data" / "spec" / "valid" /
+                               "native-coldstart-lazy.yaml")
+    plain = RunOptions(out_dir=tmp_path)
+    assert _with_spec(plain, exp) is plain  # no node measured: the spec's lazy arm neither
+    opts = _with_spec(RunOptions(out_dir=tmp_path, cold_start_registry="127.0.0.1:5000"), exp)
+    assert (opts.lazy, opts.require_lazy, opts.lazy_min_layer_size) == (("soci",), True,
+                                                                        4194304)
+    settings = _node_settings(opts)
+    assert settings is not None and settings.lazy is not None
+    assert settings.lazy.required and settings.lazy.min_layer_size == 4194304
+    assert settings.lazy.registry is None  # plain HTTP: resolve() says why at the start
+    wins = _with_spec(RunOptions(out_dir=tmp_path, cold_start_registry="127.0.0.1:5000",
+                                 lazy_min_layer_size=0), exp)
+    assert wins.lazy_min_layer_size == 0

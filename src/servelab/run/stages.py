@@ -72,7 +72,7 @@ class Stages:
         self._smoked: set[str] = set()
         self._scans = {"scanned": 0, "shared": 0}
         self._stack = contextlib.ExitStack()
-        self._node_settings = _node_settings(opts)
+        self._node_settings = _node_settings(_with_spec(opts, exp))
         self._nodes: NodeStarts | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -328,6 +328,19 @@ class Stages:
                  for b in rec.base_images if b.digest]
         return self._nodes.measure(arm.name, image, bases, archive=Path(rec.archive),
                                    digest=rec.manifest_digest)
+
+
+def _with_spec(opts: RunOptions, exp: Experiment) -> RunOptions:
+    """The options with the spec's ``coldStart`` added (the CLI's lazy formats and
+    requirement add to the spec's; its min layer size wins). Without --cold-start-registry
+    nothing is measured on a node, and the spec's lazy arm with it."""
+    cs = exp.cold_start
+    if not opts.cold_start_registry or (not cs.lazy and not cs.lazy_required):
+        return opts
+    size = opts.lazy_min_layer_size
+    return replace(opts, lazy=tuple(dict.fromkeys((*cs.lazy, *opts.lazy))),
+                   require_lazy=opts.require_lazy or cs.lazy_required,
+                   lazy_min_layer_size=cs.lazy_min_layer_size if size is None else size)
 
 
 def _node_settings(opts: RunOptions) -> NodeSettings | None:
