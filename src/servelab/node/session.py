@@ -230,6 +230,9 @@ class NodeStarts:
             if self.settings.lazy.required:
                 raise
             return lazy_not_measured(e.message)
+        rec.notes.append("pull only: the server was not started on the lazy node (that start "
+                         "comes with the private containerd's start), so bytes fetched and "
+                         "read are the pull's own, not those read before ready")
         return {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
 
     def _warm_base(self, img: ImageLayers, image: str, held: list[str],
