@@ -108,7 +108,8 @@ def test_lazy_pull_is_discovered_checked_lazy_and_leaves_nothing(
         assert pc.pid is not None and (pc.work / "soci.sock").exists()
         during = rec.to_dict()
         # the image's snapshots are prepared in the running instance: a start can follow
-        out = pc.ctr_in("run", "--snapshotter", "soci", "--runc-root", str(pc.work / "runc"),
+        # (pc.ctr runs ctr inside the instance's mount namespace, where the FUSE mounts are)
+        out = pc.ctr("run", "--snapshotter", "soci", "--runc-root", str(pc.work / "runc"),
                         "--fifo-dir", str(pc.work / "fifo"), "--rm", rec.ref,
                         f"{rid}-harness", "python3", "-c", IMPORT, timeout=120)
         assert out.stdout.strip() == "imported"

@@ -205,11 +205,14 @@ class SociContainerd(PrivateContainerd):
         return self.ns("soci", "--address", str(self.socket), "--namespace", self.namespace,
                        *args, check=check, timeout=timeout, env=self.registry.env())
 
-    def ctr_in(self, *args: str, check: bool = True, timeout: float = 60.0) -> proc.Completed:
-        """``ctr`` in the namespace (``ctr run`` with the soci snapshotter must see its FUSE
-        mounts)."""
+    def ctr(self, *args: str, check: bool = True, timeout: float = 60.0) -> proc.Completed:
+        """``ctr`` against this instance, run INSIDE its mount namespace: ``ctr run`` with the
+        snapshotter ``soci`` mounts the container's rootfs from the snapshotter's FUSE mounts,
+        which only that namespace sees (outside it fails: "failed to mount ...: no such file
+        or directory")."""
         return self.ns("ctr", "-a", str(self.socket), "-n", self.namespace, *args,
                        check=check, timeout=timeout, env=self.registry.env())
+
 
     def metrics(self) -> dict[str, float]:
         """The snapshotter's Prometheus figures, ``name{labels}`` -> value ({} when its
