@@ -136,10 +136,14 @@ tls_registry_answers() {
     "https://$TLS_REGISTRY_ADDR/v2/" >/dev/null 2>&1
 }
 
-make_tls_certs() {
+tls_certs_current() {
   [ -s "$TLS_DIR/cert.pem" ] && [ -s "$TLS_DIR/key.pem" ] && [ -s "$TLS_DIR/ca.pem" ] \
     && openssl x509 -in "$TLS_DIR/cert.pem" -noout -ext subjectAltName 2>/dev/null \
-       | grep -q "DNS:$TLS_REGISTRY_ALIAS" && return 0
+       | grep -q "DNS:$TLS_REGISTRY_ALIAS"
+}
+
+make_tls_certs() {
+  tls_certs_current && return 0
   mkdir -p "$TLS_DIR"
   local ip="${TLS_REGISTRY_ADDR%:*}"
   openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=servelab test CA" \
@@ -154,7 +158,14 @@ make_tls_certs() {
 }
 
 setup_tls_registry() {
-  tls_registry_answers && { log "TLS registry at $TLS_REGISTRY_ADDR answers"; return 0; }
+  if tls_registry_answers; then
+    tls_certs_current && { log "TLS registry at $TLS_REGISTRY_ADDR answers"; return 0; }
+    # an older certificate (without the mirror name): stop the registry this script started
+    if [ -s "$STATE/registry-tls.pid" ]; then
+      kill "$(cat "$STATE/registry-tls.pid")" 2>/dev/null || true
+      sleep 1
+    fi
+  fi
   command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
   command -v openssl >/dev/null 2>&1 || apt_install openssl
   make_tls_certs
