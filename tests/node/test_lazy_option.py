@@ -197,3 +197,38 @@ def test_the_specs_cold_start_adds_to_the_options(tmp_path: Path) -> None:
     wins = _with_spec(RunOptions(out_dir=tmp_path, cold_start_registry="127.0.0.1:5000",
                                  lazy_min_layer_size=0), exp)
     assert wins.lazy_min_layer_size == 0
+
+
+def test_a_temp_dir_too_long_for_the_sockets_is_named(tmp_path: Path) -> None:
+    """containerd refuses unix socket paths over 104 characters: a long TMPDIR is a reason
+    (cold and lazy fall back and say so), and a short enough one trims the dir's name."""
+    from servelab.node.containerd import SOCKET_PATH_MAX, unavailable
+
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    why = unavailable(deep)
+    assert why is not None and why.startswith(f"the temp dir {deep} is too long a path for "
+                                              "containerd's unix sockets")
+    assert f"at most {SOCKET_PATH_MAX} characters" in why
+
+
+def test_a_longer_temp_dir_trims_the_instance_name() -> None:
+    import shutil
+    import tempfile
+
+    from servelab.node.containerd import SOCKET_PATH_MAX, PrivateContainerd, unavailable
+
+    top = Path(tempfile.mkdtemp(prefix="sl-", dir="/tmp"))
+    parent = top / ("d" * 30)  # about 47 characters: room for 12 of the run id
+    parent.mkdir()
+    try:
+        assert unavailable(parent) is None or "too long" not in unavailable(parent)
+        ctd = PrivateContainerd("a-run-id-of-forty-characters-exactly-xyz", parent=parent)
+        sock = ctd.work / "containerd.sock.ttrpc"
+        assert len(str(sock)) <= SOCKET_PATH_MAX, sock
+        assert ctd.work.name.startswith("servelab-ctd-a-run-id-of")
+        assert ctd.namespace == "servelab-a-run-id-of-forty-characters-exactly-xyz"
+        ctd.stop()
+        assert not ctd.work.exists()
+    finally:
+        shutil.rmtree(top)

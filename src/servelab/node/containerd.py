@@ -41,6 +41,17 @@ from servelab.errors import CapabilityError, CommandError
 #: statfs f_type of overlayfs: containerd's overlayfs snapshotter cannot nest on it
 OVERLAYFS_MAGIC = 0x794C7630
 PREFIX = "servelab-ctd-"
+#: the longest unix socket path containerd accepts
+SOCKET_PATH_MAX = 104
+#: an instance dir's longest socket name, and mkdtemp's suffix with its dash
+_LONGEST_SOCKET = "/containerd.sock.ttrpc"
+_SUFFIX = 9
+
+
+def _name_room(parent: Path) -> int:
+    """How many characters of the run id fit in an instance dir's name under *parent*, so
+    that its sockets' paths stay within SOCKET_PATH_MAX."""
+    return SOCKET_PATH_MAX - len(str(parent)) - 1 - len(PREFIX) - _SUFFIX - len(_LONGEST_SOCKET)
 OWNER_FILE = "servelab-owner.json"
 MAX_CONCURRENT_DOWNLOADS = 3
 START_TIMEOUT_S = 30.0
@@ -82,6 +93,9 @@ def unavailable(parent: Path | None = None) -> str | None:
         return ("not root: a private containerd needs root (docs/action.md says how to "
                 "enable it on a runner)")
     where = parent or temp_parent()
+    if _name_room(where) < 1:
+        return (f"the temp dir {where} is too long a path for containerd's unix sockets (at "
+                f"most {SOCKET_PATH_MAX} characters): set TMPDIR to a shorter one, e.g. /tmp")
     if _fs_type(where) == OVERLAYFS_MAGIC:
         return (f"the temp dir {where} is on overlayfs, where containerd's overlayfs "
                 "snapshotter cannot run (set TMPDIR to a directory on ext4 or xfs)")
@@ -183,7 +197,9 @@ class PrivateContainerd:
     def __init__(self, run_id: str, *, parent: Path | None = None) -> None:
         safe = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:40] or "run"
         self.namespace = f"servelab-{safe}"
-        self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe}-", dir=parent))
+        room = max(1, min(40, _name_room(parent or temp_parent())))
+        self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe[:room].rstrip('-')}-",
+                                          dir=parent))
         self.socket = self.work / "containerd.sock"
         self.root = self.work / "root"
         self._child: subprocess.Popen[str] | None = None
