@@ -224,11 +224,9 @@ def _fallback_reasons(rec: LazyRecord, index: SociIndex, local: list[str]) -> li
         why.append(f"{rec.remote_layers} of {len(index.ztocs)} indexed layers were remote "
                    "snapshots")
     why += [f"{d[:19]} prepared as a local snapshot" for d in local if d in index.ztocs]
-    if rec.requests or rec.pull_s is not None:
-        for d in index.ztocs:
-            got = rec.requests.get(d, [])
-            if any(s == 200 for s, _ in got):
-                why.append(f"{d[:19]} fetched in full (200) during the pull")
+    for d in index.ztocs:
+        if any(status == 200 for status, _ in rec.requests.get(d, [])):
+            why.append(f"{d[:19]} fetched in full (200) during the pull")
     if not index.ztocs:
         why.append(f"no layer is >= {index.min_layer_size} bytes: nothing was indexed")
     return why

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab import proc
-from servelab.errors import CapabilityError, InputError, ServelabError
+from servelab.errors import CapabilityError, CommandError, InputError, ServelabError
 from servelab.image.ref import ImageRef, is_digest
 from servelab.image.registry import RegistryClient
 from servelab.node import containerd
@@ -226,7 +226,7 @@ class NodeStarts:
         try:
             with self.lazy_node(img) as (pc, rec):
                 account_bytes(pc, rec, img)
-        except CapabilityError as e:
+        except (CapabilityError, CommandError) as e:  # CommandError: a soci call timed out
             if self.settings.lazy.required:
                 raise
             return lazy_not_measured(e.message)
