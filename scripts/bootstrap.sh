@@ -11,6 +11,7 @@
 #         CDI on with a spec directory of its own for the synthetic-GPU smoke tests; a
 #         dockerd this script started with an older config is restarted)
 #   - a local OCI registry on 127.0.0.1:5000 (Debian's docker-registry)
+#   - the same registry storage over TLS on 127.0.0.1:5443 (own CA), for the lazy-pull tests
 #   - the example's base image, made locally (debootstrap), pushed to that registry;
 #     its name@sha256 goes into examples/build-args.env (untracked)
 #   - for the tests only (not when SERVELAB_SETUP_FOR=example, as scripts/example.sh sets): a
@@ -115,6 +116,80 @@ setup_soci() {
     add_trixie_source
     apt_install -t trixie soci-snapshotter
   fi
+}
+
+# The lazy-pull tests' registry (issue 25): soci-snapshotter discovers an image's SOCI index
+# (referrers API) only over HTTPS, so a second docker-registry serves the SAME storage as the
+# plain one over TLS on $TLS_REGISTRY_ADDR, with its own access log; the certificate is for
+# the IP 127.0.0.1 and for the name $TLS_REGISTRY_ALIAS (subjectAltName), signed by a CA made
+# here ($STATE/tls/ca.pem), which the tests hand to soci and its snapshotter. The name: the
+# snapshotter talks plain HTTP to any loopback address, so servelab maps that name to
+# 127.0.0.1 inside its private mount namespace only (a hosts file bind-mounted there) and
+# gives it to the snapshotter as the registry's mirror. Nothing is installed in the machine's
+# trust store and /etc/hosts is not edited.
+TLS_REGISTRY_ADDR="${SERVELAB_TLS_REGISTRY:-127.0.0.1:5443}"
+TLS_DIR="$STATE/tls"
+TLS_REGISTRY_ALIAS="servelab-lazy-registry.test"
+
+tls_registry_answers() {
+  [ -s "$TLS_DIR/ca.pem" ] && curl -fsS --max-time 3 --cacert "$TLS_DIR/ca.pem" \
+    "https://$TLS_REGISTRY_ADDR/v2/" >/dev/null 2>&1
+}
+
+tls_certs_current() {
+  [ -s "$TLS_DIR/cert.pem" ] && [ -s "$TLS_DIR/key.pem" ] && [ -s "$TLS_DIR/ca.pem" ] \
+    && openssl x509 -in "$TLS_DIR/cert.pem" -noout -ext subjectAltName 2>/dev/null \
+       | grep -q "DNS:$TLS_REGISTRY_ALIAS"
+}
+
+make_tls_certs() {
+  tls_certs_current && return 0
+  mkdir -p "$TLS_DIR"
+  local ip="${TLS_REGISTRY_ADDR%:*}"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=servelab test CA" \
+    -keyout "$TLS_DIR/ca-key.pem" -out "$TLS_DIR/ca.pem" >/dev/null 2>&1
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$ip" -keyout "$TLS_DIR/key.pem" \
+    -out "$TLS_DIR/cert.csr" >/dev/null 2>&1
+  printf 'subjectAltName=IP:%s,DNS:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+    "$ip" "$TLS_REGISTRY_ALIAS" > "$TLS_DIR/ext.cnf"
+  openssl x509 -req -in "$TLS_DIR/cert.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca-key.pem" \
+    -CAcreateserial -days 3650 -extfile "$TLS_DIR/ext.cnf" -out "$TLS_DIR/cert.pem" >/dev/null 2>&1
+  rm -f "$TLS_DIR/cert.csr"
+}
+
+setup_tls_registry() {
+  if tls_registry_answers; then
+    tls_certs_current && { log "TLS registry at $TLS_REGISTRY_ADDR answers"; return 0; }
+    # an older certificate (without the mirror name): stop the registry this script started
+    if [ -s "$STATE/registry-tls.pid" ]; then
+      kill "$(cat "$STATE/registry-tls.pid")" 2>/dev/null || true
+      sleep 1
+    fi
+  fi
+  command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
+  command -v openssl >/dev/null 2>&1 || apt_install openssl
+  make_tls_certs
+  mkdir -p "$STATE/registry-data"
+  cat > "$STATE/registry-tls.yml" <<YML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $STATE/registry-data
+  delete:
+    enabled: true
+http:
+  addr: $TLS_REGISTRY_ADDR
+  tls:
+    certificate: $TLS_DIR/cert.pem
+    key: $TLS_DIR/key.pem
+YML
+  log "starting the TLS docker-registry on $TLS_REGISTRY_ADDR (same storage)"
+  setsid docker-registry serve "$STATE/registry-tls.yml" >>"$STATE/registry-tls.log" 2>&1 < /dev/null &
+  echo $! > "$STATE/registry-tls.pid"
+  for _ in $(seq 1 30); do tls_registry_answers && return 0; sleep 0.5; done
+  log "TLS registry did not answer; see $STATE/registry-tls.log"; exit 3
 }
 
 engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
@@ -368,9 +443,13 @@ main() {
   setup_registry
   setup_base_image
   setup_soci
+  setup_tls_registry
 }
 
-if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+# `scripts/bootstrap.sh only setup_tls_registry` runs one step (its prerequisites present).
+if [ "${1:-}" = only ] && [ -n "${2:-}" ] && declare -F "$2" >/dev/null; then
+  "$2"
+elif [ "${BASH_SOURCE[0]}" = "$0" ]; then
   main "$@"
 else
   main "$@"

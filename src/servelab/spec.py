@@ -159,6 +159,16 @@ class Gates:
 
 
 @dataclass
+class ColdStart:
+    """``spec.coldStart``: the lazy arm of the node's start-up cost (``--lazy`` and
+    ``--require-lazy`` add to it; ``--lazy-min-layer-size`` wins)."""
+
+    lazy: tuple[str, ...] = ()
+    lazy_required: bool = False
+    lazy_min_layer_size: int | None = None
+
+
+@dataclass
 class Experiment:
     name: str
     change: str
@@ -178,6 +188,7 @@ class Experiment:
     form: str  # "native" or "configmap"
     #: the normalised native spec (what was validated), for result.json
     spec_data: dict[str, Any]
+    cold_start: ColdStart = field(default_factory=ColdStart)
 
     @property
     def base_dir(self) -> Path:
@@ -815,6 +826,13 @@ def _gates(gt: dict[str, Any]) -> Gates:
                  min_effect={k: float(v) for k, v in gt.get("minEffect", {}).items()})
 
 
+def _cold_start(cs: dict[str, Any]) -> ColdStart:
+    size = cs.get("lazyMinLayerSize")
+    return ColdStart(lazy=tuple(cs.get("lazy", ())),
+                     lazy_required=bool(cs.get("lazyRequired", False)),
+                     lazy_min_layer_size=int(size) if size is not None else None)
+
+
 def _first_error(findings: list[Finding]) -> InputError:
     first = findings[0]
     more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
@@ -859,6 +877,7 @@ def build_experiment(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) ->
         file=file,
         form=checked.form,
         spec_data=s,
+        cold_start=_cold_start(s.get("coldStart", {})),
     )
 
 

@@ -30,6 +30,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "scan_repeats.py": ("ratio (wall time, median of rounds)", ("docker", "registry", "trivy")),
     "run_overhead.py": ("servelab's own share", ("docker", "registry", "trivy")),
     "progress_big.py": ("against the bound", ("docker", "registry")),
+    "lazy_pull.py": ("medians of 1 round(s)", ("registry",)),
 }
 
 

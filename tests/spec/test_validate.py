@@ -186,3 +186,10 @@ def test_every_schema_field_has_a_description() -> None:
 
     walk(load_schema("experiment"), "#")
     assert missing == []
+
+
+def test_cold_start_lazy_is_read_into_the_experiment() -> None:
+    exp = spec.load_experiment(DATA / "valid" / "native-coldstart-lazy.yaml")
+    assert exp.cold_start == spec.ColdStart(("soci",), True, 4194304)
+    assert spec.load_experiment(DATA / "valid" / "native-minimal.yaml").cold_start == \
+        spec.ColdStart()

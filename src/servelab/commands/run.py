@@ -77,6 +77,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drop-caches", action="store_true",
                         help="sync and drop the whole page cache before each cold pull (root; "
                         "it slows every other job on the machine)")
+    parser.add_argument("--lazy", action="append", default=[], choices=["soci"],
+                        help="also time a lazy pull (SOCI) of each image before every start: "
+                        "its index built and pushed beside it, discovered as a node does it "
+                        "(needs root, FUSE, soci-snapshotter and an HTTPS registry)")
+    parser.add_argument("--lazy-registry", metavar="HOST[:PORT]",
+                        default=os.environ.get("SERVELAB_LAZY_REGISTRY") or None,
+                        help="the HTTPS registry the lazy pulls use, serving the same storage "
+                        "as the cold-start registry (default: $SERVELAB_LAZY_REGISTRY; unset: "
+                        "the cold-start registry itself)")
+    parser.add_argument("--registry-ca", metavar="FILE",
+                        default=os.environ.get("SERVELAB_REGISTRY_CA") or None,
+                        help="the CA that signed the lazy registry's certificate (default: "
+                        "$SERVELAB_REGISTRY_CA; unset: the system's CAs)")
+    parser.add_argument("--lazy-registry-log", metavar="FILE",
+                        default=os.environ.get("SERVELAB_LAZY_REGISTRY_LOG") or None,
+                        help="the lazy registry's access log: each lazy pull checks it fetched "
+                        "the indexed layers in parts, and counts the bytes fetched")
+    parser.add_argument("--require-lazy", action="store_true",
+                        help="exit 3 when the lazy pull cannot be measured here (without it: "
+                        "recorded as 'lazy not measured: <reason>')")
+    parser.add_argument("--lazy-min-layer-size", type=ascii_int, metavar="BYTES",
+                        help="layers smaller than this get no SOCI zTOC and are fetched whole "
+                        "(default: 10485760, SOCI's own)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
@@ -108,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
         registry_data=Path(args.registry_data) if args.registry_data else None,
         registry_log=Path(args.registry_log) if args.registry_log else None,
         drop_caches=args.drop_caches,
+        lazy=tuple(args.lazy), lazy_registry=args.lazy_registry,
+        registry_ca=Path(args.registry_ca) if args.registry_ca else None,
+        lazy_registry_log=Path(args.lazy_registry_log) if args.lazy_registry_log else None,
+        require_lazy=args.require_lazy, lazy_min_layer_size=args.lazy_min_layer_size,
     )
 
     def progress(msg: str) -> None:

@@ -4,8 +4,10 @@ starts and becomes ready is :mod:`servelab.smoke`.
 
 * :mod:`~servelab.node.layers` (what is pulled), :mod:`~servelab.node.pull` (one pull's record),
   :mod:`~servelab.node.containerd` (a private containerd), :mod:`~servelab.node.coldpull` (the
-  cold pull through it, checked cold), :mod:`~servelab.node.fetch` (servelab's cold fetch and
-  unpack, where no private containerd can run), :mod:`~servelab.node.engine`
+  cold pull through it, checked cold), :mod:`~servelab.node.soci` (a private containerd with
+  SOCI's snapshotter), :mod:`~servelab.node.lazypull` (the lazy pull, checked lazy, its bytes),
+  :mod:`~servelab.node.fetch` (servelab's cold fetch and unpack, where no private containerd
+  can run), :mod:`~servelab.node.engine`
   (the engine's pull, the push), :mod:`~servelab.node.start` (one repeat's figures),
   :mod:`~servelab.node.session` (a run's measurements).
 
@@ -32,6 +34,11 @@ loopback they are not WAN seconds). Per repeat:
   engine could never pull it cold. Where no private containerd can run (not root, no
   ``containerd``), servelab fetches every blob into an empty directory (sha256 checked) and
   unpacks each layer there with ``tar``, in order, and says why.
+* **lazy** (``--lazy soci``, :mod:`~servelab.node.lazypull`): the image's SOCI index built
+  once and pushed beside it, then per repeat a fresh private containerd with
+  soci-snapshotter-grpc pulls it lazily (the index discovered as a node does), checked lazy by
+  the snapshotter's and the registry's logs; :meth:`NodeStarts.lazy_node` yields the running
+  instance and its record for a start there.
 * **warm-base**: the engine's own pull (Docker API, streamed progress) after servelab removed
   its names of the image, with the base images (``FROM``, or ``--node-has``) in the engine
   (pulled first when missing, removed at the end then). This run's other images (the other

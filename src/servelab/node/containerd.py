@@ -41,6 +41,17 @@ from servelab.errors import CapabilityError, CommandError
 #: statfs f_type of overlayfs: containerd's overlayfs snapshotter cannot nest on it
 OVERLAYFS_MAGIC = 0x794C7630
 PREFIX = "servelab-ctd-"
+#: the longest unix socket path containerd accepts
+SOCKET_PATH_MAX = 104
+#: an instance dir's longest socket name, and mkdtemp's suffix with its dash
+_LONGEST_SOCKET = "/containerd.sock.ttrpc"
+_SUFFIX = 9
+
+
+def _name_room(parent: Path) -> int:
+    """How many characters of the run id fit in an instance dir's name under *parent*, so
+    that its sockets' paths stay within SOCKET_PATH_MAX."""
+    return SOCKET_PATH_MAX - len(str(parent)) - 1 - len(PREFIX) - _SUFFIX - len(_LONGEST_SOCKET)
 OWNER_FILE = "servelab-owner.json"
 MAX_CONCURRENT_DOWNLOADS = 3
 START_TIMEOUT_S = 30.0
@@ -48,6 +59,8 @@ STOP_TIMEOUT_S = 10.0
 PULL_TIMEOUT_S = 1800.0
 CONTENT = Path("io.containerd.content.v1.content") / "blobs" / "sha256"
 SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
+#: the name containerd gives a proxy snapshotter (SOCI's) in its config
+PROXY_SNAPSHOTTER = "soci"
 
 
 def _fs_type(path: Path) -> int | None:
@@ -80,14 +93,20 @@ def unavailable(parent: Path | None = None) -> str | None:
         return ("not root: a private containerd needs root (docs/action.md says how to "
                 "enable it on a runner)")
     where = parent or temp_parent()
+    if _name_room(where) < 1:
+        return (f"the temp dir {where} is too long a path for containerd's unix sockets (at "
+                f"most {SOCKET_PATH_MAX} characters): set TMPDIR to a shorter one, e.g. /tmp")
     if _fs_type(where) == OVERLAYFS_MAGIC:
         return (f"the temp dir {where} is on overlayfs, where containerd's overlayfs "
                 "snapshotter cannot run (set TMPDIR to a directory on ext4 or xfs)")
     return None
 
 
-def config_text(work: Path) -> str:
-    """containerd's config for an instance living in *work*."""
+def config_text(work: Path, proxy_socket: Path | None = None) -> str:
+    """containerd's config for an instance living in *work*; with *proxy_socket*, a proxy
+    snapshotter named ``soci`` served there (:mod:`servelab.node.soci`)."""
+    proxy = ([f"[proxy_plugins.{PROXY_SNAPSHOTTER}]", '  type = "snapshot"',
+              f'  address = "{proxy_socket}"'] if proxy_socket is not None else [])
     return "\n".join([
         "version = 2",
         f'root = "{work / "root"}"',
@@ -100,6 +119,7 @@ def config_text(work: Path) -> str:
         '[plugins."io.containerd.internal.v1.opt"]', f'  path = "{work / "opt"}"',
         '[plugins."io.containerd.transfer.v1.local"]',
         f"  max_concurrent_downloads = {MAX_CONCURRENT_DOWNLOADS}",
+        *proxy,
         "",
     ])
 
@@ -177,7 +197,9 @@ class PrivateContainerd:
     def __init__(self, run_id: str, *, parent: Path | None = None) -> None:
         safe = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:40] or "run"
         self.namespace = f"servelab-{safe}"
-        self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe}-", dir=parent))
+        room = max(1, min(40, _name_room(parent or temp_parent())))
+        self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe[:room].rstrip('-')}-",
+                                          dir=parent))
         self.socket = self.work / "containerd.sock"
         self.root = self.work / "root"
         self._child: subprocess.Popen[str] | None = None
@@ -199,14 +221,28 @@ class PrivateContainerd:
         (self.work / OWNER_FILE).write_text(json.dumps(
             {"pid": os.getpid(), "owner": cleanup.owner_id()}), encoding="utf-8")
         cfg = self.work / "config.toml"
-        cfg.write_text(config_text(self.work), encoding="utf-8")
+        cfg.write_text(self.config(), encoding="utf-8")
         with (self.work / "containerd.log").open("w", encoding="utf-8") as log:
             self._child = proc.start(
                 ["unshare", "--mount", "--propagation", "private", "--",
-                 "containerd", "--config", str(cfg)],
+                 *self.launch(cfg)],
                 stdin=subprocess.DEVNULL, stdout=log.fileno(), stderr=log.fileno(),
                 new_session=True)
         self._wait_ready()
+
+    def config(self) -> str:
+        """containerd's config text (a subclass adds a proxy snapshotter)."""
+        return config_text(self.work)
+
+    def launch(self, cfg: Path) -> list[str]:
+        """What runs inside the private mount namespace; it must end by exec'ing containerd
+        (a subclass starts its snapshotter there first)."""
+        return ["containerd", "--config", str(cfg)]
+
+    @property
+    def pid(self) -> int | None:
+        """containerd's pid (the holder of the private mount namespace), None when stopped."""
+        return self._child.pid if self._child is not None else None
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab import proc
-from servelab.errors import CapabilityError, InputError, ServelabError
+from servelab.errors import CapabilityError, CommandError, InputError, ServelabError
 from servelab.image.ref import ImageRef, is_digest
 from servelab.image.registry import RegistryClient
 from servelab.node import containerd
@@ -21,7 +21,17 @@ from servelab.node.coldpull import ColdSettings, containerd_cold_pull, prepare_c
 from servelab.node.engine import engine_pull, pull_quietly, push_archive
 from servelab.node.fetch import fetch_cold
 from servelab.node.layers import ImageLayers, NodeCost, read_layers
+from servelab.node.lazypull import (
+    LazyRecord,
+    LazySettings,
+    SociIndex,
+    account_bytes,
+    build_index,
+    lazy_not_measured,
+    lazy_pull,
+)
 from servelab.node.pull import PullRecord
+from servelab.node.soci import LazyRegistry, SociContainerd, lazy_unavailable
 from servelab.node.start import NodeStart
 
 REPOSITORY = "servelab-coldstart"
@@ -36,6 +46,8 @@ class NodeSettings:
     registry: str
     node_has: list[str] = field(default_factory=list)
     cold: ColdSettings = field(default_factory=ColdSettings)
+    #: the lazy arm (``--lazy soci``; :mod:`servelab.node.lazypull`), None: not measured
+    lazy: LazySettings | None = None
 
     def __post_init__(self) -> None:
         reg = self.registry.strip().rstrip("/")
@@ -80,6 +92,10 @@ class NodeStarts:
         self.cold_fallback = containerd.unavailable() or _needs_credentials(settings.registry)
         #: what the sweep of killed runs' private containerds removed, in words
         self.swept = containerd.sweep()
+        #: the lazy arm's registry, and why it cannot be measured (None: it can, or it was
+        #: not asked for); the SOCI index built per image (manifest digest)
+        self.lazy_registry, self.lazy_fallback = self._lazy_setup()
+        self._indexes: dict[str, SociIndex] = {}
 
     # -- push once
     def repository(self, arm: str) -> str:
@@ -146,6 +162,7 @@ class NodeStarts:
         node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases),
                          cold_fallback=self.cold_fallback)
         node.cold = self._cold(img)
+        node.lazy = self._lazy(img)
         node.warm = self._warm_base(img, image, held, node.notes)
         self.arms[arm] = img
         return node
@@ -167,6 +184,56 @@ class NodeStarts:
             shutil.rmtree(work, ignore_errors=True)
         rec.notes.append(f"page cache before the fetch: {cache}")
         return rec
+
+    # -- the lazy arm
+    def _lazy_setup(self) -> tuple[LazyRegistry | None, str | None]:
+        lazy = self.settings.lazy
+        if lazy is None:
+            return None, None
+        reg, why = lazy.resolve(self.settings.registry)
+        why = why or lazy_unavailable()
+        if why is not None and lazy.required:
+            raise CapabilityError(f"lazy pulling (--require-lazy) cannot be measured here: {why}",
+                                  hint="run `servelab doctor` (lazy pulling (SOCI)); or leave "
+                                  "--require-lazy out to record it as not measured")
+        return reg, why
+
+    def lazy_node(self, img: ImageLayers
+                  ) -> contextlib.AbstractContextManager[tuple[SociContainerd, LazyRecord]]:
+        """One lazy pull of *img* (its SOCI index built and pushed first, once per image): a
+        context yielding the running instance, with the image's snapshots prepared by the
+        snapshotter ``soci``, and the pull's record. CapabilityError when it cannot run."""
+        if self.settings.lazy is None or self.lazy_registry is None:
+            raise CapabilityError(f"lazy pulling cannot be measured: {self.lazy_fallback}")
+        index = self._indexes.get(img.manifest.digest)
+        if index is None:
+            self.progress(f"  cold start: building the SOCI index of {img.ref}")
+            index = build_index(img, self.lazy_registry, self.run_id, self.cleanup,
+                                min_layer_size=self.settings.lazy.min_layer_size,
+                                keep=self.keep)
+            self._indexes[img.manifest.digest] = index
+        self.progress(f"  cold start: lazy pull (SOCI) of {len(index.ztocs)} indexed layers")
+        return lazy_pull(img, self.lazy_registry, index, self.run_id, self.cleanup,
+                         drop_caches=self.settings.cold.drop_caches)
+
+    def _lazy(self, img: ImageLayers) -> dict[str, Any] | None:
+        """``metrics.coldstart.lazy``: the lazy pull alone (the start on the lazy node comes
+        with the private containerd's start), or why it was not measured."""
+        if self.settings.lazy is None:
+            return None
+        if self.lazy_fallback is not None:
+            return lazy_not_measured(self.lazy_fallback)
+        try:
+            with self.lazy_node(img) as (pc, rec):
+                account_bytes(pc, rec, img)
+        except (CapabilityError, CommandError) as e:  # CommandError: a soci call timed out
+            if self.settings.lazy.required:
+                raise
+            return lazy_not_measured(e.message)
+        rec.notes.append("pull only: the server was not started on the lazy node (that start "
+                         "comes with the private containerd's start), so bytes fetched and "
+                         "read are the pull's own, not those read before ready")
+        return {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
 
     def _warm_base(self, img: ImageLayers, image: str, held: list[str],
                    notes: list[str]) -> PullRecord | None:

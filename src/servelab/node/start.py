@@ -24,6 +24,9 @@ class NodeStart:
     notes: list[str] = field(default_factory=list)
     #: why the cold pull was servelab's fetch, not a private containerd (None: it was not)
     cold_fallback: str | None = None
+    #: the lazy pull (``--lazy soci``): :meth:`servelab.node.lazypull.LazyRecord.to_dict`,
+    #: or why it was not measured; None: not asked for
+    lazy: dict[str, Any] | None = None
 
     def with_start(self, durations: dict[str, Any]) -> NodeStart:
         """Take create, start -> ready and start -> first good request from the timeline's
@@ -59,6 +62,7 @@ class NodeStart:
                                    for k, p in variants.items()},
             "cold_runtime": {"private_containerd": self.cold_fallback is None,
                              "fallback_reason": self.cold_fallback},
+            **({"lazy": self.lazy} if self.lazy is not None else {}),
             "notes": [*self.notes, *self._cold_notes()],
         }
 

@@ -243,6 +243,36 @@ def check_private_containerd() -> Check:
                  "mount namespace, and stopped")
 
 
+LAZY_FIX = ("the lazy arm (--lazy soci) is then recorded as not measured: run servelab as root "
+            "with /dev/fuse, fuse3 and soci-snapshotter (Debian 13: apt-get install -t trixie "
+            "soci-snapshotter), see docs/run.md (lazy pulling)")
+
+
+def check_lazy_pulling() -> Check:
+    """Can the lazy arm run here: a private containerd with soci-snapshotter-grpc as its proxy
+    snapshotter, started for real (no registry is contacted)."""
+    from servelab.cleanup import new_run_id
+    from servelab.node.soci import LazyRegistry, SociContainerd, lazy_unavailable
+
+    name = "lazy pulling (SOCI)"
+    why = lazy_unavailable()
+    if why is not None:
+        return Check(name, False, False, why, LAZY_FIX)
+    try:
+        with SociContainerd(f"doctor-{new_run_id()}", LazyRegistry("registry.invalid")) as pc:
+            plugins = pc.ctr("plugins", "ls", timeout=20).stdout
+            version = proc.run(["soci-snapshotter-grpc", "-version"], timeout=20).stdout
+    except ServelabError as e:
+        return Check(name, False, False, _first_line(e.message), LAZY_FIX)
+    if not any(ln.split()[1:2] == ["soci"] and ln.split()[-1] == "ok"
+               for ln in plugins.splitlines() if len(ln.split()) >= 3):
+        return Check(name, False, False, "containerd did not load the proxy snapshotter soci",
+                     LAZY_FIX)
+    return Check(name, True, False, f"{_first_line(version) or 'soci-snapshotter-grpc'} "
+                 "started as containerd's proxy snapshotter in a private mount namespace, and "
+                 "stopped; the lazy registry must serve HTTPS (--lazy-registry, --registry-ca)")
+
+
 def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> DoctorResult:
     result = DoctorResult()
     result.checks.append(check_docker_client())
@@ -265,6 +295,7 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
     for step in (check_trivy, check_hadolint, check_git):
         result.checks.append(step())
     result.checks.append(check_private_containerd())
+    result.checks.append(check_lazy_pulling())
     result.checks.append(check_gpu(gpu_required))
     if result.checks[0].ok and result.checks[1].ok:
         result.checks.append(check_gpu_containers(gpu_required))

@@ -41,6 +41,15 @@ class RunOptions:
     registry_log: Path | None = None
     #: a global ``drop_caches`` before each cold pull (``--drop-caches``; opt-in)
     drop_caches: bool = False
+    #: lazy pulling measured beside the cold pull (``--lazy soci``), its HTTPS registry and
+    #: that registry's CA and access log, exit 3 when it cannot be measured
+    #: (``--require-lazy``), the SOCI index's min layer size (:mod:`servelab.node.lazypull`)
+    lazy: tuple[str, ...] = ()
+    lazy_registry: str | None = None
+    registry_ca: Path | None = None
+    lazy_registry_log: Path | None = None
+    require_lazy: bool = False
+    lazy_min_layer_size: int | None = None
     #: ``servelab build``: a failed build or an unpinned base ends the command (exit 1)
     #: instead of becoming a failed build stage of the repeat
     stop_on_build_failure: bool = False

@@ -42,6 +42,7 @@ from servelab.textio import write_file
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
     from servelab.node import NodeSettings, NodeStart, NodeStarts
+    from servelab.node.lazypull import LazySettings
     from servelab.scan.stage import Scanner
     from servelab.smoke.result import SmokeResult
 
@@ -71,7 +72,7 @@ class Stages:
         self._smoked: set[str] = set()
         self._scans = {"scanned": 0, "shared": 0}
         self._stack = contextlib.ExitStack()
-        self._node_settings = _node_settings(opts)
+        self._node_settings = _node_settings(_with_spec(opts, exp))
         self._nodes: NodeStarts | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -329,14 +330,49 @@ class Stages:
                                    digest=rec.manifest_digest)
 
 
+def _with_spec(opts: RunOptions, exp: Experiment) -> RunOptions:
+    """The options with the spec's ``coldStart`` added (the CLI's lazy formats and
+    requirement add to the spec's; its min layer size wins). Without --cold-start-registry
+    nothing is measured on a node, and the spec's lazy arm with it."""
+    cs = exp.cold_start
+    if not opts.cold_start_registry or (not cs.lazy and not cs.lazy_required):
+        return opts
+    size = opts.lazy_min_layer_size
+    return replace(opts, lazy=tuple(dict.fromkeys((*cs.lazy, *opts.lazy))),
+                   require_lazy=opts.require_lazy or cs.lazy_required,
+                   lazy_min_layer_size=cs.lazy_min_layer_size if size is None else size)
+
+
 def _node_settings(opts: RunOptions) -> NodeSettings | None:
     """Checked at the start of the run: a bad registry is bad input before any build."""
     if not opts.cold_start_registry:
+        if opts.lazy or opts.require_lazy:
+            raise InputError("--lazy and --require-lazy measure beside the cold pull: they "
+                             "need --cold-start-registry",
+                             hint="add --cold-start-registry HOST[:PORT] (or leave --lazy out)")
         return None
     from servelab.node import ColdSettings, NodeSettings
 
     return NodeSettings(opts.cold_start_registry, list(opts.node_has),
-                        ColdSettings(opts.registry_data, opts.registry_log, opts.drop_caches))
+                        ColdSettings(opts.registry_data, opts.registry_log, opts.drop_caches),
+                        _lazy_settings(opts))
+
+
+def _lazy_settings(opts: RunOptions) -> LazySettings | None:
+    if not opts.lazy and not opts.require_lazy:
+        return None
+    from servelab.image.registry import scheme_for
+    from servelab.node.lazypull import DEFAULT_MIN_LAYER_SIZE, FORMATS
+    from servelab.node.lazypull import LazySettings as Lazy
+    from servelab.node.soci import LazyRegistry
+
+    cold = str(opts.cold_start_registry).split("/", 1)[0]
+    host = opts.lazy_registry or (cold if scheme_for(cold) == "https" else None)
+    reg = (LazyRegistry(host, opts.registry_ca, opts.lazy_registry_log, opts.registry_data)
+           if host else None)
+    size = opts.lazy_min_layer_size
+    return Lazy(tuple(opts.lazy) or FORMATS, reg, opts.require_lazy,
+                DEFAULT_MIN_LAYER_SIZE if size is None else size)
 
 
 def _startup(d: dict[str, Any], first: bool) -> StartupMetrics:
