@@ -246,6 +246,12 @@ class PrivateContainerd:
                 out[f"sha256:{name}"] = (self.root / CONTENT / name).stat().st_mtime
         return out
 
+    @property
+    def pid(self) -> int | None:
+        """containerd's pid (in the host's pid namespace; its mount namespace is private)."""
+        child = self._child
+        return child.pid if child is not None and child.poll() is None else None
+
     def cpu_seconds(self) -> float | None:
         """CPU time (user + system) containerd and its waited-for children (``unpigz``) have
         used so far: unlike wall seconds, other jobs on the machine barely change it."""
