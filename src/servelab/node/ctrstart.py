@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from servelab import proc
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from servelab.node.containerd import PrivateContainerd
     from servelab.smoke.model import ModelInfo
     from servelab.smoke.result import SmokeSettings
-    from servelab.spec import Request
+    from servelab.spec import Model, Request
 
 #: every Linux capability (capabilities(7)); ``ctr`` takes no ``ALL``, so each is dropped
 CAPABILITIES = (
@@ -110,11 +110,12 @@ class CtrStartSpec:
     def from_settings(cls, s: SmokeSettings, model: ModelInfo | None = None, *,
                       volume_dir: Path | None = None) -> CtrStartSpec:
         """The spec of the Docker smoke start of *s*; *model* as the smoke resolved it (a
-        volume's host directory in *volume_dir*)."""
+        volume's host directory in *volume_dir*), else taken from ``s.model``'s path. A model
+        volume without *volume_dir* is an InputError (it cannot be bind-mounted)."""
         sv = s.serve
         return cls(sv.port, sv.health_path, sv.readiness_timeout_s, sv.user, dict(sv.env),
                    list(sv.args), list(sv.writable_paths), sv.shm_size,
-                   _model_mount(model, volume_dir), s.request, s.request_timeout_s,
+                   _model_mount(model, volume_dir, s.model), s.request, s.request_timeout_s,
                    s.interval_s)
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,7 +130,16 @@ class CtrStartSpec:
                 "network": "own namespace, loopback only"}
 
 
-def _model_mount(model: ModelInfo | None, volume_dir: Path | None) -> tuple[str, str] | None:
+def _model_mount(model: ModelInfo | None, volume_dir: Path | None, spec: Model | None
+                 ) -> tuple[str, str] | None:
+    if model is None and spec is not None and spec.path is not None:
+        p = spec.path.resolve()  # as the smoke resolves it (smoke.model), without hashing
+        target = str(PurePosixPath(spec.mount_path) / p.name) if p.is_file() else spec.mount_path
+        return str(p), target
+    if model is None and spec is not None and spec.volume is not None:
+        raise InputError(f"the model volume {spec.volume!r} has no host directory to "
+                         "bind-mount into the containerd start",
+                         hint="give model.path (a directory) for cold starts")
     if model is None:
         return None
     if model.kind == "volume":
