@@ -115,6 +115,19 @@ def _check_node_figures(out: Path, summary: dict[str, object], md: str, base: st
             assert cs["warm_base"][key] >= 0 and cs["cold"][key] > 0
         assert cs["to_ready_s"]["warm_base"] > r["metrics"]["startup"]["ready_s"]
         assert cs["to_first_request_s"]["cold"] > cs["to_ready_s"]["cold"]
+        # the cold figures' start: the server started from the private containerd that
+        # pulled it cold (one timeline on the node's runtime), not the Docker start
+        start = cs["cold_start"]
+        assert cs["cold_start_basis"] == "containerd" and start["outcome"] == "ready", start
+        assert start["requests_ok"] == start["requests"] > 0 and start["pid"] > 1
+        assert cs["to_ready_s"]["cold"] == pytest.approx(
+            cs["cold"]["pull_s"] + cs["cold"]["unpack_s"] + start["create_s"]
+            + start["start_call_s"] + start["start_to_ready_s"], abs=1e-5)
+        # what an untimed second start read of the unpacked image before ready
+        rb = cs["read_before_ready"]
+        assert rb["measured"] is True and rb["bytes_pulled"] == cs["image_bytes"], rb
+        assert 0 < rb["read_bytes"] < rb["unpacked_bytes"] and rb["top_dirs"], rb
+        assert rb["line"] in md
         assert r["metrics"]["startup"]["first_start"] is True  # a fresh pull every repeat
         # what the server read before ready: the whole mounted model, by its own count
         load = r["metrics"]["model_load"]

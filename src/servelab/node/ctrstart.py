@@ -35,6 +35,7 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -199,15 +200,16 @@ class CtrStart:
 
 
 def start_in(pc: PrivateContainerd, ref: str, spec: CtrStartSpec, *,
-             snapshotter: str = "overlayfs", cleanup: Cleanup, timeout_s: float) -> CtrStart:
+             snapshotter: str = "overlayfs", cleanup: Cleanup, timeout_s: float,
+             on_ready: Callable[[CtrStart], None] | None = None) -> CtrStart:
     """Start *ref* (pulled, unpacked for *snapshotter*) in *pc* hardened, probe it to ready and
     the first good request, and remove the container and its task again (also at the run's
     cleanup, should this be interrupted). A refused create or start is a record with
     ``outcome == "failed"`` and the reason in ``notes``; a prober that cannot run is a
-    CapabilityError."""
+    CapabilityError. *on_ready* is called at the first health 2xx, the container running."""
     cid = f"serve-{secrets.token_hex(4)}"
     rec = CtrStart(snapshotter, cid, spec=spec.to_dict())
-    run = _Run(pc, cid, spec, timeout_s)
+    run = _Run(pc, cid, spec, timeout_s, on_ready)
     cleanup.callback(run.close, f"containerd container {cid} in {pc.work}")
     try:
         run.prepare()
@@ -224,8 +226,9 @@ class _Run:
     """The parts of one start, each removed by :meth:`close` (idempotent)."""
 
     def __init__(self, pc: PrivateContainerd, cid: str, spec: CtrStartSpec,
-                 timeout_s: float) -> None:
+                 timeout_s: float, on_ready: Callable[[CtrStart], None] | None = None) -> None:
         self.pc = pc
+        self.on_ready = on_ready
         self.cid = cid
         self.spec = spec
         self.timeout_s = timeout_s
@@ -294,7 +297,7 @@ class _Run:
         rec.marks["started"] = time.monotonic()
         rec.start_call_s = rec.marks["started"] - rec.marks["created"]
         rec.pid = _read_pid(pidfile)
-        _observe(prober, rec, s, min(self.timeout_s, s.readiness_timeout_s))
+        _observe(prober, rec, s, min(self.timeout_s, s.readiness_timeout_s), self.on_ready)
         rec.oci_spec = self.oci_spec()
 
     def oci_spec(self) -> dict[str, Any] | None:
@@ -373,7 +376,8 @@ def _probe_config(s: CtrStartSpec, left_s: float) -> ProbeConfig:
                        request=req, interval_s=s.interval_s)
 
 
-def _observe(prober: Prober, rec: CtrStart, s: CtrStartSpec, ready_within: float) -> None:
+def _observe(prober: Prober, rec: CtrStart, s: CtrStartSpec, ready_within: float,
+             on_ready: Callable[[CtrStart], None] | None = None) -> None:
     """The prober's events until it is done, the server exits, or *ready_within* seconds pass
     after the start without a health 2xx; the phases from them."""
     started = rec.marks["started"]
@@ -384,6 +388,8 @@ def _observe(prober: Prober, rec: CtrStart, s: CtrStartSpec, ready_within: float
         if ev is not None:
             if _take(ev, rec, s):
                 break
+            if ev.kind == "health" and on_ready is not None:
+                on_ready(rec)
             continue
         now = time.monotonic()
         if rec.pid is not None and not _alive(rec.pid):

@@ -26,6 +26,7 @@ from servelab.node.start import NodeStart
 
 if TYPE_CHECKING:
     from servelab.node.ctrstart import CtrStart, CtrStartSpec
+    from servelab.node.readbytes import ReadBeforeReady
 
 REPOSITORY = "servelab-coldstart"
 #: what a start from the private containerd may take beyond the readiness timeout
@@ -171,6 +172,7 @@ class NodeStarts:
             def then(pc: containerd.PrivateContainerd) -> None:
                 if start is not None:
                     node.cold_start = self._start_in(pc, img, start, node)
+                    node.read_before_ready = self._read_before_ready(pc, img, start, node)
 
             return containerd_cold_pull(img, self.settings.cold, self.run_id, self.cleanup,
                                         then=then)
@@ -201,6 +203,20 @@ class NodeStarts:
         except ServelabError as e:
             node.cold_start_skipped = f"the start from the private containerd failed: {e.message}"
             return None
+
+    def _read_before_ready(self, pc: containerd.PrivateContainerd, img: ImageLayers,
+                           spec: CtrStartSpec, node: NodeStart) -> ReadBeforeReady:
+        """The untimed start after the timed one: what the server read of the unpacked image
+        before it was ready (:mod:`servelab.node.readbytes`)."""
+        from servelab.node.readbytes import ReadBeforeReady, read_before_ready
+
+        if node.cold_start is None or not node.cold_start.ready:
+            return ReadBeforeReady(False, img.total_bytes, notes=[
+                "not measured: the timed start from the private containerd was not ready"])
+        self.progress("  cold start: an untimed start, to count the bytes read before ready")
+        return read_before_ready(pc, img.ref, spec, bytes_pulled=img.total_bytes,
+                                 cleanup=self.cleanup,
+                                 timeout_s=spec.readiness_timeout_s + START_MARGIN_S)
 
     def _warm_base(self, img: ImageLayers, image: str, held: list[str],
                    notes: list[str]) -> PullRecord | None:

@@ -11,6 +11,7 @@ from servelab.node.pull import COLD, WARM_BASE, PullRecord, round6
 
 if TYPE_CHECKING:
     from servelab.node.ctrstart import CtrStart
+    from servelab.node.readbytes import ReadBeforeReady
 
 #: where the cold figures' start phases come from
 COLD_START_CTR = "containerd"
@@ -35,6 +36,8 @@ class NodeStart:
     #: there, and ``cold_start_skipped`` says why)
     cold_start: CtrStart | None = None
     cold_start_skipped: str | None = None
+    #: what an untimed second start read of the unpacked image before ready (full pull)
+    read_before_ready: ReadBeforeReady | None = None
 
     def with_start(self, durations: dict[str, Any]) -> NodeStart:
         """Take create, start -> ready and start -> first good request from the timeline's
@@ -86,6 +89,8 @@ class NodeStart:
                              "fallback_reason": self.cold_fallback},
             "cold_start": self.cold_start.to_dict() if self.cold_start else None,
             "cold_start_basis": self.cold_basis,
+            "read_before_ready": (self.read_before_ready.to_dict()
+                                  if self.read_before_ready else None),
             "notes": [*self.notes, *self._cold_notes()],
         }
 
