@@ -93,8 +93,19 @@ def cgroups(marker: str) -> list[str]:
     return sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/*{marker}*"))
 
 
+def cgroup_processes(marker: str) -> list[str]:
+    """Processes in cgroups whose path holds *marker*: a container's processes (they do not
+    name the instance's dir on their command line)."""
+    out: set[str] = set()
+    for procs in Path("/sys/fs/cgroup").glob(f"*/*{marker}*/*/cgroup.procs"):
+        with contextlib.suppress(OSError):
+            out.update(procs.read_text().split())
+    return sorted(out)
+
+
 def host_state() -> dict[str, Any]:
-    return {**_host_state(MARKER), "cgroups": cgroups("servelab-" + RUN)}
+    return {**_host_state(MARKER), "cgroups": cgroups("servelab-" + RUN),
+            "container_processes": cgroup_processes("servelab-" + RUN)}
 
 
 @pytest.fixture
@@ -152,7 +163,7 @@ def test_refused_spec_is_a_failed_record_and_leaves_nothing(
 #: a child that starts the treatment in a private containerd, as a run does, and says when
 #: the start began; the test interrupts it there
 CHILD = """
-import sys
+import sys, time
 from servelab.cleanup import Cleanup
 from servelab.node import CtrStartSpec, PrivateContainerd, start_in
 from servelab.node import ctrstart
@@ -165,10 +176,13 @@ def start(self, rec):
     print("starting", flush=True)
     orig(self, rec)
 ctrstart._Run.start = start
+def ready(rec):
+    print("ready", flush=True)
+    time.sleep(600)
 with Cleanup(sys.argv[2]) as cu, PrivateContainerd(sys.argv[2]) as pc:
     pc.pull(sys.argv[1], plain_http=True)
     start_in(pc, sys.argv[1], CtrStartSpec.from_settings(s, model_info(s.model)), cleanup=cu,
-             timeout_s=120)
+             timeout_s=120, on_ready=ready if sys.argv[4] == "hold" else None)
 print("done", flush=True)
 """
 
@@ -178,7 +192,7 @@ def test_ctrl_c_during_the_start_leaves_nothing(
     rid = f"{RUN}{secrets.token_hex(3)}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     child = subprocess.Popen([sys.executable, "-c", CHILD, treatment[1], rid,
-                              str(EXAMPLES / "experiment.yaml")],
+                              str(EXAMPLES / "experiment.yaml"), "go"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert child.stdout is not None
     line = child.stdout.readline()
@@ -188,6 +202,30 @@ def test_ctrl_c_during_the_start_leaves_nothing(
     out, err = child.communicate(timeout=120)
     assert child.returncode != 0 and "done" not in out, (out, err)
     assert "KeyboardInterrupt" in err
+    assert host_state() == clean_host
+
+
+def test_sigkill_while_serving_is_swept_by_the_next_run(
+        treatment: tuple[str, str], clean_host: dict[str, Any]) -> None:
+    """A run killed with SIGKILL while its server runs leaves containerd, the shim, the
+    server and its namespace holder; the next run's sweep removes them all, and the cgroup
+    dirs."""
+    rid = f"{RUN}{secrets.token_hex(3)}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, treatment[1], rid,
+                              str(EXAMPLES / "experiment.yaml"), "hold"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    while line.strip() == "starting":
+        line = child.stdout.readline()
+    assert line.strip() == "ready", child.stderr.read() if child.stderr else ""
+    child.kill()
+    child.communicate(timeout=30)
+    left = host_state()
+    assert left["processes"] and left["container_processes"], left  # killed: all still there
+    notes = sweep()
+    assert [n for n in notes if RUN in n], notes
     assert host_state() == clean_host
 
 

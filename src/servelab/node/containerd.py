@@ -48,6 +48,7 @@ STOP_TIMEOUT_S = 10.0
 PULL_TIMEOUT_S = 1800.0
 CONTENT = Path("io.containerd.content.v1.content") / "blobs" / "sha256"
 SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def _fs_type(path: Path) -> int | None:
@@ -142,11 +143,52 @@ def _owner_gone(d: Path) -> bool:
     return alive is False
 
 
+def _cgroup_dirs(namespace: str) -> list[Path]:
+    """The cgroup dirs runc made for an instance's *namespace* (``ctr``'s default path
+    ``/<namespace>/<container>``, per v1 controller or in the unified tree)."""
+    return [*sorted(CGROUP_ROOT.glob(f"*/{namespace}")), CGROUP_ROOT / namespace]
+
+
+def _cgroup_pids(namespace: str) -> list[int]:
+    """The processes of the instance's containers (they do not name its dir)."""
+    pids: set[int] = set()
+    for d in _cgroup_dirs(namespace):
+        for procs in d.glob("*/cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(x) for x in procs.read_text(encoding="ascii").split())
+    return sorted(pids)
+
+
+def remove_cgroups(namespace: str) -> list[str]:
+    """Remove the (empty) cgroup dirs of *namespace*, its containers' first; those removed."""
+    removed = []
+    for d in _cgroup_dirs(namespace):
+        for sub in sorted(d.glob("*/"), reverse=True) if d.is_dir() else []:
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+        with contextlib.suppress(OSError):
+            d.rmdir()
+            removed.append(str(d))
+    return removed
+
+
+def namespace_of(work: Path) -> str:
+    """The containerd namespace of the instance living in *work* (``PREFIX<safe>-<random>``)."""
+    return "servelab-" + work.name.removeprefix(PREFIX).rpartition("-")[0]
+
+
 def _remove(work: Path) -> None:
-    """Kill every process naming *work*, then remove it."""
+    """Kill every process naming *work* and those of its containers, remove its cgroup dirs,
+    then remove it."""
+    ns = namespace_of(work)
     _kill_all(_pids_using(work))
+    _kill_all(_cgroup_pids(ns))
     for _ in range(50):  # killed processes close their files and leave /proc shortly after
         if not _pids_using(work):
+            break
+        time.sleep(0.02)
+    for _ in range(50):  # a killed container leaves its cgroup once it has exited
+        if not remove_cgroups(ns) and not _cgroup_pids(ns):
             break
         time.sleep(0.02)
     shutil.rmtree(work, ignore_errors=True)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, InputError
+from servelab.node.containerd import remove_cgroups
 from servelab.smoke.prober import ProbeConfig, ProbeEvent, Prober, RequestSpec
 from servelab.smoke.result import check_response
 
@@ -72,7 +73,6 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 STOP_TIMEOUT_S = 10.0
 #: where the shims and runc keep their state (bind-mounted from the instance's dir)
 RUN_DIR = "/run/containerd"
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 #: holds a network namespace with only loopback, up (Docker's ``--network none``): it sets
 #: ``lo`` up (SIOCGIFFLAGS/SIOCSIFFLAGS), says "up", and lives until its stdin closes. Its
@@ -492,20 +492,6 @@ def _stop(p: subprocess.Popen[str]) -> None:
                 f.close()
 
 
-def remove_cgroups(namespace: str) -> list[str]:
-    """Remove the (empty) cgroup dirs runc made for *namespace* (``/<namespace>/<id>``, the
-    default path of ``ctr``); the ones removed."""
-    removed = []
-    for d in [*sorted(CGROUP_ROOT.glob(f"*/{namespace}")), CGROUP_ROOT / namespace]:
-        for sub in sorted(d.glob("*/"), reverse=True) if d.is_dir() else []:
-            with contextlib.suppress(OSError):
-                sub.rmdir()
-        with contextlib.suppress(OSError):
-            d.rmdir()
-            removed.append(str(d))
-    return removed
-
-
 def _image_command(pc: PrivateContainerd, ref: str) -> list[str]:
     """The image's Entrypoint + Cmd, read from its config in the instance's content store."""
     manifest = _content(pc, _image_digest(pc, ref))
@@ -535,4 +521,4 @@ def _content(pc: PrivateContainerd, digest: str) -> dict[str, Any]:
     return data
 
 
-__all__ = ["CAPABILITIES", "CtrStart", "CtrStartSpec", "remove_cgroups", "start_in"]
+__all__ = ["CAPABILITIES", "CtrStart", "CtrStartSpec", "start_in"]
