@@ -313,11 +313,11 @@ class _Run:
     def close(self) -> None:
         if self.created:
             self.created = False
-            self._remove_container()
-        for p in (self.prober,):
-            if p is not None:
-                p.stop()
-        self.prober = None
+            with contextlib.suppress(CommandError):  # containerd gone: so is the container
+                self._remove_container()
+        prober, self.prober = self.prober, None
+        if prober is not None:
+            prober.stop()
         holder, self.holder = self.holder, None
         if holder is not None:
             _stop(holder)
