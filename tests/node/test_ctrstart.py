@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from servelab.cleanup import Cleanup
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
 from servelab.node import CtrStartSpec, PrivateContainerd, start_in
-from servelab.node.containerd import PREFIX, sweep
+from servelab.node.containerd import PREFIX, sweep, temp_parent
 from servelab.smoke.model import model_info
 from servelab.smoke.result import SmokeSettings
 from servelab.smoke.stage import container_kwargs
@@ -205,14 +206,10 @@ def test_ctrl_c_during_the_start_leaves_nothing(
     assert host_state() == clean_host
 
 
-def test_sigkill_while_serving_is_swept_by_the_next_run(
-        treatment: tuple[str, str], clean_host: dict[str, Any]) -> None:
-    """A run killed with SIGKILL while its server runs leaves containerd, the shim, the
-    server and its namespace holder; the next run's sweep removes them all, and the cgroup
-    dirs."""
-    rid = f"{RUN}{secrets.token_hex(3)}"
+def _killed_while_serving(ref: str, rid: str) -> dict[str, Any]:
+    """Start *ref* in a child run, SIGKILL it once the server is ready; the host state then."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, treatment[1], rid,
+    child = subprocess.Popen([sys.executable, "-c", CHILD, ref, rid,
                               str(EXAMPLES / "experiment.yaml"), "hold"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert child.stdout is not None
@@ -222,10 +219,39 @@ def test_sigkill_while_serving_is_swept_by_the_next_run(
     assert line.strip() == "ready", child.stderr.read() if child.stderr else ""
     child.kill()
     child.communicate(timeout=30)
-    left = host_state()
+    return host_state()
+
+
+def test_sigkill_while_serving_is_swept_by_the_next_run(
+        treatment: tuple[str, str], clean_host: dict[str, Any]) -> None:
+    """A run killed with SIGKILL while its server runs leaves containerd, the shim, the
+    server and its namespace holder; the next run's sweep removes them all, and the cgroup
+    dirs."""
+    rid = f"{RUN}{secrets.token_hex(3)}"
+    left = _killed_while_serving(treatment[1], rid)
     assert left["processes"] and left["container_processes"], left  # killed: all still there
     notes = sweep()
     assert [n for n in notes if RUN in n], notes
+    assert host_state() == clean_host
+
+
+def test_containers_of_an_instance_whose_dir_is_gone_are_swept(
+        treatment: tuple[str, str], clean_host: dict[str, Any]) -> None:
+    """The instance's dir removed without its containers (a servelab without the cgroup step
+    swept it): the server still runs; the next sweep finds it by its namespace's cgroups."""
+    rid = f"{RUN}{secrets.token_hex(3)}"
+    _killed_while_serving(treatment[1], rid)
+    work = next(temp_parent().glob(f"{MARKER}{rid.removeprefix(RUN)}-*"))
+    for pid in (int(p.split()[0]) for p in host_state()["processes"]):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    shutil.rmtree(work)
+    left = host_state()
+    assert left["container_processes"] and left["cgroups"] and not left["temp_dirs"], left
+    notes = sweep()
+    assert f"removed the containers of a private containerd whose dir was gone: servelab-{rid}" \
+        in notes, notes
     assert host_state() == clean_host
 
 

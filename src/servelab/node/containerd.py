@@ -202,6 +202,33 @@ def sweep(parent: Path | None = None) -> list[str]:
         if d.is_dir() and not d.is_symlink() and _owner_gone(d):
             _remove(d)
             notes.append(f"removed a private containerd left by a killed run: {d}")
+    return notes + _sweep_orphan_cgroups(parent or temp_parent())
+
+
+#: how servelab names the containers it starts in an instance (``node/ctrstart.py``)
+CONTAINER_PREFIX = "serve-"
+
+
+def _sweep_orphan_cgroups(parent: Path) -> list[str]:
+    """Containers of an instance whose dir is already gone (swept by a servelab without this
+    step, or removed by hand): their cgroups are found by namespace; only namespaces holding
+    servelab's own containers (``serve-*``) and no instance dir are touched."""
+    notes = []
+    names = {d.name for d in CGROUP_ROOT.glob("*/servelab-*") if d.is_dir()}
+    for ns in sorted(names):
+        safe = ns.removeprefix("servelab-")
+        subs = {s.name for d in _cgroup_dirs(ns) if d.is_dir() for s in d.iterdir()
+                if s.is_dir()}
+        if not subs or not all(n.startswith(CONTAINER_PREFIX) for n in subs):
+            continue
+        if any(parent.glob(f"{PREFIX}{safe}-*")):
+            continue  # a live instance (or one the sweep above could not remove)
+        _kill_all(_cgroup_pids(ns))
+        for _ in range(50):
+            if not remove_cgroups(ns) and not _cgroup_pids(ns):
+                break
+            time.sleep(0.02)
+        notes.append(f"removed the containers of a private containerd whose dir was gone: {ns}")
     return notes
 
 

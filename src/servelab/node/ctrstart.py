@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, InputError
-from servelab.node.containerd import remove_cgroups
+from servelab.node.containerd import CONTAINER_PREFIX, remove_cgroups
 from servelab.smoke.prober import ProbeConfig, ProbeEvent, Prober, RequestSpec
 from servelab.smoke.result import check_response
 
@@ -207,7 +207,7 @@ def start_in(pc: PrivateContainerd, ref: str, spec: CtrStartSpec, *,
     cleanup, should this be interrupted). A refused create or start is a record with
     ``outcome == "failed"`` and the reason in ``notes``; a prober that cannot run is a
     CapabilityError. *on_ready* is called at the first health 2xx, the container running."""
-    cid = f"serve-{secrets.token_hex(4)}"
+    cid = f"{CONTAINER_PREFIX}{secrets.token_hex(4)}"
     rec = CtrStart(snapshotter, cid, spec=spec.to_dict())
     run = _Run(pc, cid, spec, timeout_s, on_ready)
     cleanup.callback(run.close, f"containerd container {cid} in {pc.work}")
