@@ -24,14 +24,14 @@ import pytest
 from hoststate import host_state as _host_state
 from servelab import proc
 from servelab.cleanup import Cleanup
-from servelab.image.ref import ImageRef
-from servelab.image.registry import RegistryClient
 from servelab.node import CtrStartSpec, PrivateContainerd, start_in
 from servelab.node.containerd import PREFIX, sweep, temp_parent
 from servelab.smoke.model import model_info
 from servelab.smoke.result import SmokeSettings
 from servelab.smoke.stage import container_kwargs
 from servelab.spec import load_experiment
+
+from .pushed import pushed_example
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry, pytest.mark.usefixtures("root_only")]
 
@@ -64,25 +64,9 @@ def settings() -> SmokeSettings:
 @pytest.fixture(scope="module")
 def treatment(docker_client: Any, base_image: str, registry: str) -> Iterator[tuple[str, str]]:
     """(engine name, registry reference by digest) of the example's treatment image."""
-    token = secrets.token_hex(3)
-    name = f"servelab-test/ctrstart:{token}"
-    pushed = f"{registry}/servelab-test/ctrstart:{token}"
-    proc.run(["docker", "build", "-q", "--network", "none", "-f", str(EXAMPLES / "Dockerfile"),
-              "--build-arg", f"BASE_IMAGE={base_image}", "-t", name, str(EXAMPLES)],
-             timeout=600)
-    proc.run(["docker", "tag", name, pushed])
-    out = proc.run(["docker", "push", pushed], timeout=300).stdout
-    digest = next(w for line in out.splitlines() for w in line.split()
-                  if w.startswith("sha256:"))
-    ref = f"{pushed}@{digest}"
-    try:
-        yield name, ref
-    finally:
-        with contextlib.suppress(Exception):
-            RegistryClient().delete_manifest(ImageRef.parse(ref))
-        for n in (name, pushed):
-            with contextlib.suppress(Exception):
-                docker_client.api.remove_image(n)
+    with pushed_example(docker_client, registry, "Dockerfile", "ctrstart",
+                        {"BASE_IMAGE": base_image}) as image:
+        yield image
 
 
 def _ctr_spec(settings: SmokeSettings) -> CtrStartSpec:

@@ -5,7 +5,6 @@ timed and once untimed after its unpacked files were evicted."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 from collections.abc import Iterator
@@ -14,10 +13,7 @@ from typing import Any
 
 import pytest
 
-from servelab import proc
 from servelab.cleanup import Cleanup
-from servelab.image.ref import ImageRef
-from servelab.image.registry import RegistryClient
 from servelab.node import CtrStartSpec, PrivateContainerd, start_in
 from servelab.node.readbytes import (
     _libc,
@@ -29,6 +25,8 @@ from servelab.node.readbytes import (
 from servelab.smoke.modelload import evict_page_cache
 from servelab.smoke.result import SmokeSettings
 from servelab.spec import load_experiment
+
+from .pushed import pushed_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MiB = 1 << 20
@@ -72,24 +70,8 @@ def control(docker_client: Any, registry: str) -> Iterator[str]:
     """The example's control image (model baked into /models), pushed; its reference."""
     if not (EXAMPLES / "model" / "weights.safetensors").is_file():
         pytest.skip("examples/model/weights.safetensors missing: run scripts/bootstrap.sh")
-    token = secrets.token_hex(3)
-    name = f"servelab-test/readbytes:{token}"
-    pushed = f"{registry}/servelab-test/readbytes:{token}"
-    proc.run(["docker", "build", "-q", "--network", "none", "-f",
-              str(EXAMPLES / "Dockerfile.control"), "-t", name, str(EXAMPLES)], timeout=600)
-    proc.run(["docker", "tag", name, pushed])
-    out = proc.run(["docker", "push", pushed], timeout=300).stdout
-    digest = next(w for line in out.splitlines() for w in line.split()
-                  if w.startswith("sha256:"))
-    ref = f"{pushed}@{digest}"
-    try:
-        yield ref
-    finally:
-        with contextlib.suppress(Exception):
-            RegistryClient().delete_manifest(ImageRef.parse(ref))
-        for n in (name, pushed):
-            with contextlib.suppress(Exception):
-                docker_client.api.remove_image(n)
+    with pushed_example(docker_client, registry, "Dockerfile.control", "readbytes") as image:
+        yield image[1]
 
 
 @pytest.mark.docker

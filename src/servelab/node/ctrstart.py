@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, InputError
 from servelab.node.containerd import CONTAINER_PREFIX, remove_cgroups
-from servelab.smoke.prober import ProbeConfig, ProbeEvent, Prober, RequestSpec
+from servelab.smoke.prober import ProbeConfig, ProbeEvent, Prober
 from servelab.smoke.result import check_response
 
 if TYPE_CHECKING:
@@ -367,13 +367,8 @@ def _read_pid(path: Path) -> int | None:
 
 
 def _probe_config(s: CtrStartSpec, left_s: float) -> ProbeConfig:
-    r = s.request
-    req = None
-    if r is not None:
-        req = RequestSpec(r.method, r.path, dict(r.headers), r.body, r.count,
-                          s.request_timeout_s)
-    return ProbeConfig(port=s.port, health_path=s.health_path, deadline_s=max(0.05, left_s),
-                       request=req, interval_s=s.interval_s)
+    return ProbeConfig.of(s.port, s.health_path, left_s, s.request,
+                          request_timeout_s=s.request_timeout_s, interval_s=s.interval_s)
 
 
 def _observe(prober: Prober, rec: CtrStart, s: CtrStartSpec, ready_within: float,
