@@ -31,6 +31,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "run_overhead.py": ("servelab's own share", ("docker", "registry", "trivy")),
     "progress_big.py": ("against the bound", ("docker", "registry")),
     "lazy_pull.py": ("medians of 1 round(s)", ("registry",)),
+    "cold_steady.py": ("1 run(s) x 1 repeat(s): target met in", ("docker", "registry")),
 }
 
 
