@@ -67,3 +67,30 @@ def test_the_namespace_is_known_from_the_instance_dir(run_id: str) -> None:
     finally:
         pc.stop()
     assert not pc.work.exists()
+
+
+def test_a_server_that_answers_before_ctr_returns_starts_at_its_first_answer() -> None:
+    """ctr returns when its own process exits, a fast server may answer before that: the
+    phases stay end to end and never negative (found on the example: -0.03 s)."""
+    from servelab.node.ctrstart import CtrStart, _take
+    from servelab.smoke.prober import ProbeEvent
+
+    rec = CtrStart("overlayfs", "serve-x", create_s=0.2)
+    rec.marks = {"create_called": 10.0, "created": 10.2, "started": 10.5}
+    rec.start_call_s = 0.3
+    spec = CtrStartSpec(8000, "/health", 30.0)
+    for kind, mono in (("accept", 10.46), ("health", 10.47)):
+        assert _take(ProbeEvent(kind, mono, 0.0), rec, spec) is False
+    assert rec.start_call_s == pytest.approx(0.26)
+    assert rec.start_to_tcp_accept_s == 0.0
+    assert rec.start_to_ready_s == pytest.approx(0.01)
+    # create + start call + start -> ready is still the time from the create call to ready
+    assert rec.create_s + rec.start_call_s + rec.start_to_ready_s == pytest.approx(10.47 - 10.0)
+    assert any("before `ctr tasks start` returned" in n for n in rec.notes)
+    # an ordinary server, answering after the return: nothing moves
+    late = CtrStart("overlayfs", "serve-y", create_s=0.2)
+    late.marks = {"create_called": 10.0, "created": 10.2, "started": 10.5}
+    late.start_call_s = 0.3
+    _take(ProbeEvent("accept", 11.0, 0.0), late, spec)
+    assert late.start_to_tcp_accept_s == pytest.approx(0.5) and late.start_call_s == 0.3
+    assert late.notes == []

@@ -401,6 +401,8 @@ def _observe(prober: Prober, rec: CtrStart, s: CtrStartSpec, ready_within: float
 
 def _take(ev: ProbeEvent, rec: CtrStart, s: CtrStartSpec) -> bool:
     """Record one event; True when it ends the probe."""
+    if ev.kind in ("accept", "health", "request") and ev.mono < rec.marks["started"]:
+        _started_earlier(rec, ev.mono)
     t = ev.mono - rec.marks["started"]
     if ev.kind == "accept" and rec.start_to_tcp_accept_s is None:
         rec.start_to_tcp_accept_s = t
@@ -412,6 +414,16 @@ def _take(ev: ProbeEvent, rec: CtrStart, s: CtrStartSpec) -> bool:
         raise CapabilityError("the prober could not enter the container's network namespace: "
                               f"{ev.data.get('error')}", hint="run servelab as root")
     return ev.kind in ("done", "timeout", "exit")
+
+
+def _started_earlier(rec: CtrStart, instant: float) -> None:
+    """The server answered before ``ctr tasks start`` returned (ctr returns when its own
+    process has exited): it was started by *instant*, so the start counts from there, and the
+    phases stay end to end (create + start call + start -> ready is still the time to ready)."""
+    rec.notes.append(f"the server answered {rec.marks['started'] - instant:.3f} s before `ctr "
+                     "tasks start` returned: the start counts from its first answer")
+    rec.marks["started"] = instant
+    rec.start_call_s = max(0.0, instant - rec.marks["created"])
 
 
 def _request(ev: ProbeEvent, rec: CtrStart, req: Request) -> None:
