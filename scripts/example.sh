@@ -11,7 +11,8 @@
 # real vulnerabilities; the summary's "Scanner" line names the DB it used.
 # Start-up cost on a node: each tested image is pushed to the local registry set-up starts and
 # pulled before every start, cold and with the base held (SERVELAB_COLDSTART_REGISTRY, default
-# 127.0.0.1:5000; set it empty to skip). SERVELAB_EXAMPLE_MODEL_SIZE=4G runs the same
+# 127.0.0.1:5000; set it empty to skip), checked cold by that registry's storage and log, and
+# pulled lazily (SOCI) from the same storage over TLS. SERVELAB_EXAMPLE_MODEL_SIZE=4G runs the same
 # experiment with a 4 GB model in a Docker volume (examples/experiment-big-model.yaml; the
 # volume servelab-example-model is made by examples/make_model.py and left for the next run).
 # Extra arguments go to `servelab run` (e.g. --repeats 2).
@@ -44,9 +45,23 @@ if [ -n "${SERVELAB_EXAMPLE_MODEL_SIZE:-}" ]; then
     --volume servelab-example-model
   experiment=examples/experiment-big-model.yaml
 fi
+# The cold check reads the set-up registry's storage and access log; the lazy pull (SOCI) uses
+# the same storage served over TLS (127.0.0.1:5443, bootstrap's setup_tls_registry). Where it
+# cannot run (not root, no FUSE), the summary says "lazy not measured: <reason>".
+node_args=()
+if [ -n "$SERVELAB_COLDSTART_REGISTRY" ]; then
+  export SERVELAB_REGISTRY_DATA="${SERVELAB_REGISTRY_DATA-$STATE/registry-data}"
+  export SERVELAB_REGISTRY_LOG="${SERVELAB_REGISTRY_LOG-$STATE/registry.log}"
+  if [ "$SERVELAB_COLDSTART_REGISTRY" = "$REGISTRY_ADDR" ] && tls_registry_answers; then
+    export SERVELAB_LAZY_REGISTRY="${SERVELAB_LAZY_REGISTRY-$TLS_REGISTRY_ADDR}"
+    export SERVELAB_REGISTRY_CA="${SERVELAB_REGISTRY_CA-$TLS_DIR/ca.pem}"
+    export SERVELAB_LAZY_REGISTRY_LOG="${SERVELAB_LAZY_REGISTRY_LOG-$STATE/registry-tls.log}"
+    node_args=(--lazy soci)
+  fi
+fi
 servelab doctor
 rc=0
-servelab run "$experiment" --out "$out" "${scan_args[@]}" "$@" || rc=$?
+servelab run "$experiment" --out "$out" "${scan_args[@]}" "${node_args[@]}" "$@" || rc=$?
 echo "[example] summary: $out/summary.md" >&2
 echo "[example] artifacts: $out/<arm>/repeat-<n>/ (result.json, build record, trivy.json," \
      "scan.sarif, sbom.cdx.json, container.log)" >&2
