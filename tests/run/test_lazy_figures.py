@@ -103,7 +103,7 @@ def test_summary_shows_the_lazy_figures_in_words_table_and_gantt() -> None:
             "ready; lazy pull 0.500 s, pull to ready 2.240 s") in node
     assert "(2 of 2 repeats lazy)" in node
     assert "pull, lazy, median (min–max)" in node  # the node table's lazy columns
-    assert "| treatment | 2 | 0.500 s | lazy | 30.4 MB (18), 0.0 MB, 2.8 MB | 15.1 MB | " \
+    assert "| treatment | 2 | 0.500 s | lazy | 30.4 MB (18), 0 B, 2.8 MB | 15.1 MB | " \
            "2.240 s |" in node
     gantt = md[md.index("```mermaid"):]
     assert "    section control r1 lazy\n    lazy pull :0, 600\n" \
@@ -149,7 +149,7 @@ def test_without_a_lazy_start_the_bytes_are_the_pulls_own() -> None:
     assert "read 15.1 MB" in md and "by the end of the pull (the server was not started on " \
         "the lazy node)" in md and "pull to ready not measured: no start on the lazy node" in md
     assert "%) before ready" not in md  # the lazy bytes are not called "before ready"
-    assert "    section treatment r1 lazy\n    lazy pull :0, 500\n    section" in md
+    assert "    section treatment r1 lazy\n    lazy pull :0, 500\n```" in md  # no start bars
 
 
 def test_headline_and_compare_carry_the_lazy_figures(tmp_path: Path) -> None:

@@ -23,8 +23,13 @@ Bar = tuple[str, float | None, float | None]
 
 
 def _mb(n: float | None) -> str:
-    """Decimal megabytes, as registries and the issue's figures count them."""
-    return "–" if n is None else f"{n / 1e6:.1f} MB"
+    """Decimal units (``66.6 MB``), as registries count them; small counts in kB or bytes."""
+    if n is None:
+        return "–"
+    for size, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(n) >= size:
+            return f"{n / size:.{2 if unit == 'GB' else 1}f} {unit}"
+    return f"{n:.0f} B"
 
 
 def _s(x: Any) -> str:
