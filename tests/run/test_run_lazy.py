@@ -5,6 +5,7 @@ figures in result.json, summary.json and summary.md."""
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from hoststate import host_state
 from servelab import spec
-from servelab.node.containerd import sweep
+from servelab.node.containerd import PREFIX, sweep
 from servelab.node.soci import lazy_unavailable
 from servelab.run.results import validate_result
 
@@ -57,7 +58,13 @@ def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str)
          "--cold-start-registry", registry, *args],
         capture_output=True, text=True, timeout=1200, check=False)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    assert host_state() == before  # every private containerd, FUSE mount and dir removed
+    # every private containerd, FUSE mount and dir of this run removed (other runs on the
+    # machine have instances of their own: only this run's id is looked for)
+    run_id = json.loads(proc.stdout)["run"]["id"]
+    mine = host_state(PREFIX + re.sub(r"[^a-z0-9]+", "-", run_id.lower())[:15])
+    assert mine["processes"] == mine["mounts"] == mine["temp_dirs"] == [], mine
+    assert (mine["run_containerd"], mine["opt_containerd"]) == (before["run_containerd"],
+                                                                before["opt_containerd"])
     rows = {arm: json.loads((out / arm / "repeat-1" / "result.json").read_text())
             for arm in ("control", "treatment")}
     for arm, r in rows.items():
@@ -73,6 +80,10 @@ def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str)
         assert fetched["total"] < cs["cold"]["bytes_pulled"]
         assert lazy["bytes_read"] is not None
         assert "lazy" in cs["to_ready_s"] and "lazy" in cs["to_first_request_s"]
+        # the index came from the build's OCI archive, and the index build did not warm the
+        # lazy pull: the image's and SOCI's blob files were evicted before it
+        assert lazy["index"]["source"] == "archive", lazy["index"]
+        assert lazy["page_cache"].startswith("sync; the registry's blob files evicted (")
     # the control's 8 MiB weights layer is under the min size: fetched whole, as a node does
     control = rows["control"]["metrics"]["coldstart"]["lazy"]["bytes_fetched"]
     assert control["layers_full"] > 8 << 20

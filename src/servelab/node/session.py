@@ -96,6 +96,8 @@ class NodeStarts:
         #: not asked for); the SOCI index built per image (manifest digest)
         self.lazy_registry, self.lazy_fallback = self._lazy_setup()
         self._indexes: dict[str, SociIndex] = {}
+        #: manifest digest -> the build's OCI archive of it (the lazy index is built from it)
+        self._archives: dict[str, Path] = {}
 
     # -- push once
     def repository(self, arm: str) -> str:
@@ -113,11 +115,14 @@ class NodeStarts:
             return self.published[key]
         repo = self.repository(arm)
         self.progress(f"  cold start: pushing {key[:19]} to {repo}")
+        built = archive is not None and digest is not None
         if archive is None or digest is None:
             archive, digest = self._save(image)
         pushed = push_archive(archive, digest, arm, f"{repo}:{digest.partition(':')[2][:16]}",
                        self.reg)
         img = read_layers(self.reg, ImageRef.parse(pushed))
+        if built:
+            self._archives[img.manifest.digest] = archive
         if not self.keep:
             self.cleanup.callback(lambda: self._unpublish(pushed), f"registry manifest {pushed}")
         self.published[key] = img
@@ -210,7 +215,7 @@ class NodeStarts:
             self.progress(f"  cold start: building the SOCI index of {img.ref}")
             index = build_index(img, self.lazy_registry, self.run_id, self.cleanup,
                                 min_layer_size=self.settings.lazy.min_layer_size,
-                                keep=self.keep)
+                                keep=self.keep, archive=self._archives.get(img.manifest.digest))
             self._indexes[img.manifest.digest] = index
         self.progress(f"  cold start: lazy pull (SOCI) of {len(index.ztocs)} indexed layers")
         return lazy_pull(img, self.lazy_registry, index, self.run_id, self.cleanup,
