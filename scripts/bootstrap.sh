@@ -157,6 +157,22 @@ make_tls_certs() {
   rm -f "$TLS_DIR/cert.csr"
 }
 
+# docker-registry's config (on stdout) for the one storage both registries serve, at ADDR
+registry_config() {
+  cat <<YML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $STATE/registry-data
+  delete:
+    enabled: true
+http:
+  addr: $1
+YML
+}
+
 setup_tls_registry() {
   if tls_registry_answers; then
     tls_certs_current && { log "TLS registry at $TLS_REGISTRY_ADDR answers"; return 0; }
@@ -170,17 +186,8 @@ setup_tls_registry() {
   command -v openssl >/dev/null 2>&1 || apt_install openssl
   make_tls_certs
   mkdir -p "$STATE/registry-data"
-  cat > "$STATE/registry-tls.yml" <<YML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $STATE/registry-data
-  delete:
-    enabled: true
-http:
-  addr: $TLS_REGISTRY_ADDR
+  registry_config "$TLS_REGISTRY_ADDR" > "$STATE/registry-tls.yml"
+  cat >> "$STATE/registry-tls.yml" <<YML
   tls:
     certificate: $TLS_DIR/cert.pem
     key: $TLS_DIR/key.pem
@@ -285,18 +292,7 @@ setup_registry() {
   registry_answers && { log "registry at $REGISTRY_ADDR answers"; return 0; }
   command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
   mkdir -p "$STATE/registry-data"
-  cat > "$STATE/registry.yml" <<YML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $STATE/registry-data
-  delete:
-    enabled: true
-http:
-  addr: $REGISTRY_ADDR
-YML
+  registry_config "$REGISTRY_ADDR" > "$STATE/registry.yml"
   log "starting docker-registry on $REGISTRY_ADDR"
   setsid docker-registry serve "$STATE/registry.yml" >"$STATE/registry.log" 2>&1 < /dev/null &
   echo $! > "$STATE/registry.pid"

@@ -22,7 +22,7 @@ from servelab.cleanup import Cleanup
 from servelab.errors import CapabilityError, InputError
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
-from servelab.node import NodeSettings, NodeStarts, read_layers
+from servelab.node import CtrStartSpec, NodeSettings, NodeStarts, read_layers
 from servelab.smoke.stage import SmokeResult, smoke_image
 from servelab.spec import Model, Request
 
@@ -174,6 +174,49 @@ def test_the_start_after_the_pull_is_on_one_timeline(
         + d["start"]["start_call_s"] + d["start"]["start_to_ready_s"], abs=1e-5)
     assert d["to_ready_s"]["cold"] > d["cold"]["unpack_s"]
     assert [p["variant"] for p in d["pulls"]] == ["cold", "warm-base"]
+
+
+def test_the_cold_figures_come_from_the_start_in_the_private_containerd(
+        own_image: str, base_image: str, registry: str, docker_client: Any,
+        tmp_path: Path) -> None:
+    """With a start spec, the server is started from the private containerd that pulled it
+    cold, before that instance stops: the cold to-ready is that pull plus that start's phases
+    (one timeline on the node's runtime), the warm-base one stays the Docker start's."""
+    s = settings(None, request=None)
+    rid = f"test-cold-{secrets.token_hex(3)}"
+    with Cleanup(rid, client=docker_client) as cu:
+        node = _nodes(registry, cu, docker_client).measure(
+            "treatment", own_image, [base_image], start=CtrStartSpec.from_settings(s))
+        res = smoke_image(own_image, s, run_id=rid, out_dir=tmp_path / "smoke",
+                          first_start=True, client=docker_client, node=node)
+    assert res.verdict == "pass", res.message
+    d = res.node or {}
+    cs = d["cold_start"]
+    assert d["cold_start_basis"] == "containerd" and cs["outcome"] == "ready", cs
+    assert cs["snapshotter"] == "overlayfs" and cs["pid"] > 1
+    assert d["to_ready_s"]["cold"] == pytest.approx(
+        d["cold"]["pull_s"] + d["cold"]["unpack_s"] + cs["create_s"] + cs["start_call_s"]
+        + cs["start_to_ready_s"], abs=1e-5)
+    assert d["to_ready_s"]["warm_base"] == pytest.approx(
+        d["warm_base"]["pull_s"] + d["warm_base"]["unpack_s"] + d["start"]["create_s"]
+        + d["start"]["start_call_s"] + d["start"]["start_to_ready_s"], abs=1e-5)
+    assert cs["start_to_ready_s"] != d["start"]["start_to_ready_s"]  # two starts, two figures
+    assert not any(n.startswith("cold figures:") for n in d["notes"]), d["notes"]
+
+
+def test_a_gpu_arm_keeps_the_docker_start_for_the_cold_figures(
+        own_image: str, base_image: str, registry: str, docker_client: Any) -> None:
+    rid = f"test-cold-{secrets.token_hex(3)}"
+    with Cleanup(rid, client=docker_client) as cu:
+        node = _nodes(registry, cu, docker_client).measure(
+            "treatment", own_image, [base_image], no_start="not measured on this path: a GPU "
+            "arm")
+    d = node.with_start({"create_s": 0.1, "start_call_s": 0.2, "start_to_ready_s": 0.3,
+                         "start_to_first_good_request_s": 0.4}).to_dict()
+    assert d["cold_start"] is None and d["cold_start_basis"] == "docker"
+    assert any("GPU arm" in n and n.startswith("cold figures:") for n in d["notes"])
+    assert d["to_ready_s"]["cold"] == pytest.approx(
+        d["cold"]["pull_s"] + d["cold"]["unpack_s"] + 0.6, abs=1e-5)
 
 
 def test_without_a_private_containerd_the_fetch_stays_and_says_why(

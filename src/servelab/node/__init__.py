@@ -66,6 +66,7 @@ from servelab import lazy_exports
 if TYPE_CHECKING:
     from servelab.node.coldpull import ColdCheck, ColdSettings, containerd_cold_pull
     from servelab.node.containerd import PrivateContainerd
+    from servelab.node.ctrstart import CtrStart, CtrStartSpec, start_in
     from servelab.node.engine import content_store, engine_pull, push_archive
     from servelab.node.fetch import fetch_cold
     from servelab.node.layers import Blob, ImageLayers, NodeCost, read_layers
@@ -89,6 +90,9 @@ _WHERE = {
     "ColdSettings": "coldpull",
     "containerd_cold_pull": "coldpull",
     "PrivateContainerd": "containerd",
+    "CtrStart": "ctrstart",
+    "CtrStartSpec": "ctrstart",
+    "start_in": "ctrstart",
     "NodeStart": "start",
     "NodeSettings": "session",
     "NodeStarts": "session",
@@ -102,6 +106,8 @@ __all__ = [
     "Blob",
     "ColdCheck",
     "ColdSettings",
+    "CtrStart",
+    "CtrStartSpec",
     "ImageLayers",
     "LayerPull",
     "NodeCost",
@@ -118,5 +124,6 @@ __all__ = [
     "pull_record",
     "push_archive",
     "read_layers",
+    "start_in",
 ]
 __getattr__ = lazy_exports(__name__, _WHERE)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,9 +190,14 @@ def check_log(settings: ColdSettings, offset: int, img: ImageLayers
 
 
 def containerd_cold_pull(img: ImageLayers, settings: ColdSettings, run_id: str,
-                         cleanup: Any) -> PullRecord:
+                         cleanup: Any, *,
+                         then: Callable[[PrivateContainerd], None] | None = None
+                         ) -> PullRecord:
     """One cold pull of *img* through a fresh private containerd, checked; everything of the
-    instance is gone when this returns or raises (and at the run's cleanup)."""
+    instance is gone when this returns or raises (and at the run's cleanup).
+
+    *then* is called with the instance after the pull and its check, before the instance
+    stops: the start from it (:func:`servelab.node.ctrstart.start_in`)."""
     ctd = PrivateContainerd(run_id)
     cleanup.callback(ctd.stop, f"private containerd {ctd.work}")
     with ctd:
@@ -205,6 +211,8 @@ def containerd_cold_pull(img: ImageLayers, settings: ColdSettings, run_id: str,
         cpu1 = ctd.cpu_seconds()
         written = ctd.blob_mtimes()
         served, detail = check_log(settings, offset, img)
+        if then is not None:
+            then(ctd)
     check = ColdCheck(empty, served, cache, detail, load)
     if not empty:
         check.detail.insert(0, "the instance's root held content before the pull")

@@ -61,6 +61,7 @@ CONTENT = Path("io.containerd.content.v1.content") / "blobs" / "sha256"
 SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
 #: the name containerd gives a proxy snapshotter (SOCI's) in its config
 PROXY_SNAPSHOTTER = "soci"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def _fs_type(path: Path) -> int | None:
@@ -162,11 +163,52 @@ def _owner_gone(d: Path) -> bool:
     return alive is False
 
 
+def _cgroup_dirs(namespace: str) -> list[Path]:
+    """The cgroup dirs runc made for an instance's *namespace* (``ctr``'s default path
+    ``/<namespace>/<container>``, per v1 controller or in the unified tree)."""
+    return [*sorted(CGROUP_ROOT.glob(f"*/{namespace}")), CGROUP_ROOT / namespace]
+
+
+def _cgroup_pids(namespace: str) -> list[int]:
+    """The processes of the instance's containers (they do not name its dir)."""
+    pids: set[int] = set()
+    for d in _cgroup_dirs(namespace):
+        for procs in d.glob("*/cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(x) for x in procs.read_text(encoding="ascii").split())
+    return sorted(pids)
+
+
+def remove_cgroups(namespace: str) -> list[str]:
+    """Remove the (empty) cgroup dirs of *namespace*, its containers' first; those removed."""
+    removed = []
+    for d in _cgroup_dirs(namespace):
+        for sub in sorted(d.glob("*/"), reverse=True) if d.is_dir() else []:
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+        with contextlib.suppress(OSError):
+            d.rmdir()
+            removed.append(str(d))
+    return removed
+
+
+def namespace_of(work: Path) -> str:
+    """The containerd namespace of the instance living in *work* (``PREFIX<safe>-<random>``)."""
+    return "servelab-" + work.name.removeprefix(PREFIX).rpartition("-")[0]
+
+
 def _remove(work: Path) -> None:
-    """Kill every process naming *work*, then remove it."""
+    """Kill every process naming *work* and those of its containers, remove its cgroup dirs,
+    then remove it."""
+    ns = namespace_of(work)
     _kill_all(_pids_using(work))
+    _kill_all(_cgroup_pids(ns))
     for _ in range(50):  # killed processes close their files and leave /proc shortly after
         if not _pids_using(work):
+            break
+        time.sleep(0.02)
+    for _ in range(50):  # a killed container leaves its cgroup once it has exited
+        if not remove_cgroups(ns) and not _cgroup_pids(ns):
             break
         time.sleep(0.02)
     shutil.rmtree(work, ignore_errors=True)
@@ -180,6 +222,33 @@ def sweep(parent: Path | None = None) -> list[str]:
         if d.is_dir() and not d.is_symlink() and _owner_gone(d):
             _remove(d)
             notes.append(f"removed a private containerd left by a killed run: {d}")
+    return notes + _sweep_orphan_cgroups(parent or temp_parent())
+
+
+#: how servelab names the containers it starts in an instance (``node/ctrstart.py``)
+CONTAINER_PREFIX = "serve-"
+
+
+def _sweep_orphan_cgroups(parent: Path) -> list[str]:
+    """Containers of an instance whose dir is already gone (swept by a servelab without this
+    step, or removed by hand): their cgroups are found by namespace; only namespaces holding
+    servelab's own containers (``serve-*``) and no instance dir are touched."""
+    notes = []
+    names = {d.name for d in CGROUP_ROOT.glob("*/servelab-*") if d.is_dir()}
+    for ns in sorted(names):
+        safe = ns.removeprefix("servelab-")
+        subs = {s.name for d in _cgroup_dirs(ns) if d.is_dir() for s in d.iterdir()
+                if s.is_dir()}
+        if not subs or not all(n.startswith(CONTAINER_PREFIX) for n in subs):
+            continue
+        if any(parent.glob(f"{PREFIX}{safe}-*")):
+            continue  # a live instance (or one the sweep above could not remove)
+        _kill_all(_cgroup_pids(ns))
+        for _ in range(50):
+            if not remove_cgroups(ns) and not _cgroup_pids(ns):
+                break
+            time.sleep(0.02)
+        notes.append(f"removed the containers of a private containerd whose dir was gone: {ns}")
     return notes
 
 
@@ -239,11 +308,6 @@ class PrivateContainerd:
         (a subclass starts its snapshotter there first)."""
         return ["containerd", "--config", str(cfg)]
 
-    @property
-    def pid(self) -> int | None:
-        """containerd's pid (the holder of the private mount namespace), None when stopped."""
-        return self._child.pid if self._child is not None else None
-
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -281,6 +345,12 @@ class PrivateContainerd:
             with contextlib.suppress(OSError):
                 out[f"sha256:{name}"] = (self.root / CONTENT / name).stat().st_mtime
         return out
+
+    @property
+    def pid(self) -> int | None:
+        """containerd's pid (in the host's pid namespace; its mount namespace is private)."""
+        child = self._child
+        return child.pid if child is not None and child.poll() is None else None
 
     def cpu_seconds(self) -> float | None:
         """CPU time (user + system) containerd and its waited-for children (``unpigz``) have

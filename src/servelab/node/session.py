@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, InputError, ServelabError
@@ -34,7 +34,13 @@ from servelab.node.pull import PullRecord
 from servelab.node.soci import LazyRegistry, SociContainerd, lazy_unavailable
 from servelab.node.start import NodeStart
 
+if TYPE_CHECKING:
+    from servelab.node.ctrstart import CtrStart, CtrStartSpec
+    from servelab.node.readbytes import ReadBeforeReady
+
 REPOSITORY = "servelab-coldstart"
+#: what a start from the private containerd may take beyond the readiness timeout
+START_MARGIN_S = 60.0
 
 
 @dataclass
@@ -158,26 +164,42 @@ class NodeStarts:
 
     # -- one repeat
     def measure(self, arm: str, image: str, bases: list[str], *, archive: Path | None = None,
-                digest: str | None = None) -> NodeStart:
+                digest: str | None = None, start: CtrStartSpec | None = None,
+                no_start: str | None = None) -> NodeStart:
         """Both pulls of *image* (the arm's tested image; *archive* and *digest* as for
         :meth:`publish`) and what other nodes would pull; afterwards *image* is in the engine
-        again, under the same name."""
+        again, under the same name. With *start*, the server is started from the private
+        containerd right after its cold pull (:func:`~servelab.node.ctrstart.start_in`);
+        *no_start* says why it is not (a GPU arm)."""
         img = self.publish(image, arm, archive, digest)
         held = [*bases, *self.settings.node_has]
         node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases),
                          cold_fallback=self.cold_fallback)
-        node.cold = self._cold(img)
+        node.cold = self._cold(img, start, node)
+        if node.cold_start is None and node.cold_start_skipped is None:
+            node.cold_start_skipped = (no_start or "no start spec given")
         node.lazy = self._lazy(img)
         node.warm = self._warm_base(img, image, held, node.notes)
         self.arms[arm] = img
         return node
 
-    def _cold(self, img: ImageLayers) -> PullRecord:
-        """Through a fresh private containerd; servelab's own fetch where none can run."""
+    def _cold(self, img: ImageLayers, start: CtrStartSpec | None, node: NodeStart
+              ) -> PullRecord:
+        """Through a fresh private containerd (and the start from it, with *start*);
+        servelab's own fetch where none can run."""
         if self.cold_fallback is None:
             self.progress(f"  cold start: private containerd pull of {len(img.layers)} layers "
                           f"({img.total_bytes} bytes)")
-            return containerd_cold_pull(img, self.settings.cold, self.run_id, self.cleanup)
+
+            def then(pc: containerd.PrivateContainerd) -> None:
+                if start is not None:
+                    node.cold_start = self._start_in(pc, img, start, node)
+                    node.read_before_ready = self._read_before_ready(pc, img, start, node)
+
+            return containerd_cold_pull(img, self.settings.cold, self.run_id, self.cleanup,
+                                        then=then)
+        node.cold_start_skipped = ("the cold pull was servelab's own fetch, not a private "
+                                   "containerd")
         work = Path(tempfile.mkdtemp(prefix="servelab-cold-"))
         self.cleanup.path(work)
         self.progress(f"  cold start: fetching {len(img.layers)} layers "
@@ -239,6 +261,34 @@ class NodeStarts:
                          "comes with the private containerd's start), so bytes fetched and "
                          "read are the pull's own, not those read before ready")
         return {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
+
+    def _start_in(self, pc: containerd.PrivateContainerd, img: ImageLayers,
+                  spec: CtrStartSpec, node: NodeStart) -> CtrStart | None:
+        """The server started in *pc* right after its pull; None (and why, in the node's
+        notes) when the start could not be made."""
+        from servelab.node.ctrstart import start_in
+
+        self.progress("  cold start: starting the server from the private containerd")
+        try:
+            return start_in(pc, img.ref, spec, cleanup=self.cleanup,
+                            timeout_s=spec.readiness_timeout_s + START_MARGIN_S)
+        except ServelabError as e:
+            node.cold_start_skipped = f"the start from the private containerd failed: {e.message}"
+            return None
+
+    def _read_before_ready(self, pc: containerd.PrivateContainerd, img: ImageLayers,
+                           spec: CtrStartSpec, node: NodeStart) -> ReadBeforeReady:
+        """The untimed start after the timed one: what the server read of the unpacked image
+        before it was ready (:mod:`servelab.node.readbytes`)."""
+        from servelab.node.readbytes import ReadBeforeReady, read_before_ready
+
+        if node.cold_start is None or not node.cold_start.ready:
+            return ReadBeforeReady(False, img.total_bytes, notes=[
+                "not measured: the timed start from the private containerd was not ready"])
+        self.progress("  cold start: an untimed start, to count the bytes read before ready")
+        return read_before_ready(pc, img.ref, spec, bytes_pulled=img.total_bytes,
+                                 cleanup=self.cleanup,
+                                 timeout_s=spec.readiness_timeout_s + START_MARGIN_S)
 
     def _warm_base(self, img: ImageLayers, image: str, held: list[str],
                    notes: list[str]) -> PullRecord | None:

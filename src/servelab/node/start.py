@@ -4,10 +4,18 @@ would pull, and the start phases that followed, as ``metrics.coldstart`` of resu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab.node.layers import ImageLayers, NodeCost
 from servelab.node.pull import COLD, WARM_BASE, PullRecord, round6
+
+if TYPE_CHECKING:
+    from servelab.node.ctrstart import CtrStart
+    from servelab.node.readbytes import ReadBeforeReady
+
+#: where the cold figures' start phases come from
+COLD_START_CTR = "containerd"
+COLD_START_DOCKER = "docker"
 
 #: the start phases a record keeps (from the prober's timeline durations)
 START_KEYS = ("create_s", "start_call_s", "start_to_tcp_accept_s", "start_to_ready_s",
@@ -33,6 +41,12 @@ class NodeStart:
     lazy: dict[str, Any] | None = None
     #: the start on the lazy node (the keys of :meth:`with_start`); empty until it exists
     lazy_start: dict[str, float | None] = field(default_factory=dict)
+    #: the start from the private containerd right after the cold pull (None: not started
+    #: there, and ``cold_start_skipped`` says why)
+    cold_start: CtrStart | None = None
+    cold_start_skipped: str | None = None
+    #: what an untimed second start read of the unpacked image before ready (full pull)
+    read_before_ready: ReadBeforeReady | None = None
 
     def with_start(self, durations: dict[str, Any]) -> NodeStart:
         """Take create, start -> ready and start -> first good request from the timeline's
@@ -56,10 +70,24 @@ class NodeStart:
             return None
         return round(float(pull) + sum(float(p) for p in parts if p is not None), 6)
 
-    def _to(self, pull: PullRecord | None, key: str) -> float | None:
+    @property
+    def cold_basis(self) -> str:
+        """Whose start phases follow the cold pull: the start from the private containerd
+        that pulled it, or (no such start) the Docker start after the warm-base pull."""
+        return COLD_START_CTR if self.cold_start is not None else COLD_START_DOCKER
+
+    def _phases(self, variant: str) -> dict[str, float | None]:
+        if variant == COLD and self.cold_start is not None:
+            return self.cold_start.phases()
+        return self.start
+
+    def _to(self, pull: PullRecord | None, key: str, variant: str) -> float | None:
         """Pull + unpack + create + the start call + started -> *key*: the phases laid end
-        to end (servelab's own work between the pull and the create is left out)."""
-        parts = [self.start.get(k) for k in ("create_s", "start_call_s", key)]
+        to end (servelab's own work between the pull and the create is left out). The cold
+        variant's start phases are those of the start from the private containerd that
+        pulled it, where it ran."""
+        phases = self._phases(variant)
+        parts = [phases.get(k) for k in ("create_s", "start_call_s", key)]
         if pull is None or pull.not_cold or any(p is None for p in parts):
             return None
         return round(pull.download_s + (pull.unpack_s or 0.0)
@@ -68,10 +96,10 @@ class NodeStart:
     def to_dict(self) -> dict[str, Any]:
         """``metrics.coldstart`` of result.json."""
         variants = {COLD: self.cold, WARM_BASE: self.warm}
-        to_ready: dict[str, float | None] = {k.replace("-", "_"): self._to(p, "start_to_ready_s")
-                                             for k, p in variants.items()}
+        to_ready: dict[str, float | None] = {
+            k.replace("-", "_"): self._to(p, "start_to_ready_s", k) for k, p in variants.items()}
         to_first: dict[str, float | None] = {
-            k.replace("-", "_"): self._to(p, "start_to_first_good_request_s")
+            k.replace("-", "_"): self._to(p, "start_to_first_good_request_s", k)
             for k, p in variants.items()}
         if self.lazy is not None:
             to_ready["lazy"] = self._to_lazy("start_to_ready_s")
@@ -87,6 +115,10 @@ class NodeStart:
             "cold_runtime": {"private_containerd": self.cold_fallback is None,
                              "fallback_reason": self.cold_fallback},
             **({"lazy": self._lazy_dict()} if self.lazy is not None else {}),
+            "cold_start": self.cold_start.to_dict() if self.cold_start else None,
+            "cold_start_basis": self.cold_basis,
+            "read_before_ready": (self.read_before_ready.to_dict()
+                                  if self.read_before_ready else None),
             "notes": [*self.notes, *self._cold_notes()],
         }
 
@@ -99,6 +131,14 @@ class NodeStart:
 
     def _cold_notes(self) -> list[str]:
         out = []
+        if self.cold_start is None:
+            out.append("cold figures: the start phases are the Docker start's after the "
+                       "warm-base pull, laid after the cold pull ("
+                       + (self.cold_start_skipped or "no start from the private containerd")
+                       + ")")
+        elif not self.cold_start.ready:
+            out.append("cold figures: the start from the private containerd did not become "
+                       "ready (" + "; ".join(self.cold_start.notes[-2:]) + ")")
         if self.cold_fallback is not None:
             out.append("cold pull: servelab's own fetch, not a private containerd: "
                        + self.cold_fallback)

@@ -49,6 +49,12 @@ def _cs(*keys: str) -> Callable[[dict[str, Any]], Any]:
     return lambda r: _get(r, "metrics", "coldstart", *keys)
 
 
+def _read_before_ready(r: dict[str, Any]) -> Any:
+    """What the untimed start read of the unpacked image before ready, when measured."""
+    rb = _get(r, "metrics", "coldstart", "read_before_ready") or {}
+    return rb.get("read_bytes") if isinstance(rb, dict) and rb.get("measured") else None
+
+
 def _cold(*keys: str) -> Callable[[dict[str, Any]], Any]:
     """An extractor of ``metrics.coldstart.cold.<keys...>``: None when the pull's own check
     says it was not cold (a warm figure is never counted as cold)."""
@@ -121,6 +127,8 @@ REPORTED: tuple[MetricDef, ...] = (
               "size", lambda r: _holding(r, "control"), 4096.0, "node"),
     MetricDef("model_bytes_read", "model bytes read before ready", "bytes", "startup",
               lambda r: _get(r, "metrics", "model_load", "bytes_read"), 4096.0, "node"),
+    MetricDef("image_bytes_read", "image bytes read before ready (full pull)", "bytes",
+              "startup", _read_before_ready, 4096.0, "node"),
     MetricDef("pull_lazy_s", "pull, lazy", "s", "startup", _lazy("pull_s"), 0.05, "node"),
     MetricDef("node_ready_lazy", "node: pull to ready, lazy", "s", "startup",
               _lazy_to("to_ready_s"), 0.05, "node"),

@@ -36,12 +36,12 @@ from servelab.run.outcomes import (
 )
 from servelab.run.results import write_json
 from servelab.smoke.gpuphases import GpuPhases
-from servelab.spec import Arm, Experiment
+from servelab.spec import Arm, Experiment, GpuNeeds
 from servelab.textio import write_file
 
 if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
-    from servelab.node import NodeSettings, NodeStart, NodeStarts
+    from servelab.node import CtrStartSpec, NodeSettings, NodeStart, NodeStarts
     from servelab.node.lazypull import LazySettings
     from servelab.scan.stage import Scanner
     from servelab.smoke.result import SmokeResult
@@ -279,7 +279,7 @@ class Stages:
         gpu = self.exp.gpu if self.opts.gpu is None else replace(self.exp.gpu,
                                                                   required=self.opts.gpu)
         rec = build.build
-        node = self._node_start(arm, image, rec)
+        node = self._node_start(arm, image, rec, gpu)
         # after a measured pull every start is the first one after the image came in
         first = node is not None or (image not in self._smoked and (
             rec.loaded_now if rec is not None else n == 1))
@@ -308,10 +308,12 @@ class Stages:
                             host=_host_gpus(r.gpu), node=node, model_load=r.model_load,
                             gpu_phases=GpuPhases.from_gpu(r.gpu))
 
-    def _node_start(self, arm: Arm, image: str, rec: BuildRecord | None) -> NodeStart | None:
+    def _node_start(self, arm: Arm, image: str, rec: BuildRecord | None,
+                    gpu: GpuNeeds) -> NodeStart | None:
         """The pulls before this start (with --cold-start-registry), else None."""
         if self._node_settings is None:
             return None
+        start, no_start = self._ctr_start_spec(gpu)
         if self._nodes is None:
             from servelab.node import NodeStarts
 
@@ -323,11 +325,26 @@ class Stages:
                 self.notes.append("cold pulls: servelab's own fetch, not a private containerd: "
                                   + self._nodes.cold_fallback)
         if rec is None:  # a prebuilt image: no base known, pushed from the engine's copy
-            return self._nodes.measure(arm.name, image, [])
+            return self._nodes.measure(arm.name, image, [], start=start, no_start=no_start)
         bases = [b.ref if pinned_digest(b.ref) else f"{b.ref}@{b.digest}"
                  for b in rec.base_images if b.digest]
         return self._nodes.measure(arm.name, image, bases, archive=Path(rec.archive),
-                                   digest=rec.manifest_digest)
+                                   digest=rec.manifest_digest, start=start, no_start=no_start)
+
+    def _ctr_start_spec(self, gpu: GpuNeeds) -> tuple[CtrStartSpec | None, str | None]:
+        """The spec of the start from the private containerd after the cold pull, or why
+        there is none (GPU arms: the Docker start keeps them)."""
+        from servelab.node import CtrStartSpec
+        from servelab.smoke.stage import SmokeSettings
+
+        if gpu.required:
+            return None, ("not measured on this path: a GPU arm (its start after the "
+                          "warm-base pull, through the engine, keeps the GPU)")
+        try:
+            return CtrStartSpec.from_settings(SmokeSettings.from_experiment(self.exp,
+                                                                            gpu=gpu)), None
+        except InputError as e:
+            return None, f"not measured on this path: {e.message}"
 
 
 def _with_spec(opts: RunOptions, exp: Experiment) -> RunOptions:

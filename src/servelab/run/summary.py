@@ -97,7 +97,8 @@ def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delt
 
 
 NODE_COLUMNS = ("pulled_cold", "pulled_warm_base", "pulled_holding_control",
-                "model_bytes_read", "pull_cold_s", "unpack_cold_s", "cpu_cold_s",
+                "model_bytes_read", "image_bytes_read", "pull_cold_s", "unpack_cold_s",
+                "cpu_cold_s",
                 "pull_warm_base_s",
                 "unpack_warm_base_s", "node_ready_cold", "node_ready_warm_base")
 #: the lazy node's columns, shown when an arm has a lazy figure (``--lazy``)
@@ -213,8 +214,23 @@ def _node_section(control: ArmStats | None, treatment: ArmStats,
     out += [*(line for line in (_loaded_line(a) for a in arms) if line), ""]
     out += _lazy_lines(arms, results)
     out += ["<details><summary>Per repeat</summary>", "", *_node_repeats(results), "",
-            *_lazy_repeats(results), "</details>", ""]
+            *_read_lines(results), *_lazy_repeats(results), "</details>", ""]
     return out
+
+
+def _read_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Per repeat: the cold start's runtime, and the bytes read before ready (full pull)."""
+    out = []
+    for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
+        cs = _get(r, "metrics", "coldstart") or {}
+        rb = cs.get("read_before_ready") or {}
+        if not cs or not rb:
+            continue
+        top = ", ".join(f"{d['dir']} {_fmt(d['bytes'], 'bytes')}" for d in rb.get("top_dirs")
+                        or [])
+        out.append(f"- {r.get('arm')} r{r.get('repeat')}: {rb.get('line')}"
+                   + (f" (most read: {top})" if top else ""))
+    return [*out, ""] if out else []
 
 
 def _lazy_lines(arms: list[ArmStats], results: list[dict[str, Any]]) -> list[str]:

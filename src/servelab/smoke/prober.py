@@ -332,6 +332,19 @@ class ProbeConfig:
     body_cap: int = 1 << 20
     hosts: tuple[str, ...] = ("127.0.0.1", "::1")
 
+    @classmethod
+    def of(cls, port: int, health_path: str, left_s: float, request: Any | None, *,
+           request_timeout_s: float, interval_s: float) -> ProbeConfig:
+        """The prober's configuration of a start (Docker's or containerd's): *request* the
+        experiment's representative request (``spec.Request``) or None, *left_s* the time
+        the prober has."""
+        spec = None
+        if request is not None:
+            spec = RequestSpec(request.method, request.path, dict(request.headers),
+                               request.body, request.count, request_timeout_s)
+        return cls(port=port, health_path=health_path, deadline_s=max(0.05, left_s),
+                   request=spec, interval_s=interval_s)
+
     def to_json(self, netns_pid: int | None, netns_cgroups: list[str] | None = None) -> str:
         return json.dumps({
             "port": self.port,

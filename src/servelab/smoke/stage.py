@@ -50,7 +50,6 @@ from servelab.smoke.prober import (
     ProbeConfig,
     ProbeEvent,
     Prober,
-    RequestSpec,
     cgroup_procs,
     netns_available,
 )
@@ -269,13 +268,8 @@ class _Observed:
 
 
 def _probe_config(s: SmokeSettings, left_s: float) -> ProbeConfig:
-    r = s.request
-    spec = None
-    if r is not None:
-        spec = RequestSpec(r.method, r.path, dict(r.headers), r.body, r.count,
-                           s.request_timeout_s)
-    return ProbeConfig(port=s.serve.port, health_path=s.serve.health_path,
-                       deadline_s=max(0.05, left_s), request=spec, interval_s=s.interval_s)
+    return ProbeConfig.of(s.serve.port, s.serve.health_path, left_s, s.request,
+                          request_timeout_s=s.request_timeout_s, interval_s=s.interval_s)
 
 
 def _wants_netns(s: SmokeSettings) -> bool:
