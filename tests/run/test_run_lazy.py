@@ -78,8 +78,17 @@ def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str)
         # the base layer only in parts, never whole; the zTOC and manifests apart
         assert fetched["layers_partial"] > 0 and fetched["other"] > 0
         assert fetched["total"] < cs["cold"]["bytes_pulled"]
-        assert lazy["bytes_read"] is not None
-        assert "lazy" in cs["to_ready_s"] and "lazy" in cs["to_first_request_s"]
+        # the server started on the lazy node with the cold start's spec (snapshotter soci):
+        # pull to ready laid end to end, and the bytes it read on demand before ready
+        assert lazy["start_outcome"] == "ready", lazy["notes"]
+        st = lazy["start"]
+        assert cs["to_ready_s"]["lazy"] == pytest.approx(
+            lazy["pull_s"] + st["create_s"] + st["start_call_s"] + st["start_to_ready_s"],
+            abs=2e-3)
+        assert cs["to_first_request_s"]["lazy"] > cs["to_ready_s"]["lazy"] > lazy["pull_s"]
+        read = lazy["bytes_read"]["synchronous_bytes_served"]
+        assert 0 < read < cs["cold"]["bytes_pulled"], lazy["bytes_read"]
+        assert not any(n.startswith("pull only") for n in lazy["notes"]), lazy["notes"]
         # the index came from the build's OCI archive, and the index build did not warm the
         # lazy pull: the image's and SOCI's blob files were evicted before it
         assert lazy["index"]["source"] == "archive", lazy["index"]
@@ -100,8 +109,12 @@ def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str)
     md = (out / "summary.md").read_text()
     full = rows["treatment"]["metrics"]["coldstart"]["image_bytes"]
     assert f"- **treatment**: pulled {full / 1e6:.1f} MB full; lazy fetched " in md
-    assert "(1 of 1 repeats lazy)" in md
+    assert "(1 of 1 repeats lazy)" in md and "%) before ready; lazy pull " in md
     gantt = md[md.index("```mermaid"):]
     pull_ms = round(rows["control"]["metrics"]["coldstart"]["lazy"]["pull_s"] * 1000)
-    assert f"    section control r1 lazy\n    lazy pull :0, {pull_ms}\n" in gantt
+    assert f"    section control r1 lazy\n    lazy pull :0, {pull_ms}\n" \
+        f"    create + start call :{pull_ms}, " in gantt
+    for arm in rows:
+        assert summary["coldstart"][arm]["node_ready_lazy"] == \
+            rows[arm]["metrics"]["coldstart"]["to_ready_s"]["lazy"]
     assert "section control r1 cold" in gantt
