@@ -227,7 +227,7 @@ def lazy_pull(img: ImageLayers, registry: LazyRegistry, index: SociIndex, run_id
     with pc:
         empty = pc.root_empty()
         cache = prepare_cache(settings, [*(b.digest for b in (img.config, *img.layers)),
-                                         index.digest, *index.ztocs.values()])
+                                         index.digest, *(z for z in index.ztocs.values() if z)])
         rec = LazyRecord(lazy_ref(img, registry), None, None, False, len(index.ztocs), 0,
                          True, index.min_layer_size, empty, cache,
                          _log_offset=log_size(registry.log), _t0=time.monotonic())
