@@ -28,23 +28,30 @@ TLS_REGISTRY = "127.0.0.1:5443"
 pytestmark = [pytest.mark.docker, pytest.mark.registry, pytest.mark.slow]
 
 
-def _lazy_args() -> list[str]:
-    """The lazy registry's options (scripts/bootstrap.sh only setup_tls_registry), or a skip
-    naming why lazy pulling cannot be measured here."""
+def lazy_run_args() -> tuple[list[str], str | None]:
+    """``servelab run``'s lazy options with the TLS registry of scripts/bootstrap.sh (only
+    setup_tls_registry), or ``([], why lazy pulling cannot be measured here)``."""
     why = lazy_unavailable()
     if why is not None:
-        pytest.skip(f"lazy pulling cannot run here: {why}")
+        return [], f"lazy pulling cannot run here: {why}"
     ca, log = SETUP / "tls" / "ca.pem", SETUP / "registry-tls.log"
     try:
         urllib.request.urlopen(f"https://{TLS_REGISTRY}/v2/", timeout=5,
                                context=ssl.create_default_context(cafile=str(ca))).read()
     except (OSError, ssl.SSLError) as e:
-        pytest.skip(f"no TLS registry at {TLS_REGISTRY} (scripts/bootstrap.sh only "
+        return [], (f"no TLS registry at {TLS_REGISTRY} (scripts/bootstrap.sh only "
                     f"setup_tls_registry): {e}")
+    return ["--lazy", "soci", "--lazy-registry", TLS_REGISTRY, "--registry-ca", str(ca),
+            "--lazy-registry-log", str(log)], None
+
+
+def _lazy_args() -> list[str]:
+    """The lazy options and the cold-start registry's files, or a skip naming why not."""
+    args, why = lazy_run_args()
+    if why is not None:
+        pytest.skip(why)
     data = SETUP / "registry-data"
-    return ["--registry-data", str(data), "--registry-log", str(SETUP / "registry.log"),
-            "--lazy", "soci", "--lazy-registry", TLS_REGISTRY, "--registry-ca", str(ca),
-            "--lazy-registry-log", str(log)]
+    return ["--registry-data", str(data), "--registry-log", str(SETUP / "registry.log"), *args]
 
 
 def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str) -> None:
