@@ -16,8 +16,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from test_run_lazy import lazy_run_args
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup")) / "torch-cpu"
@@ -97,10 +99,13 @@ def test_one_gb_image_cold_and_warm_base(tmp_path: Path, docker_client: object, 
         pytest.skip(f"no CPU torch tree at {TORCH}: scripts/bootstrap.sh installs one from a "
                     "wheel on disk (SERVELAB_TORCH_WHEEL)")
     out = tmp_path / "out"
+    lazy, why = lazy_run_args()
+    if why is not None and os.environ.get("CI"):
+        pytest.fail(f"lazy pulling cannot run on this CI machine: {why}")
     proc = subprocess.run(
         [sys.executable, "-m", "servelab", "run", str(_experiment(tmp_path, base_image)),
          "--out", str(out), "--stages", "build,smoke", "--cold-start-registry", registry,
-         *_registry_files(), "--format", "json"],
+         *_registry_files(), *lazy, "--format", "json"],
         capture_output=True, text=True, timeout=3000, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = json.loads(proc.stdout)
@@ -139,3 +144,27 @@ def test_one_gb_image_cold_and_warm_base(tmp_path: Path, docker_client: object, 
     assert summary["pulled_bytes_warm_base"] == base["treatment"]
     md = (out / "summary.md").read_text()
     assert "## Start-up cost on a node" in md and "section treatment r1 cold" in md
+    if lazy:
+        _check_lazy(rows, md)
+
+
+def _check_lazy(rows: dict[str, dict[str, Any]], md: str) -> None:
+    """The lazy node beside the full pull: really lazy, faster to pull than the full pull
+    (download + unpack), started with the cold start's spec, and in the summary."""
+    for arm, r in rows.items():
+        cs = r["metrics"]["coldstart"]
+        lazy = cs["lazy"]
+        assert lazy["lazy"] is True and lazy["index"]["source"] == "archive", lazy["notes"]
+        full = cs["cold"]["pull_s"] + cs["cold"]["unpack_s"]
+        assert lazy["pull_s"] < full, (arm, lazy["pull_s"], full)
+        assert lazy["start_outcome"] == "ready", lazy["notes"]
+        assert cs["to_ready_s"]["lazy"] > lazy["pull_s"]
+        read = lazy["bytes_read"]["synchronous_bytes_served"]
+        assert 0 < read < m_uncompressed(r), lazy["bytes_read"]
+        assert 0 < lazy["bytes_fetched"]["total"] <= cs["cold"]["bytes_pulled"] + (8 << 20)
+    assert "**Lazy pulling (SOCI)**" in md and "section treatment r1 lazy" in md
+    assert "(1 of 1 repeats lazy)" in md and "%) before ready; lazy pull " in md
+
+
+def m_uncompressed(r: dict[str, Any]) -> int:
+    return int(r["metrics"]["size"]["uncompressed_bytes"])

@@ -1,12 +1,15 @@
 """Lazy pulling (SOCI) as a node does it, measured and checked lazy.
 
 * :func:`build_index`: in a THROW-AWAY :class:`~servelab.node.soci.SociContainerd` (never a
-  timed one), the image is pulled from the lazy registry, ``soci create --min-layer-size N``
+  timed one), the image is imported from the build's OCI archive (``ctr images import
+  --no-unpack``; pulled from the lazy registry for a prebuilt image, or when the archive cannot
+  be imported: the index's ``source`` says which), ``soci create --min-layer-size N``
   builds its SOCI index (a separate artifact: the image digest does not change) and ``soci
   push`` stores it beside the image; the index manifest and its referrers tag are deleted at
   the end of the run (:func:`unpublish_index`) unless kept.
 * :func:`lazy_pull`: per repeat a FRESH instance (empty containerd and snapshotter roots),
-  ``sync`` and the registry's blob files evicted as for the cold pull, then ``soci image
+  ``sync`` and the registry's blob files evicted as for the cold pull (the image's and the SOCI
+  artifacts the index build just wrote), then ``soci image
   rpull`` WITHOUT ``--soci-index-digest``: the snapshotter discovers the index through the
   registry's referrers API (or its fallback tag) as a node does, timed from the call to its
   return. It yields the running instance (with the image's snapshots prepared, ready for a
@@ -30,6 +33,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from servelab import proc
@@ -74,23 +78,62 @@ class SociIndex:
     #: layer digest -> its zTOC digest (layers under the min size have none: fetched whole)
     ztocs: dict[str, str]
     build_s: float
+    #: where the throw-away instance got the image: the build's OCI archive or the registry
+    source: str = "registry"
+    #: why the archive was not used, when one was given
+    source_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"digest": self.digest, "min_layer_size": self.min_layer_size,
-                "indexed_layers": len(self.ztocs), "build_s": round(self.build_s, 3)}
+                "indexed_layers": len(self.ztocs), "build_s": round(self.build_s, 3),
+                "source": self.source,
+                **({"source_note": self.source_note} if self.source_note else {})}
+
+
+#: what the private mount namespace covers (a tmpfs on /var/lib): an archive there is hidden
+_HIDDEN = (Path("/var/lib"),)
+
+
+def _archive_unusable(archive: Path) -> str | None:
+    """Why the throw-away instance cannot import *archive* (None: it can)."""
+    path = archive.resolve()
+    if not path.is_file():
+        return f"the build's archive {archive} is gone"
+    if any(path.is_relative_to(h) for h in _HIDDEN):
+        return (f"the build's archive {archive} is under /var/lib, hidden in the instance's "
+                "mount namespace")
+    return None
+
+
+def _get_image(pc: SociContainerd, ref: str, archive: Path | None) -> tuple[str, str | None]:
+    """Put the image in the throw-away instance as *ref*: imported from the build's *archive*
+    (no unpack: ``soci create`` reads the layer blobs), else pulled from the lazy registry.
+    ``(source, why the archive was not used)``."""
+    why = None if archive is None else _archive_unusable(archive)
+    if archive is not None and why is None:
+        res = pc.ctr("images", "import", "--no-unpack", "--index-name", ref,
+                     str(archive.resolve()), check=False, timeout=RPULL_TIMEOUT_S)
+        if res.returncode == 0:
+            return "archive", None
+        why = ("ctr images import of the build's archive failed: "
+               f"{proc.tail(res.stderr or res.stdout, 2, inline=True) or res.returncode}")
+    pc.ctr("images", "pull", *pc.registry.tls_args(), ref, timeout=RPULL_TIMEOUT_S)
+    return "registry", why
 
 
 def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: Any, *,
-                min_layer_size: int = DEFAULT_MIN_LAYER_SIZE, keep: bool = False) -> SociIndex:
+                min_layer_size: int = DEFAULT_MIN_LAYER_SIZE, keep: bool = False,
+                archive: Path | None = None) -> SociIndex:
     """Build *img*'s SOCI index in a throw-away instance and push it beside the image; its
-    manifest is deleted at the end of the run (*cleanup*) unless *keep*."""
+    manifest is deleted at the end of the run (*cleanup*) unless *keep*. *archive*: the build's
+    OCI archive of *img* (what was pushed, byte for byte), imported instead of a pull."""
     ref = lazy_ref(img, registry)
     t0 = time.monotonic()
     pc = SociContainerd(f"{run_id}-index", registry)
     cleanup.callback(pc.stop, f"private containerd {pc.work}")
     with pc:
         try:
-            pc.ctr("images", "pull", *registry.tls_args(), ref, timeout=RPULL_TIMEOUT_S)
+            source, source_note = _get_image(pc, ref, archive)
             made = pc.soci("create", "--min-layer-size", str(min_layer_size), ref)
             pushed = pc.soci("push", *registry.tls_args(), ref)
         except CommandError as e:
@@ -104,7 +147,8 @@ def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: 
         raise CapabilityError(f"soci push named no index for {ref}: "
                               f"{pushed.stdout.strip()[-300:] or 'no output'}",
                               hint="run `servelab doctor` (lazy pulling (SOCI))")
-    out = SociIndex(ref, index[-1], min_layer_size, ztocs, time.monotonic() - t0)
+    out = SociIndex(ref, index[-1], min_layer_size, ztocs, time.monotonic() - t0, source,
+                    source_note)
     if not keep:
         cleanup.callback(lambda: unpublish_index(img, out.digest),
                          f"SOCI index {out.digest} of {img.ref}")
@@ -182,7 +226,8 @@ def lazy_pull(img: ImageLayers, registry: LazyRegistry, index: SociIndex, run_id
     cleanup.callback(pc.stop, f"private containerd {pc.work}")
     with pc:
         empty = pc.root_empty()
-        cache = prepare_cache(settings, [b.digest for b in (img.config, *img.layers)])
+        cache = prepare_cache(settings, [*(b.digest for b in (img.config, *img.layers)),
+                                         index.digest, *(z for z in index.ztocs.values() if z)])
         rec = LazyRecord(lazy_ref(img, registry), None, None, False, len(index.ztocs), 0,
                          True, index.min_layer_size, empty, cache,
                          _log_offset=log_size(registry.log), _t0=time.monotonic())

@@ -102,6 +102,8 @@ class NodeStarts:
         #: not asked for); the SOCI index built per image (manifest digest)
         self.lazy_registry, self.lazy_fallback = self._lazy_setup()
         self._indexes: dict[str, SociIndex] = {}
+        #: manifest digest -> the build's OCI archive of it (the lazy index is built from it)
+        self._archives: dict[str, Path] = {}
 
     # -- push once
     def repository(self, arm: str) -> str:
@@ -119,11 +121,14 @@ class NodeStarts:
             return self.published[key]
         repo = self.repository(arm)
         self.progress(f"  cold start: pushing {key[:19]} to {repo}")
+        built = archive is not None and digest is not None
         if archive is None or digest is None:
             archive, digest = self._save(image)
         pushed = push_archive(archive, digest, arm, f"{repo}:{digest.partition(':')[2][:16]}",
                        self.reg)
         img = read_layers(self.reg, ImageRef.parse(pushed))
+        if built:
+            self._archives[img.manifest.digest] = archive
         if not self.keep:
             self.cleanup.callback(lambda: self._unpublish(pushed), f"registry manifest {pushed}")
         self.published[key] = img
@@ -173,7 +178,7 @@ class NodeStarts:
         node.cold = self._cold(img, start, node)
         if node.cold_start is None and node.cold_start_skipped is None:
             node.cold_start_skipped = (no_start or "no start spec given")
-        node.lazy = self._lazy(img)
+        node.lazy = self._lazy(img, start, node, no_start)
         node.warm = self._warm_base(img, image, held, node.notes)
         self.arms[arm] = img
         return node
@@ -232,30 +237,75 @@ class NodeStarts:
             self.progress(f"  cold start: building the SOCI index of {img.ref}")
             index = build_index(img, self.lazy_registry, self.run_id, self.cleanup,
                                 min_layer_size=self.settings.lazy.min_layer_size,
-                                keep=self.keep)
+                                keep=self.keep, archive=self._archives.get(img.manifest.digest))
             self._indexes[img.manifest.digest] = index
         self.progress(f"  cold start: lazy pull (SOCI) of {len(index.ztocs)} indexed layers")
         return lazy_pull(img, self.lazy_registry, index, self.run_id, self.cleanup,
                          drop_caches=self.settings.cold.drop_caches)
 
-    def _lazy(self, img: ImageLayers) -> dict[str, Any] | None:
-        """``metrics.coldstart.lazy``: the lazy pull alone (the start on the lazy node comes
-        with the private containerd's start), or why it was not measured."""
+    def _lazy(self, img: ImageLayers, start: CtrStartSpec | None = None,
+              node: NodeStart | None = None, no_start: str | None = None
+              ) -> dict[str, Any] | None:
+        """``metrics.coldstart.lazy``: the lazy pull and, with *start* (the same spec as the
+        cold start's), the server started on the lazy node (snapshotter ``soci``), its phases
+        in *node*'s ``lazy_start``, and the bytes fetched and read up to ready; or why it was
+        not measured."""
         if self.settings.lazy is None:
             return None
         if self.lazy_fallback is not None:
             return lazy_not_measured(self.lazy_fallback)
         try:
             with self.lazy_node(img) as (pc, rec):
-                account_bytes(pc, rec, img)
+                started = self._lazy_start(pc, rec, img, start, no_start)
         except (CapabilityError, CommandError) as e:  # CommandError: a soci call timed out
             if self.settings.lazy.required:
                 raise
             return lazy_not_measured(e.message)
-        rec.notes.append("pull only: the server was not started on the lazy node (that start "
-                         "comes with the private containerd's start), so bytes fetched and "
-                         "read are the pull's own, not those read before ready")
-        return {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
+        out = {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
+        if started is not None:
+            out["start_outcome"] = started.outcome
+            if node is not None:
+                node.with_lazy_start(started.phases())
+        return out
+
+    def _lazy_start(self, pc: SociContainerd, rec: LazyRecord, img: ImageLayers,
+                    spec: CtrStartSpec | None, no_start: str | None) -> CtrStart | None:
+        """The server started on the lazy node right after the lazy pull, with the cold
+        start's spec and the snapshotter ``soci``; the bytes fetched and read are counted at
+        ready (at the end of the start when it never was). None: not started (a note says
+        why; the bytes are then the pull's own)."""
+        from servelab.node.ctrstart import start_in
+
+        why = (no_start or "no start spec given") if spec is None else (
+            "the lazy pull failed" if rec.pull_s is None else None)
+        if spec is None or why is not None:
+            account_bytes(pc, rec, img)
+            rec.notes.append(f"pull only: the server was not started on the lazy node ({why}), "
+                             "so bytes fetched and read are the pull's own, not those read "
+                             "before ready")
+            return None
+        self.progress("  cold start: starting the server on the lazy node (snapshotter soci)")
+        counted: list[bool] = []
+
+        def at_ready(_started: CtrStart) -> None:
+            account_bytes(pc, rec, img)
+            counted.append(True)
+
+        try:
+            started = start_in(pc, rec.ref, spec, snapshotter="soci", cleanup=self.cleanup,
+                               timeout_s=spec.readiness_timeout_s + START_MARGIN_S,
+                               on_ready=at_ready)
+        except ServelabError as e:
+            account_bytes(pc, rec, img)
+            rec.notes.append(f"the start on the lazy node failed: {e.message}; bytes fetched "
+                             "and read are the pull's own")
+            return None
+        if not counted:
+            account_bytes(pc, rec, img)
+            rec.notes.append("the server on the lazy node was not ready ("
+                             + ("; ".join(started.notes[-2:]) or started.outcome)
+                             + "): bytes fetched and read are those up to the end of its start")
+        return started
 
     def _start_in(self, pc: containerd.PrivateContainerd, img: ImageLayers,
                   spec: CtrStartSpec, node: NodeStart) -> CtrStart | None:

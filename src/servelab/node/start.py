@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 COLD_START_CTR = "containerd"
 COLD_START_DOCKER = "docker"
 
+#: the start phases a record keeps (from the prober's timeline durations)
+START_KEYS = ("create_s", "start_call_s", "start_to_tcp_accept_s", "start_to_ready_s",
+              "start_to_first_good_request_s")
+
 
 @dataclass
 class NodeStart:
@@ -35,6 +39,8 @@ class NodeStart:
     #: the lazy pull (``--lazy soci``): :meth:`servelab.node.lazypull.LazyRecord.to_dict`,
     #: or why it was not measured; None: not asked for
     lazy: dict[str, Any] | None = None
+    #: the start on the lazy node (the keys of :meth:`with_start`); empty until it exists
+    lazy_start: dict[str, float | None] = field(default_factory=dict)
     #: the start from the private containerd right after the cold pull (None: not started
     #: there, and ``cold_start_skipped`` says why)
     cold_start: CtrStart | None = None
@@ -45,10 +51,24 @@ class NodeStart:
     def with_start(self, durations: dict[str, Any]) -> NodeStart:
         """Take create, start -> ready and start -> first good request from the timeline's
         durations of the start after the warm-base pull."""
-        self.start = {k: durations.get(k) for k in (
-            "create_s", "start_call_s", "start_to_tcp_accept_s", "start_to_ready_s",
-            "start_to_first_good_request_s")}
+        self.start = {k: durations.get(k) for k in START_KEYS}
         return self
+
+    def with_lazy_start(self, durations: dict[str, Any]) -> NodeStart:
+        """Take the phases of the start on the lazy node (after the lazy pull)."""
+        self.lazy_start = {k: durations.get(k) for k in START_KEYS}
+        return self
+
+    def _to_lazy(self, key: str) -> float | None:
+        """Lazy pull + create + the start call + started -> *key* on the lazy node: None
+        until that start exists, or when the pull was not lazy (a fallback, not measured)."""
+        lazy = self.lazy or {}
+        parts = [self.lazy_start.get(k) for k in ("create_s", "start_call_s", key)]
+        pull = lazy.get("pull_s")
+        if lazy.get("lazy") is not True or not isinstance(pull, (int, float)) \
+                or any(p is None for p in parts):
+            return None
+        return round(float(pull) + sum(float(p) for p in parts if p is not None), 6)
 
     @property
     def cold_basis(self) -> str:
@@ -76,6 +96,14 @@ class NodeStart:
     def to_dict(self) -> dict[str, Any]:
         """``metrics.coldstart`` of result.json."""
         variants = {COLD: self.cold, WARM_BASE: self.warm}
+        to_ready: dict[str, float | None] = {
+            k.replace("-", "_"): self._to(p, "start_to_ready_s", k) for k, p in variants.items()}
+        to_first: dict[str, float | None] = {
+            k.replace("-", "_"): self._to(p, "start_to_first_good_request_s", k)
+            for k, p in variants.items()}
+        if self.lazy is not None:
+            to_ready["lazy"] = self._to_lazy("start_to_ready_s")
+            to_first["lazy"] = self._to_lazy("start_to_first_good_request_s")
         return {
             "registry": self.registry, "ref": self.image.ref,
             "image_bytes": self.image.total_bytes, "layers": len(self.image.layers),
@@ -83,20 +111,23 @@ class NodeStart:
             "warm_base": self.warm.summary() if self.warm else None,
             "node_holds": [c.to_dict() for c in self.holds],
             "start": {k: round6(v) for k, v in self.start.items()},
-            "to_ready_s": {k.replace("-", "_"): self._to(p, "start_to_ready_s", k)
-                           for k, p in variants.items()},
-            "to_first_request_s": {k.replace("-", "_"):
-                                   self._to(p, "start_to_first_good_request_s", k)
-                                   for k, p in variants.items()},
+            "to_ready_s": to_ready, "to_first_request_s": to_first,
             "cold_runtime": {"private_containerd": self.cold_fallback is None,
                              "fallback_reason": self.cold_fallback},
-            **({"lazy": self.lazy} if self.lazy is not None else {}),
+            **({"lazy": self._lazy_dict()} if self.lazy is not None else {}),
             "cold_start": self.cold_start.to_dict() if self.cold_start else None,
             "cold_start_basis": self.cold_basis,
             "read_before_ready": (self.read_before_ready.to_dict()
                                   if self.read_before_ready else None),
             "notes": [*self.notes, *self._cold_notes()],
         }
+
+    def _lazy_dict(self) -> dict[str, Any]:
+        """``lazy`` with the lazy node's start phases (``start``) once that start exists."""
+        lazy = dict(self.lazy or {})
+        if self.lazy_start:
+            lazy["start"] = {k: round6(v) for k, v in self.lazy_start.items()}
+        return lazy
 
     def _cold_notes(self) -> list[str]:
         out = []

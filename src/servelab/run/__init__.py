@@ -9,7 +9,8 @@
 * :mod:`~servelab.run.aggregate` (per-arm statistics, deltas, the verdict),
   :mod:`~servelab.run.summary` and :mod:`~servelab.run.explain` (summary.md and its Why),
   :mod:`~servelab.run.render` (the closing text, the history's text and charts),
-  :mod:`~servelab.run.merge` (``report`` and ``compare``), :mod:`~servelab.run.history`
+  :mod:`~servelab.run.merge` (``report`` and ``compare``), :mod:`~servelab.run.lazyview`
+  (the lazy pull in the summary), :mod:`~servelab.run.history`
   (``history``: the trend of past runs) and :mod:`~servelab.run.svg` (its SVG).
 * :mod:`~servelab.run.doctor`: ``servelab doctor``, what this machine can do for a run, each
   part tried for real.

@@ -65,6 +65,27 @@ def _cold(*keys: str) -> Callable[[dict[str, Any]], Any]:
     return get
 
 
+def _lazy(*keys: str) -> Callable[[dict[str, Any]], Any]:
+    """An extractor of ``metrics.coldstart.lazy.<keys...>``: None unless the repeat's lazy
+    pull really was lazy (a silent fallback to a full pull, or a pull not measured, is never
+    counted in a lazy figure)."""
+    def get(r: dict[str, Any]) -> Any:
+        if _get(r, "metrics", "coldstart", "lazy", "lazy") is not True:
+            return None
+        return _get(r, "metrics", "coldstart", "lazy", *keys)
+    return get
+
+
+def _lazy_to(key: str) -> Callable[[dict[str, Any]], Any]:
+    """``metrics.coldstart.<key>.lazy`` (pull to ready or first request on the lazy node),
+    only from a repeat whose pull was lazy."""
+    def get(r: dict[str, Any]) -> Any:
+        if _get(r, "metrics", "coldstart", "lazy", "lazy") is not True:
+            return None
+        return _get(r, "metrics", "coldstart", key, "lazy")
+    return get
+
+
 #: lower is better for every numeric metric servelab reports
 NUMERIC: tuple[MetricDef, ...] = (
     MetricDef("size", "compressed size", "bytes", "size",
@@ -108,6 +129,15 @@ REPORTED: tuple[MetricDef, ...] = (
               lambda r: _get(r, "metrics", "model_load", "bytes_read"), 4096.0, "node"),
     MetricDef("image_bytes_read", "image bytes read before ready (full pull)", "bytes",
               "startup", _read_before_ready, 4096.0, "node"),
+    MetricDef("pull_lazy_s", "pull, lazy", "s", "startup", _lazy("pull_s"), 0.05, "node"),
+    MetricDef("node_ready_lazy", "node: pull to ready, lazy", "s", "startup",
+              _lazy_to("to_ready_s"), 0.05, "node"),
+    MetricDef("node_first_request_lazy", "node: pull to first good request, lazy", "s",
+              "startup", _lazy_to("to_first_request_s"), 0.05, "node"),
+    MetricDef("fetched_lazy", "bytes fetched, lazy node", "bytes", "size",
+              _lazy("bytes_fetched", "total"), 4096.0, "node"),
+    MetricDef("read_lazy", "bytes read lazily (FUSE, on demand)", "bytes", "size",
+              _lazy("bytes_read", "synchronous_bytes_served"), 4096.0, "node"),
     MetricDef("cuda_init_s", "CUDA init (probe)", "s", "startup",
               lambda r: _get(r, "metrics", "gpu", "cuda_init_s"), 0.05, "gpu"),
     MetricDef("first_kernel_s", "first kernel (probe)", "s", "startup",

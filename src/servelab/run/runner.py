@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from servelab import hashing
 from servelab.errors import ExitCode
-from servelab.run import aggregate, results, summary
+from servelab.run import aggregate, lazyview, results, summary
 from servelab.run.options import STAGES, Progress, RunOptions, parse_stages
 from servelab.run.outcomes import (
     BuildOutcome,
@@ -214,6 +214,9 @@ class Runner:
         data = build_summary(self.exp, self, v, treatment)
         data["reproducibility"] = self.stages.reproducibility
         data.update(aggregate.headline(treatment, control))
+        lazy = lazyview.status(self.results)
+        if lazy is not None:
+            data["lazy"] = lazy
         md = summary.render_markdown(data, control, treatment, deltas, self.results)
         data["results"] = self.results
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab.report import md_text, terminal_text
+from servelab.run import lazyview
 from servelab.run.aggregate import (
     ALL_METRICS,
     NUMERIC,
@@ -100,11 +101,14 @@ NODE_COLUMNS = ("pulled_cold", "pulled_warm_base", "pulled_holding_control",
                 "cpu_cold_s",
                 "pull_warm_base_s",
                 "unpack_warm_base_s", "node_ready_cold", "node_ready_warm_base")
+#: the lazy node's columns, shown when an arm has a lazy figure (``--lazy``)
+LAZY_COLUMNS = ("pull_lazy_s", "node_ready_lazy", "fetched_lazy", "read_lazy")
 _BY_KEY = {m.key: m for m in ALL_METRICS}
 
 
 def _node_table(arms: list[ArmStats]) -> list[str]:
-    cols = [_BY_KEY[k] for k in NODE_COLUMNS]
+    lazy = any(k in a.metrics for a in arms for k in LAZY_COLUMNS)
+    cols = [_BY_KEY[k] for k in (*NODE_COLUMNS, *(LAZY_COLUMNS if lazy else ()))]
     out = ["| arm | " + " | ".join(f"{m.label}, median (min–max)" for m in cols) + " |",
            "|" + "---|" * (len(cols) + 1)]
     out += ["| " + " | ".join([a.arm, *(_spread(a, m) for m in cols)]) + " |" for a in arms]
@@ -208,8 +212,9 @@ def _node_section(control: ArmStats | None, treatment: ArmStats,
     out += [*_node_table(arms), ""]
     out += [*_cold_checks(results)]
     out += [*(line for line in (_loaded_line(a) for a in arms) if line), ""]
+    out += _lazy_lines(arms, results)
     out += ["<details><summary>Per repeat</summary>", "", *_node_repeats(results), "",
-            *_read_lines(results), "</details>", ""]
+            *_read_lines(results), *_lazy_repeats(results), "</details>", ""]
     return out
 
 
@@ -226,6 +231,21 @@ def _read_lines(results: list[dict[str, Any]]) -> list[str]:
         out.append(f"- {r.get('arm')} r{r.get('repeat')}: {rb.get('line')}"
                    + (f" (most read: {top})" if top else ""))
     return [*out, ""] if out else []
+
+
+def _lazy_lines(arms: list[ArmStats], results: list[dict[str, Any]]) -> list[str]:
+    """The lazy pull per arm in words, and the repeats that fell back or were not measured."""
+    lines = [x for x in (lazyview.arm_line(a, results) for a in arms) if x]
+    if not lines:
+        return []
+    return ["**Lazy pulling (SOCI)**: medians of the repeats that really were lazy; bytes read "
+            "are uncompressed bytes the FUSE mounts served on demand, against the compressed "
+            "bytes a full pull fetches.", "", *lines, *lazyview.repeat_notes(results), ""]
+
+
+def _lazy_repeats(results: list[dict[str, Any]]) -> list[str]:
+    table = lazyview.repeat_table(results)
+    return [*table, ""] if table else []
 
 
 def _scanner_line(results: list[dict[str, Any]]) -> list[str]:
@@ -299,6 +319,9 @@ def _gantt_rows(r: dict[str, Any]) -> list[tuple[str, list[Bar]]]:
         got = _pull_bars(cs.get(key) or {}, cs.get("start") or {})
         if got is not None:
             rows.append((f"{name} {label}", got[0] + _start_bars(st, got[1])))
+    lazy = lazyview.gantt_bars(r)
+    if lazy:
+        rows.append((f"{name} lazy", lazy))
     return rows or [(name, _start_bars(st, 0.0))]
 
 
@@ -317,7 +340,9 @@ def _gantt(results: list[dict[str, Any]]) -> list[str]:
     what = ("Seconds from the start of the pull (with --cold-start-registry): pull, unpack, "
             "create and start laid end to end, then the start's own phases; \"base held\" is "
             "the engine's pull with the base's layers kept, \"cold\" the cold pull of every "
-            "layer (its start phases are those of the same repeat's start)." if pulled else
+            "layer (its start phases are those of the same repeat's start), \"lazy\" the lazy "
+            "pull (SOCI: snapshots prepared, files fetched as the server reads them) and, once "
+            "the lazy node starts the server, its own start." if pulled else
             "Milliseconds from container start.")
     out = ["## Start-up timeline", "",
            f"{what} Build durations are in the table above. The first start after an image "
