@@ -21,10 +21,11 @@ def _cmdline(pid: str) -> str:
 
 def host_state(marker: str = PREFIX) -> dict[str, Any]:
     """What a private containerd (and its pulls) could leave behind: processes naming an
-    instance dir (containerd, unshare, ctr, shims), mounts naming one, the instance dirs in the temp
-    dir, the top of /run/containerd (its ``s/`` holds the engine's shim sockets, which other
-    containers change) and all of /opt/containerd. *marker*: what names an instance dir of
-    interest (a run id prefix after PREFIX keeps other runs on the machine out of it)."""
+    instance dir (containerd, unshare, ctr, shims), mounts naming one, the instance dirs in the
+    temp dir, the top of /run/containerd (its ``s/`` holds the engine's shim sockets, which
+    other containers change), all of /opt/containerd and of /var/lib/soci-snapshotter-grpc.
+    *marker*: what names an instance dir of interest (a run id prefix after PREFIX keeps other
+    runs on the machine out of it)."""
     procs = sorted(
         f"{d.name} {cmd}" for d in Path("/proc").iterdir()
         if d.name.isdigit() and d.name != str(os.getpid())
@@ -38,6 +39,9 @@ def host_state(marker: str = PREFIX) -> dict[str, Any]:
         "temp_dirs": sorted(p.name for p in temp_parent().glob(marker + "*")),
         "run_containerd": _listing(Path("/run/containerd"), deep=False),
         "opt_containerd": _listing(Path("/opt/containerd"), deep=True),
+        # the snapshotter's default root: a lazy instance bind-mounts its own dir over it in
+        # its private mount namespace, so the host's never changes
+        "soci_root": _listing(Path("/var/lib/soci-snapshotter-grpc"), deep=True),
     }
 
 

@@ -9,6 +9,7 @@ import re
 import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from hoststate import host_state
 from servelab import spec
+from servelab.image.ref import ImageRef
 from servelab.node.containerd import PREFIX, sweep
 from servelab.node.soci import lazy_unavailable
 from servelab.run.results import validate_result
@@ -24,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "experiment.yaml"
 SETUP = Path("/var/tmp/servelab-setup")
 TLS_REGISTRY = "127.0.0.1:5443"
+MANIFESTS = ("application/vnd.oci.image.manifest.v1+json, "
+             "application/vnd.docker.distribution.manifest.v2+json")
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry, pytest.mark.slow]
 
@@ -70,8 +74,8 @@ def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str)
     run_id = json.loads(proc.stdout)["run"]["id"]
     mine = host_state(PREFIX + re.sub(r"[^a-z0-9]+", "-", run_id.lower())[:15])
     assert mine["processes"] == mine["mounts"] == mine["temp_dirs"] == [], mine
-    assert (mine["run_containerd"], mine["opt_containerd"]) == (before["run_containerd"],
-                                                                before["opt_containerd"])
+    for key in ("run_containerd", "opt_containerd", "soci_root"):
+        assert mine[key] == before[key], key
     rows = {arm: json.loads((out / arm / "repeat-1" / "result.json").read_text())
             for arm in ("control", "treatment")}
     for arm, r in rows.items():
@@ -125,3 +129,32 @@ def test_example_with_lazy_pulls(tmp_path: Path, base_image: str, registry: str)
         assert summary["coldstart"][arm]["node_ready_lazy"] == \
             rows[arm]["metrics"]["coldstart"]["to_ready_s"]["lazy"]
     assert "section control r1 cold" in gantt
+    # the registry keeps nothing of the run: each tested image's manifest and its SOCI index
+    # deleted, and no tag left in the run's repositories (the referrers fallback tag included)
+    for r in rows.values():
+        cs = r["metrics"]["coldstart"]
+        pushed = ImageRef.parse(cs["ref"])
+        assert _status(pushed, pushed.digest) == 404, cs["ref"]
+        assert _status(pushed, cs["lazy"]["index"]["digest"]) == 404, cs["lazy"]["index"]
+        assert _tags(pushed) == [], cs["ref"]
+
+
+def _status(ref: ImageRef, digest: str | None) -> int:
+    """HTTP status of a HEAD of *digest*'s manifest in *ref*'s repository."""
+    req = urllib.request.Request(f"http://{ref.registry}/v2/{ref.repository}/manifests/{digest}",
+                                 method="HEAD", headers={"Accept": MANIFESTS})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def _tags(ref: ImageRef) -> list[str]:
+    try:
+        with urllib.request.urlopen(
+                f"http://{ref.registry}/v2/{ref.repository}/tags/list", timeout=10) as resp:
+            return sorted(json.loads(resp.read()).get("tags") or [])
+    except urllib.error.HTTPError as e:
+        assert e.code == 404, e
+        return []
