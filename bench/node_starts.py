@@ -60,7 +60,11 @@ def run(experiment: Path, out: Path, repeats: int) -> None:
             "--registry-log", str(SETUP / "registry.log"), "--lazy", "soci", "--require-lazy",
             "--lazy-registry", TLS_REGISTRY, "--registry-ca", str(SETUP / "tls" / "ca.pem"),
             "--lazy-registry-log", str(SETUP / "registry-tls.log"), "--format", "json"]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600)
+    env = dict(os.environ)
+    if len(tempfile.gettempdir()) > 40:  # the private containerds' sockets need a short path
+        env["TMPDIR"] = "/tmp"
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600,
+                          env=env)
     if proc.returncode not in (0, 1):
         sys.stderr.write(proc.stderr[-3000:])
         raise SystemExit(f"servelab run exited {proc.returncode}")
