@@ -24,6 +24,21 @@ def base_image() -> str:
     raise SystemExit("no BASE_IMAGE in examples/build-args.env: run scripts/bootstrap.sh")
 
 
+def short_tmpdir() -> str | None:
+    """A temp dir short enough for the private containerds' unix sockets, where the current
+    one is too long for them (the quick test's per-test dir), else None."""
+    import tempfile
+
+    return "/tmp" if len(tempfile.gettempdir()) > 40 else None
+
+
+def servelab_env() -> dict[str, str]:
+    """The environment for a ``servelab run`` a bench starts: its own, with a short TMPDIR
+    where the current one is too long for the private containerds' sockets."""
+    short = short_tmpdir()
+    return dict(os.environ, **({"TMPDIR": short} if short else {}))
+
+
 def machine() -> str:
     """CPUs and load average, printed with every figure (the machine may be shared)."""
     one, five, _ = os.getloadavg()

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, machine
+from benchlib import ROOT, machine, servelab_env
 
 SETUP = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup"))
 REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
@@ -47,11 +47,8 @@ def run_once(out: Path, repeats: int, drop: bool) -> tuple[int, float]:
     if drop:
         argv.append("--drop-caches")
     t0 = time.monotonic()
-    env = dict(os.environ)
-    if len(tempfile.gettempdir()) > 40:  # the private containerds' sockets need a short path
-        env["TMPDIR"] = "/tmp"
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600,
-                          env=env)
+                          env=servelab_env())
     if proc.returncode not in (0, 1):
         sys.stderr.write(proc.stderr[-3000:])
     return proc.returncode, time.monotonic() - t0

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import base_image, machine
+from benchlib import base_image, machine, short_tmpdir
 
 SETUP = Path("/var/tmp/servelab-setup")
 TLS_REGISTRY = "127.0.0.1:5443"
@@ -130,8 +130,7 @@ def main() -> int:
     from servelab.node.lazypull import build_index
     from servelab.node.soci import LazyRegistry, lazy_unavailable
 
-    if len(tempfile.gettempdir()) > 40:  # the instances' sockets need a short path
-        tempfile.tempdir = "/tmp"  # their dirs are made and removed there
+    tempfile.tempdir = short_tmpdir() or tempfile.tempdir  # the instances' dirs go there
     why = lazy_unavailable()
     if why is not None:
         raise SystemExit(f"lazy pulling cannot run here: {why}")

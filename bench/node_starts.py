@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, base_image, machine
+from benchlib import ROOT, base_image, machine, servelab_env
 
 SETUP = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup"))
 REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
@@ -60,11 +60,8 @@ def run(experiment: Path, out: Path, repeats: int) -> None:
             "--registry-log", str(SETUP / "registry.log"), "--lazy", "soci", "--require-lazy",
             "--lazy-registry", TLS_REGISTRY, "--registry-ca", str(SETUP / "tls" / "ca.pem"),
             "--lazy-registry-log", str(SETUP / "registry-tls.log"), "--format", "json"]
-    env = dict(os.environ)
-    if len(tempfile.gettempdir()) > 40:  # the private containerds' sockets need a short path
-        env["TMPDIR"] = "/tmp"
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600,
-                          env=env)
+                          env=servelab_env())
     if proc.returncode not in (0, 1):
         sys.stderr.write(proc.stderr[-3000:])
         raise SystemExit(f"servelab run exited {proc.returncode}")

@@ -46,12 +46,6 @@ SOCKET_PATH_MAX = 104
 #: an instance dir's longest socket name, and mkdtemp's suffix with its dash
 _LONGEST_SOCKET = "/containerd.sock.ttrpc"
 _SUFFIX = 9
-
-
-def _name_room(parent: Path) -> int:
-    """How many characters of the run id fit in an instance dir's name under *parent*, so
-    that its sockets' paths stay within SOCKET_PATH_MAX."""
-    return SOCKET_PATH_MAX - len(str(parent)) - 1 - len(PREFIX) - _SUFFIX - len(_LONGEST_SOCKET)
 OWNER_FILE = "servelab-owner.json"
 MAX_CONCURRENT_DOWNLOADS = 3
 START_TIMEOUT_S = 30.0
@@ -62,6 +56,12 @@ SNAPSHOTS = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
 #: the name containerd gives a proxy snapshotter (SOCI's) in its config
 PROXY_SNAPSHOTTER = "soci"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _name_room(parent: Path) -> int:
+    """How many characters of the run id fit in an instance dir's name under *parent*, so
+    that its sockets' paths stay within SOCKET_PATH_MAX."""
+    return SOCKET_PATH_MAX - len(str(parent)) - 1 - len(PREFIX) - _SUFFIX - len(_LONGEST_SOCKET)
 
 
 def _fs_type(path: Path) -> int | None:
