@@ -24,14 +24,12 @@ over the same storage as 127.0.0.1:5000, its CA and access log under /var/tmp/se
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import secrets
 import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +40,6 @@ from benchlib import base_image, machine, short_tmpdir
 SETUP = Path("/var/tmp/servelab-setup")
 TLS_REGISTRY = "127.0.0.1:5443"
 DEFAULT_IMPORT = "json,email.mime.multipart,http.client,sqlite3"
-
-
-def copy_image(ref: str, repo: str) -> str:
-    """*ref* in repository *repo* of the same (plain, loopback) registry: blobs mounted across,
-    the manifest put. name:tag@digest."""
-    from servelab.image.ref import ImageRef
-    from servelab.image.registry import RegistryClient
-
-    src = ImageRef.parse(ref)
-    reg = RegistryClient()
-    manifest = reg.get_manifest(src)
-    body = json.loads(manifest.body)
-    for d in [body["config"]["digest"], *(x["digest"] for x in body["layers"])]:
-        url = f"http://{src.registry}/v2/{repo}/blobs/uploads/?mount={d}&from={src.repository}"
-        with urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=60):
-            pass
-    dst = ImageRef(src.registry, repo, "bench")
-    reg.put_manifest(dst, "bench", manifest.body, manifest.media_type)
-    return str(dst.with_digest(manifest.digest))
 
 
 def harness(pc: Any, ref: str, snapshotter: str, modules: str, name: str) -> float:
@@ -138,6 +117,9 @@ def main() -> int:
                             SETUP / "registry-data")
     modules = args.modules.replace(" ", "")
     rounds = 1 if args.quick else max(1, args.rounds)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from lazyimages import copy_image  # the lazy tests' copy: blobs mounted, manifest put
+
     ref = copy_image(args.image or base_image(), f"servelab-bench/lazy-{secrets.token_hex(4)}")
     img = read_layers(RegistryClient(), ImageRef.parse(ref))
     print(f"image {ref}: {len(img.layers)} layers, {_mb(img.total_bytes)}; {machine()}")
