@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], object]:
