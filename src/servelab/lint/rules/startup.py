@@ -47,7 +47,7 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
         read = {p for app, _token in apps for p in app.read}
         for p in downloads.start_problems(text, state.env):
             ins = _attribute(p.token, primary, state)
-            yield Hit("startup-download", ins.line, f"the {ins.cmd} {p.what}")
+            yield _problem_hit(ins, f"the {ins.cmd}", p, {})
         for src, content in scripts(ctx, text, state, stage=ctx.df.final):
             if src.context_path in read:
                 continue  # Python the application walk read: judged by what runs when
@@ -55,16 +55,31 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
             for p in downloads.start_problems(code, state.env):
                 ins = _attribute(src.image_path.rsplit("/", 1)[-1], primary, state)
                 where = f"{script_name(src)}:{p.line}"
-                yield Hit(
-                    "startup-download",
-                    ins.line,
-                    f"{src.image_path}, run by {ins.cmd}, {p.what} ({where})",
-                    context={"script": where},
-                )
+                yield _problem_hit(ins, f"{src.image_path}, run by {ins.cmd},", p,
+                                   {"script": where}, f" ({where})")
         for app, token in apps:
             yield from _app_hits(ctx, app, _attribute(token, primary, state))
         if not apps:
             yield from _missing_scripts(ctx, text, primary, state)
+
+
+def _problem_hit(ins: Instruction, who: str, p: downloads.StartProblem,
+                 context: dict[str, str], where: str = "") -> Hit:
+    """One start problem as a finding: a fetch at every start (an error), a first-start
+    download behind a file test (a warning), or a form the shell reader could not take
+    apart (a coverage note, info)."""
+    if p.unread:
+        return Hit("startup-download", ins.line,
+                   f"not fully checked: {who} {p.what}{where}, so what it runs at start was "
+                   "not read", severity=Severity.INFO, context=context,
+                   fix="write the command out, or set the variable in the same script or "
+                   "with ENV, so servelab can read it")
+    if p.guard:
+        return Hit("startup-download", ins.line, f"{who} {p.what}{where}",
+                   severity=Severity.WARNING, context=context,
+                   fix=f"put {p.guard} on a persistent volume filled before the first start "
+                   "(an init container or a pre-pulled cache), or fetch at build time")
+    return Hit("startup-download", ins.line, f"{who} {p.what}{where}", context=context)
 
 
 def _applications(ctx: Context, text: str,
