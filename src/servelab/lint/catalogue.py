@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+#: the kind of a Python load that runs only when a file check fails: a first-start download
+FIRST_START = "first-start"
+
 CODE = "code"
 MODEL = "model"
 DATA = "data"

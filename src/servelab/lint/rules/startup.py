@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from servelab.findings import Severity
 from servelab.lint import downloads, follow, shell
 from servelab.lint.image import StageState
+from servelab.lint.catalogue import FIRST_START
 from servelab.lint.parse import Instruction
 
 from . import RULES, Context, Hit
@@ -117,8 +118,18 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
                   fix=f"pass --context with the directory docker build is given (now "
                   f"{ctx.context_dir})")
         return
+    first = [f for f in app.loads if f.when == follow.START and f.kind == FIRST_START]
+    if first and not _ran_at_build(ctx, app):
+        shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in first)
+        yield Hit("startup-download", ins.line,
+                  f"{app.entry.shown}, run by {ins.cmd}, downloads at first start, when the "
+                  f"files it checks for are missing (once, if they are on a persistent "
+                  f"volume): {shown}{bound}{missing}", context={"script": first[0].where},
+                  severity=Severity.WARNING,
+                  fix="fill the volume before the first start (an init container or a "
+                  "pre-pulled cache), or fetch at build time")
     for when in (follow.START, follow.REQUEST):
-        loads = [f for f in app.loads if f.when == when]
+        loads = [f for f in app.loads if f.when == when and f.kind != FIRST_START]
         if not loads:
             continue
         shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in loads)
@@ -134,6 +145,19 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
                   f"{app.entry.shown}, run by {ins.cmd}, {what}: {shown}{bound}{missing}",
                   context={"script": loads[0].where},
                   severity=None if when == follow.START else Severity.WARNING)
+
+
+def _ran_at_build(ctx: Context, app: follow.Followed) -> bool:
+    """Whether a RUN of the final image already ran the application's entry (``RUN python
+    download_model.py`` before ``CMD`` runs it again): its file check then finds the files
+    in place, and the guarded download never runs."""
+    words = app.entry.shown.split()
+    script = next((w for w in words if w.endswith(".py")), "")
+    if not script:
+        return False
+    name = script.rsplit("/", 1)[-1]
+    return any(ins.cmd == "RUN" and name in ins.text()
+               for st in ctx.analysis.chain() for ins in st.instructions)
 
 
 def _missing_scripts(ctx: Context, text: str, primary: Instruction,
