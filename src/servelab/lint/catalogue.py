@@ -67,8 +67,9 @@ FETCHERS: tuple[Fetcher, ...] = (
        "offline: HF_HUB_OFFLINE=1 (ENV, the command's own VAR=1, or os.environ in the code), "
        "local_files_only=True, or a local path as the repo; verified: --revision at a "
        "40-hex commit",
-       ("weights-baked-hf-cli.Dockerfile", "startup-script", "fetch-cloud-and-wrappers"),
-       ("startup-offline.Dockerfile", "startup-follow-local-files-only", "fetch-guarded")),
+       ("weights-baked-hf-cli.Dockerfile", "startup-script", "fetch-cloud-and-wrappers",
+        "fetch-guarded-start"),
+       ("startup-offline.Dockerfile", "startup-follow-local-files-only", "fetch-wrappers-offline")),
     _F("model loads by hub id",
        (), ("from_pretrained", "pipeline", "SentenceTransformer", "CrossEncoder"), (MODEL,),
        "a local path or local_files_only=True; HF_HUB_OFFLINE=1; a config, tokenizer or "
@@ -103,21 +104,21 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("download-unverified-branch-clone.Dockerfile", "weights-baked-script",
         "fetch-cloud-and-wrappers"),
        ("download-unverified-pinned-clone.Dockerfile", "weights-baked-code.Dockerfile",
-        "fetch-guarded")),
+        "fetch-wrappers-offline")),
     _F("HTTP downloads",
        (("curl",), ("wget",)),
        ("urlretrieve", "urlopen", "download_url", "wget.download"), (CODE, MODEL, DATA),
        "verified: a checksum tool with a digest written in the Dockerfile, gpg --verify with "
        "a pinned key, cosign/minisign; a loopback URL is local",
        ("download-unverified-curl-pipe.Dockerfile", "weights-baked-model-archive.Dockerfile",
-        "fetch-python-apis"),
+        "fetch-python-apis", "fetch-guarded-start"),
        ("download-unverified-checksum.Dockerfile", "weights-baked-hf-cdn-media.Dockerfile",
-        "fetch-guarded")),
+        "fetch-wrappers-offline")),
     _F("streamed HTTP clients written to a file",
        (), ("requests.get", "httpx.get", "httpx.stream"), (MODEL, DATA),
        "a loopback URL; a URL that names no weights or model archive",
-       ("weights-baked-python-fetch", "fetch-python-apis", "fetch-python-apis"),
-       ("weights-baked-script-local", "fetch-python-local", "fetch-python-local")),
+       ("weights-baked-python-fetch", "fetch-python-apis"),
+       ("weights-baked-script-local", "fetch-python-local")),
     _F("cloud storage copies",
        CLOUD_COPIES,
        ("download_file", "download_fileobj", "download_to_filename", "download_blob"),
@@ -131,25 +132,22 @@ FETCHERS: tuple[Fetcher, ...] = (
        (CODE, MODEL),
        "source='local' for torch.hub.load; a loopback URL; TORCH_HOME on a mounted volume "
        "still downloads once per node",
-       ("fetch-python-apis", "fetch-python-apis", "fetch-python-apis"),
-       ("fetch-python-local", "fetch-python-local", "fetch-python-local")),
+       ("fetch-python-apis",), ("fetch-python-local",)),
     _F("whisper and faster-whisper",
        (), ("WhisperModel", "download_model", "load_model"), (MODEL,),
        "a local path as the model (faster-whisper's local_files_only=True)",
-       ("fetch-python-apis", "fetch-python-apis", "fetch-python-apis"),
-       ("fetch-python-local", "fetch-python-local", "fetch-python-local")),
+       ("fetch-python-apis",), ("fetch-python-local",)),
     _F("pretrained vision models",
        (), ("create_model", "torchvision.models"), (MODEL,),
        "pretrained=False or weights=None; a checkpoint_path/pretrained_cfg_overlay file",
-       ("fetch-python-apis", "fetch-python-apis", "fetch-python-apis"),
-       ("fetch-python-local", "fetch-python-local", "fetch-python-local")),
+       ("fetch-python-apis",), ("fetch-python-local",)),
     _F("NLP data and model packages",
        (("spacy", "download"), ("nltk.downloader",), ("gdown",)),
        ("nltk.download", "spacy.cli.download", "gdown.download", "gdown.download_folder"),
        (MODEL, DATA),
        "spaCy models installed as pinned wheels; NLTK_DATA on a mounted volume",
-       ("fetch-python-apis", "fetch-cloud-and-wrappers", "fetch-cloud-and-wrappers"),
-       ("fetch-python-local", "fetch-guarded", "fetch-guarded")),
+       ("fetch-python-apis", "fetch-cloud-and-wrappers"),
+       ("fetch-python-local", "fetch-wrappers-offline")),
     _F("package installers",
        (("pip", "install"), ("pipx", "install"), ("conda", "install"), ("mamba", "install"),
         ("apt-get", "install"), ("apt", "install"), ("apk", "add"), ("npm", "install"),
@@ -160,7 +158,7 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("startup-pip-shell-form.Dockerfile", "startup-follow-launcher-installs",
         "fetch-cloud-and-wrappers"),
        ("startup-follow-launcher-no-install", "unpinned-pip-pinned.Dockerfile",
-        "fetch-guarded")),
+        "fetch-wrappers-offline")),
 )
 
 
@@ -181,7 +179,7 @@ PYTHON_CALLS = frozenset(c.rsplit(".", 1)[-1] for f in FETCHERS for c in f.calls
 def command_form(argv: list[str]) -> tuple[Fetcher, tuple[str, ...]] | None:
     """The fetcher and form the command *argv* (its program's base name first) is, or None.
     Options between the words of a form are skipped: ``gsutil -m cp``, ``aws --region x s3
-    cp`` (an option's value may come between too)."""
+    cp`` (an option's value may come between too: ``s5cmd --numworkers 8 cp``)."""
     if not argv:
         return None
     prog = argv[0].rsplit("/", 1)[-1]
@@ -196,7 +194,7 @@ def command_form(argv: list[str]) -> tuple[Fetcher, tuple[str, ...]] | None:
             if not rest:
                 return f, form
             for i in range(min(3, len(words))):
-                if tuple(words[i:i + len(rest)]) == rest and (i == 0 or prog == "aws"):
+                if tuple(words[i:i + len(rest)]) == rest:
                     return f, form
     return None
 

@@ -286,6 +286,8 @@ def _load(node: ast.Call, values: _Values) -> Load | None:
 
 _NOT_WEIGHTS_CALL = LazyPattern(
     r"(Config|Tokenizer|TokenizerFast|Processor|FeatureExtractor|ImageProcessor)\.")
+#: calls whose result is a response body: ``urlopen(url)``, ``requests.get(url)``
+_STREAMS = frozenset({"urlopen", "get"})
 #: cloud SDK downloads, whose first argument is a bucket or a destination, never local
 _TO_FILE = frozenset({"download_file", "download_fileobj", "download_to_filename"})
 _LOOPBACK_URL = LazyPattern(r"^(https?|ftp)://(localhost|127\.0\.0\.1|\[::1\])[:/]")
@@ -307,6 +309,19 @@ def _catalogue_load(node: ast.Call, name: str, last: str, values: _Values) -> Lo
         if value is not None and (local_value(value) or _LOOPBACK_URL.match(value)):
             return ""
         return Load(f"{name}({_shown(first, values)})", line)
+    if last == "copyfileobj" or (last == "write" and "." in name):
+        source = next((a for a in node.args if isinstance(a, ast.Call)
+                       and _dotted(a.func).rsplit(".", 1)[-1] in _STREAMS), None)
+        if source is not None:  # copyfileobj(urlopen(url), f), f.write(requests.get(u).content)
+            return Load(f"{_dotted(source.func)}({_shown(source.args[0] if source.args else None, values)}) written to a file", line)
+        return None
+    if (last == "stream" and name.startswith("httpx")) or (
+            last == "get" and name.startswith(("requests", "httpx"))
+            and _truthy(_kwarg(node, "stream")) is True):
+        url = values.of(first)
+        if url is not None and _LOOPBACK_URL.match(url):
+            return ""
+        return Load(f"{name}({_shown(first, values)}) streamed", line)
     if name in {"torch.utils.model_zoo.load_url", "model_zoo.load_url"}:
         return Load(f"{name}({_shown(first, values)})", line)
     if last == "WhisperModel" or name.endswith("whisper.load_model"):
@@ -414,6 +429,21 @@ def _sets_offline(node: ast.AST) -> bool:
     return False
 
 
+def _with_download(node: ast.With | ast.AsyncWith) -> Load | None:
+    """``with urlopen(url) as r, open(p, "wb") as f:`` (or ``requests.get(url,
+    stream=True)``, ``httpx.stream(...)``): a response body written to a file."""
+    calls = [i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)]
+    names = [_dotted(c.func) for c in calls]
+    writes = any(n == "open" and any(isinstance(a, ast.Constant) and "w" in str(a.value)
+                                     for a in c.args[1:2]) for n, c in zip(names, calls,
+                                                                           strict=True))
+    source = next((n for n in names if n.rsplit(".", 1)[-1] == "urlopen"
+                   or n in {"httpx.stream", "requests.get", "httpx.get"}), None)
+    if source is None or not writes:
+        return None
+    return Load(f"{source}() written to a file", node.lineno)
+
+
 def _file_check(test: ast.expr) -> bool | None:
     """True for ``not exists(p)`` (the body runs when the file is missing), False for
     ``exists(p)`` (its else runs then), None for a test that checks no file."""
@@ -498,6 +528,8 @@ class _Scanner:
             value = getattr(node, name, None)
             if name not in _BODIES and isinstance(value, ast.AST):
                 self.expressions(value, scope)
+        if isinstance(node, ast.With | ast.AsyncWith) and (found := _with_download(node)):
+            scope.loads.append(found._replace(kind=FIRST_START) if self.guarded else found)
         check = _file_check(node.test) if isinstance(node, ast.If) else None
         saved = self.guarded
         for f in bodies:  # the bodies, statement by statement (imports and defs in them)

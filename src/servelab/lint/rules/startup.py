@@ -135,7 +135,7 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
         shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in loads)
         kinds = {f.kind for f in loads}
         verb = ("installs packages" if kinds == {"install"} else
-                "downloads from a hub" if kinds == {"hub"} else "downloads and installs")
+                "downloads from the network" if kinds == {"hub"} else "downloads and installs")
         if when == follow.START:
             what = f"{verb} at start"
         else:
