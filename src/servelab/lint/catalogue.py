@@ -229,7 +229,7 @@ def cloud_copy_source(argv: list[str], form: tuple[str, ...]) -> tuple[str, str]
         return None
     dest = operands[-1]
     src = next((o for o in operands[:-1] if remote_source(o)), None)
-    if src is None or remote_source(dest) and not dest.startswith(("/", ".", "~")):
+    if src is None or (remote_source(dest) and not dest.startswith(("/", ".", "~"))):
         return None
     return src, dest
 

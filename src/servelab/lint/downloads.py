@@ -452,25 +452,33 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
                 )
             )
     if not is_offline:
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.lstrip().startswith("#"):
-                continue
-            if m := _START_HUB_CALL.search(line):
-                out.append(
-                    StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
-                )
-            elif m := _START_NAMED_LOAD.search(line):
-                call = m.group(1) or m.group(3)
-                what = repr(m.group(2)) if m.group(2) else m.group(4).replace(" ", "")
-                out.append(StartProblem(f"loads the model {what} at start ({call}): it is "
-                                        "downloaded at start", call, n))
-            elif m := _START_STREAM.search(line):
-                out.append(StartProblem(f"streams a download to a file at start "
-                                        f"({m.group(1).split('(')[0]})", m.group(1), n))
-            elif m := _START_HUB_LOAD.search(line) or _START_PIPELINE.search(line):
-                out.append(StartProblem(
-                    f"loads the hub model {m.group(2)!r} at start ({m.group(1)}) with "
-                    "HF_HUB_OFFLINE unset: it is downloaded at start", m.group(2), n))
+        out += _python_problems(text)
+    return out
+
+
+def _python_problems(text: str) -> list[StartProblem]:
+    """The catalogue's Python fetches in a script's text, line by line (comments skipped):
+    hub downloads, named-model loads, pretrained weights, streamed files."""
+    out: list[StartProblem] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        if m := _START_HUB_CALL.search(line):
+            out.append(
+                StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
+            )
+        elif m := _START_NAMED_LOAD.search(line):
+            call = m.group(1) or m.group(3)
+            what = repr(m.group(2)) if m.group(2) else m.group(4).replace(" ", "")
+            out.append(StartProblem(f"loads the model {what} at start ({call}): it is "
+                                    "downloaded at start", call, n))
+        elif m := _START_STREAM.search(line):
+            out.append(StartProblem(f"streams a download to a file at start "
+                                    f"({m.group(1).split('(')[0]})", m.group(1), n))
+        elif m := _START_HUB_LOAD.search(line) or _START_PIPELINE.search(line):
+            out.append(StartProblem(
+                f"loads the hub model {m.group(2)!r} at start ({m.group(1)}) with "
+                "HF_HUB_OFFLINE unset: it is downloaded at start", m.group(2), n))
     return out
 
 

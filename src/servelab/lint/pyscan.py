@@ -258,7 +258,7 @@ def _load(node: ast.Call, values: _Values) -> Load | None:
         return None if source == "local" else Load("torch.hub.load()", node.lineno)
     found = _catalogue_load(node, name, last, values)
     if found is not None:
-        return found or None
+        return found if isinstance(found, Load) else None
     if last in _FETCH_CALLS:
         repo = node.args[0] if node.args else _kwarg(node, "repo_id")
         value = values.of(repo)
@@ -296,54 +296,80 @@ _LOOPBACK_URL = LazyPattern(r"^(https?|ftp)://(localhost|127\.0\.0\.1|\[::1\])[:
 def _catalogue_load(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
     """A fetch of :mod:`servelab.lint.catalogue`'s Python forms beyond the hub client: a
     :class:`Load`, "" for a form that stays local, None for a call that is none of them."""
-    line = node.lineno
+    for form in (_fetch_call, _stream_call, _named_model, _pretrained):
+        found = form(node, name, last, values)
+        if found is not None:
+            return found
+    return None
+
+
+def _fetch_call(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``download_url_to_file(url, ...)``, ``nltk.download("punkt")``, boto3's
+    ``s3.download_file(...)``, ``blob.download_to_filename(...)``, ``urlretrieve(url)``."""
     first = node.args[0] if node.args else None
-    if last in _CATALOGUE_FETCH and last not in _FETCH_CALLS and last != "load":
-        if last == "download" and not name.startswith(("nltk", "gdown", "spacy", "cli")):
-            return None
-        if last == "download_model" and "." in name and not name.startswith("faster_whisper"):
-            return None
-        if last in {"download_file", "download_fileobj"} and "." not in name:
-            return None  # boto3's are methods: s3.download_file(bucket, key, path)
-        value = values.of(first) if last not in _TO_FILE else None
-        if value is not None and (local_value(value) or _LOOPBACK_URL.match(value)):
-            return ""
-        return Load(f"{name}({_shown(first, values)})", line)
+    if name in {"torch.utils.model_zoo.load_url", "model_zoo.load_url"}:
+        return Load(f"{name}({_shown(first, values)})", node.lineno)
+    if last not in _CATALOGUE_FETCH or last in _FETCH_CALLS or last == "load":
+        return None
+    if last == "download" and not name.startswith(("nltk", "gdown", "spacy", "cli")):
+        return None
+    if last == "download_model" and "." in name and not name.startswith("faster_whisper"):
+        return None
+    if last in {"download_file", "download_fileobj"} and "." not in name:
+        return None  # boto3's are methods: s3.download_file(bucket, key, path)
+    value = values.of(first) if last not in _TO_FILE else None
+    if value is not None and (local_value(value) or _LOOPBACK_URL.match(value)):
+        return ""
+    return Load(f"{name}({_shown(first, values)})", node.lineno)
+
+
+def _stream_call(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``copyfileobj(urlopen(url), f)``, ``f.write(requests.get(url).content)``,
+    ``requests.get(url, stream=True)``, ``httpx.stream("GET", url)``."""
+    first = node.args[0] if node.args else None
     if last == "copyfileobj" or (last == "write" and "." in name):
         source = next((a for a in node.args if isinstance(a, ast.Call)
                        and _dotted(a.func).rsplit(".", 1)[-1] in _STREAMS), None)
-        if source is not None:  # copyfileobj(urlopen(url), f), f.write(requests.get(u).content)
-            return Load(f"{_dotted(source.func)}({_shown(source.args[0] if source.args else None, values)}) written to a file", line)
-        return None
+        if source is None:
+            return None
+        url = _shown(source.args[0] if source.args else None, values)
+        return Load(f"{_dotted(source.func)}({url}) written to a file", node.lineno)
     if (last == "stream" and name.startswith("httpx")) or (
             last == "get" and name.startswith(("requests", "httpx"))
             and _truthy(_kwarg(node, "stream")) is True):
-        url = values.of(first)
-        if url is not None and _LOOPBACK_URL.match(url):
+        known = values.of(first)
+        if known is not None and _LOOPBACK_URL.match(known):
             return ""
-        return Load(f"{name}({_shown(first, values)}) streamed", line)
-    if name in {"torch.utils.model_zoo.load_url", "model_zoo.load_url"}:
-        return Load(f"{name}({_shown(first, values)})", line)
-    if last == "WhisperModel" or name.endswith("whisper.load_model"):
-        arg = first if first is not None else (_kwarg(node, "model_size_or_path")
-                                               or _kwarg(node, "name"))
-        value = values.of(arg)
-        if _truthy(_kwarg(node, "local_files_only")) or (value is not None
-                                                         and local_value(value)):
-            return ""
-        if value is None and values.env_name(arg) is None:
-            return ""
-        return Load(f"{name}({_shown(arg, values)})", line)
-    if last == "create_model" or name.startswith(("torchvision.models.", "models.")):
-        if last == "create_model" and not name.startswith("timm") and "." in name:
-            return None
-        pre = _kwarg(node, "pretrained")
-        weights = _kwarg(node, "weights")
-        fetches = _truthy(pre) is True or (
-            weights is not None and not (isinstance(weights, ast.Constant)
-                                         and weights.value is None))
-        return Load(f"{name}(pretrained weights)", line) if fetches else ""
+        return Load(f"{name}({_shown(first, values)}) streamed", node.lineno)
     return None
+
+
+def _named_model(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``WhisperModel("large-v3")``, ``whisper.load_model("base")``: a size is fetched too;
+    a local path, or ``local_files_only=True``, stays local."""
+    if last != "WhisperModel" and not name.endswith("whisper.load_model"):
+        return None
+    arg = node.args[0] if node.args else (_kwarg(node, "model_size_or_path")
+                                          or _kwarg(node, "name"))
+    value = values.of(arg)
+    if _truthy(_kwarg(node, "local_files_only")) or (value is not None and local_value(value)):
+        return ""
+    if value is None and values.env_name(arg) is None:
+        return ""
+    return Load(f"{name}({_shown(arg, values)})", node.lineno)
+
+
+def _pretrained(node: ast.Call, name: str, last: str, _values: _Values) -> Load | str | None:
+    """``timm.create_model(..., pretrained=True)``, ``torchvision.models.x(weights=...)``."""
+    if last != "create_model" and not name.startswith(("torchvision.models.", "models.")):
+        return None
+    if last == "create_model" and not name.startswith("timm") and "." in name:
+        return None
+    weights = _kwarg(node, "weights")
+    fetches = _truthy(_kwarg(node, "pretrained")) is True or (
+        weights is not None and not (isinstance(weights, ast.Constant)
+                                     and weights.value is None))
+    return Load(f"{name}(pretrained weights)", node.lineno) if fetches else ""
 
 
 #: calls that run a command (by their last name: ``subprocess.check_call``,
@@ -541,8 +567,8 @@ class _Scanner:
                 for stmt in inner:
                     self.statement(stmt, scope, owner)
         self.guarded = saved
-        if check is False and node.body and isinstance(node.body[-1], ast.Return
-                                                       | ast.Continue | ast.Raise):
+        if check is False and isinstance(node, ast.If) and isinstance(
+                node.body[-1], ast.Return | ast.Continue | ast.Raise):
             self.guarded = True  # `if files_ok(p): return`: what follows runs when missing
         return True
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from servelab.findings import Severity
 from servelab.lint import downloads, follow, shell
-from servelab.lint.image import StageState
 from servelab.lint.catalogue import FIRST_START
+from servelab.lint.image import StageState
 from servelab.lint.parse import Instruction
 
 from . import RULES, Context, Hit
