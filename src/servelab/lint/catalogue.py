@@ -124,9 +124,13 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("download_file", "download_fileobj", "download_to_filename", "download_blob"),
        (CODE, MODEL, DATA),
        "an upload (local source, bucket destination) fetches nothing; a copy into the image "
-       "at build time counts as baked weights only when the path names weights",
-       ("fetch-cloud-and-wrappers", "fetch-cloud-build.Dockerfile", "fetch-python-apis"),
-       ("fetch-cloud-upload", "fetch-cloud-build-code.Dockerfile", "fetch-python-local")),
+       "at build time counts as baked weights only when the path names weights; an installer "
+       "or program copied from a bucket and run is checked as any download (a digest written "
+       "in the Dockerfile)",
+       ("fetch-cloud-and-wrappers", "fetch-cloud-build.Dockerfile", "fetch-python-apis",
+        "fetch-cloud-installer.Dockerfile"),
+       ("fetch-cloud-upload", "fetch-cloud-build-code.Dockerfile", "fetch-python-local",
+        "fetch-cloud-installer-checked.Dockerfile")),
     _F("torch hub",
        (), ("torch.hub.load", "download_url_to_file", "load_state_dict_from_url", "load_url"),
        (CODE, MODEL),
@@ -140,7 +144,8 @@ FETCHERS: tuple[Fetcher, ...] = (
     _F("pretrained vision models",
        (), ("create_model", "torchvision.models"), (MODEL,),
        "pretrained=False or weights=None; a checkpoint_path/pretrained_cfg_overlay file",
-       ("fetch-python-apis",), ("fetch-python-local",)),
+       ("fetch-python-apis", "fetch-cloud-installer.Dockerfile"),
+       ("fetch-python-local", "fetch-cloud-installer-checked.Dockerfile")),
     _F("NLP data and model packages",
        (("spacy", "download"), ("nltk.downloader",), ("gdown",)),
        ("nltk.download", "spacy.cli.download", "gdown.download", "gdown.download_folder"),

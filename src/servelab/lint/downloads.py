@@ -268,6 +268,8 @@ def build_weight_downloads(text: str) -> list[str]:
     out += [f"pipeline({m.group(2)!r})" for m in _START_PIPELINE.finditer(text)]
     out += [f"{m.group(1)}({m.group(2)})" for m in _PY_FETCH.finditer(text)
             if is_weight_path(m.group(2)) or is_model_archive(m.group(2))]
+    out += [f"{m.group(1) or m.group(3)}()" for m in _START_NAMED_LOAD.finditer(text)
+            if m.group(3)]  # pretrained vision weights (whisper's are in _HUB_CALL)
     return out
 
 
