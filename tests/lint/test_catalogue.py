@@ -6,6 +6,7 @@ file-test guards); a form it cannot read is a coverage note."""
 from __future__ import annotations
 
 import importlib.util
+import shlex
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,30 @@ def test_the_rules_docs_list_every_entry() -> None:
     for entry in catalogue.FETCHERS:
         assert f"| {entry.name} |" in text
     assert "`gsutil cp`" in text and "`WhisperModel(...)`" in text
+
+
+def test_nesting_past_the_bound_is_a_coverage_note() -> None:
+    text = "pip install x"
+    for _ in range(shell.MAX_DEPTH + 1):
+        text = f"sh -c {shlex.quote(text)}"
+    notes = shell.unread(text)
+    assert notes and "deep" in notes[0][1]
+    shallow = "sh -c 'sh -c \"pip install x\"'"
+    assert shell.unread(shallow) == [] and ["pip", "install", "x"] in _argvs(shallow)
+
+
+def test_eval_of_an_env_value_in_the_start_command(tmp_path: Path) -> None:
+    from servelab.lint import LintConfig, lint_paths
+
+    df = tmp_path / "Dockerfile"
+    df.write_text(
+        "FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:"
+        "adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1\n"
+        'ENV SETUP="pip install --no-cache-dir vllm==0.6.0"\n'
+        "USER 10001\nEXPOSE 8000\n"
+        "HEALTHCHECK CMD curl -fsS http://127.0.0.1:8000/health || exit 1\n"
+        'CMD ["sh", "-c", "eval \\"$SETUP\\" && exec vllm serve /models/x"]\n')
+    report = lint_paths([df], config=LintConfig(), hadolint=False)
+    found = [(f.rule_id, f.line, f.severity.value) for f in report.findings]
+    assert found == [("startup-download", 6, "error")]
+    assert "installs packages at start" in report.findings[0].message

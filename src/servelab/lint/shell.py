@@ -681,7 +681,11 @@ def _commands(text: str, depth: int,
                                           if form == "eval" else f"{form} {argv[-1][:80]}"],
                                          local, line_no, piped, stdout))
                 continue
-            if script is not None and depth < MAX_DEPTH:
+            if script is not None and depth >= MAX_DEPTH:
+                out.append(SimpleCommand([UNREAD, f"{form} nested more than {MAX_DEPTH} deep "
+                                          "(servelab's bound)"], local, line_no, piped, stdout))
+                continue
+            if script is not None:
                 for sub in _commands(script, depth + 1, env):
                     cmd = SimpleCommand(sub.argv, {**local, **sub.env}, line_no + sub.line - 1,
                                         sub.piped, sub.stdout)
