@@ -26,6 +26,9 @@ _DATED = LazyPattern(r"(?<![0-9])20\d\d(?:[01]\d[0-3]\d|[-_.][01]?\d[-_.][0-3]?\
 #: vendors' development images, named so rather than tagged -devel: ROCm's ``rocm/dev-*``
 #: (``rocm/dev-ubuntu-22.04:6.2``) and Intel's oneAPI base and HPC toolkits (their runtime
 #: counterpart is ``intel/oneapi-runtime``)
+#: runtime images whose tags say devel all the same: Intel tags every oneAPI image
+#: ``<version>-devel-<os>`` (``intel/oneapi-runtime:2025.2.2-0-devel-ubuntu24.04``)
+_RUNTIME_IMAGE = LazyPattern(r"(^|/)intel/oneapi-runtime$")
 _DEVEL_IMAGE = LazyPattern(r"(^|/)rocm/dev-[\w.-]+$|(^|/)intel/oneapi-(basekit|hpckit)$")
 
 
@@ -150,7 +153,7 @@ def check_devel_base(ctx: Context) -> Iterator[Hit]:
     root = ctx.analysis.chain()[0]
     if judged(root):
         name, tag, _d = ImageRef.split(root.base or "")
-        if tag and re.search(r"(^|[-_.])devel([-_.]|$)", tag):
+        if tag and re.search(r"(^|[-_.])devel([-_.]|$)", tag) and not _RUNTIME_IMAGE.search(name):
             yield Hit(
                 "devel-base",
                 root.from_instr.line,
