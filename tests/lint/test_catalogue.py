@@ -105,12 +105,16 @@ def test_a_variable_the_image_sets_is_read() -> None:
     ("[ -f /m/x ] || curl -o /m/x https://h/x", "/m/x"),
     ("test -d /m || { huggingface-cli download o/m; }", "/m"),
     ("[ ! -s /m/x ] && wget https://h/x", "/m/x"),
+    ('if [ -z "$(ls -A /models)" ]; then gsutil -m cp -r gs://b/m /models; fi', "/models"),
+    ('[ -n "$(ls -A /models 2>/dev/null)" ] || aws s3 sync s3://b/m /models', "/models"),
+    ("if [[ ! -f /m/x ]]; then curl -o /m/x https://h/x; fi", "/m/x"),
     ("curl -o /m/x https://h/x", ""),
     ('if [ "$A" = 1 ]; then curl https://h/x; fi', ""),
     ("if [ ! -f /m/x ]; then echo; fi; curl https://h/x", ""),
 ])
 def test_file_test_guards(text: str, guarded: str) -> None:
-    fetches = [c for c in shell.commands(text) if c.name in {"curl", "wget", "huggingface-cli"}]
+    fetches = [c for c in shell.commands(text)
+               if c.name in {"curl", "wget", "huggingface-cli", "gsutil", "aws"}]
     assert [c.guard for c in fetches] == [guarded]
     problems = downloads.start_problems(text, {})
     assert [p.guard for p in problems] == [guarded]

@@ -69,7 +69,8 @@ FETCHERS: tuple[Fetcher, ...] = (
        "40-hex commit",
        ("weights-baked-hf-cli.Dockerfile", "startup-script", "fetch-cloud-and-wrappers",
         "fetch-guarded-start"),
-       ("startup-offline.Dockerfile", "startup-follow-local-files-only", "fetch-wrappers-offline")),
+       ("startup-offline.Dockerfile", "startup-follow-local-files-only", "fetch-wrappers-offline",
+        "fetch-first-start-ran-at-build")),
     _F("model loads by hub id",
        (), ("from_pretrained", "pipeline", "SentenceTransformer", "CrossEncoder"), (MODEL,),
        "a local path or local_files_only=True; HF_HUB_OFFLINE=1; a config, tokenizer or "

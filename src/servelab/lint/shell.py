@@ -593,6 +593,10 @@ def shlex_join_safe(parts: list[str]) -> str:
     return " ".join([parts[0], *(shlex.quote(p) for p in parts[1:])])
 
 
+#: a folder listed in a test of emptiness: ``$(ls -A /models)``, ``$(ls /models 2>/dev/null)``
+_LISTING = re.compile(r"^\$\(\s*ls(?:\s+-\w+)*\s+([^\s)|;&<>-][^\s)|;&<>]*)")
+
+
 class _Guards:
     """Which commands run only when a file is missing: the then-branch of
     ``if [ ! -f P ]``, the else-branch of ``if [ -d P ]``, the command after
@@ -620,6 +624,10 @@ class _Guards:
             negated, inner = not negated, inner[1:]
         if len(inner) == 2 and inner[0] in cls._TESTS:
             return inner[1], negated
+        listed = _LISTING.match(inner[1]) if len(inner) == 2 and inner[0] in {"-z", "-n"} \
+            else None
+        if listed:  # [ -z "$(ls -A /models)" ]: the folder is empty
+            return listed.group(1), negated != (inner[0] == "-z")
         return None
 
     def guard(self, words: tuple[str, ...], op: str) -> str:
