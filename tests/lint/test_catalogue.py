@@ -180,3 +180,15 @@ def test_eval_of_an_env_value_in_the_start_command(tmp_path: Path) -> None:
     found = [(f.rule_id, f.line, f.severity.value) for f in report.findings]
     assert found == [("startup-download", 6, "error")]
     assert "installs packages at start" in report.findings[0].message
+
+
+def test_an_unknown_argument_leaves_the_command_readable() -> None:
+    assert shell.unread('eval "export A=$UNSET"') == []
+    assert ["pip", "install", "$PKG"] in _argvs('sh -c "pip install $PKG"')
+    assert shell.unread('sh -c "$TOOL --flag"') != []
+
+
+def test_ansi_c_escapes_never_make_lone_surrogates() -> None:
+    argv = _argvs("echo $'\\ud800\\U0001F600\\x41'")[0]
+    assert argv[1] == "\ufffd\U0001f600A"
+    argv[1].encode("utf-8")

@@ -153,7 +153,8 @@ def _ansi_c(body: str) -> str:
     def one(m: re.Match[str]) -> str:
         e = m.group(1)
         if e[0] in "xuU" and len(e) > 1:
-            return chr(min(int(e[1:], 16), 0x10FFFF))
+            code = min(int(e[1:], 16), 0x10FFFF)
+            return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
         if e[0] in "01234567":
             return chr(int(e, 8) & 0xFF)
         if e[0] == "c" and len(e) == 2:
@@ -567,17 +568,28 @@ def _resolved(word: str, values: Mapping[str, str]) -> str | None:
     return None if missing else out
 
 
+def _known(script: str, values: Mapping[str, str]) -> str:
+    """*script* with its variables substituted; as written when a variable is unknown but
+    no command word is held in one (``sh -c "pip install $PKG"`` is still a pip install);
+    "" when a command's own name is unknown (``eval "$CMD"``)."""
+    if "$" not in script:
+        return script
+    resolved = _resolved(script, values)
+    if resolved is not None:
+        return resolved
+    starts = [ws[0] for _l, ws, _p, _o, _op in _split(script) if ws]
+    return "" if any(_WHOLE_VAR.fullmatch(w) for w in starts) else script
+
+
 def _indirect(argv: list[str], values: Mapping[str, str]) -> tuple[str | None, str]:
     """(script, form) of a command that runs a script built from words: ``eval WORDS``,
     ``sh -c SCRIPT``, ``su -c SCRIPT``, ``$CMD args`` (a program in a variable); script None
     when the command is none of these, "" when its variables are unknown."""
     if argv[0] == "eval":
-        joined = " ".join(argv[1:])
-        return (_resolved(joined, values) or "" if "$" in joined else joined), "eval"
+        return _known(" ".join(argv[1:]), values), "eval"
     script = _shell_script(argv)
     if script is not None:
-        form = f"{argv[0].rsplit('/', 1)[-1]} -c"
-        return (_resolved(script, values) or "" if "$" in script else script), form
+        return _known(script, values), f"{argv[0].rsplit('/', 1)[-1]} -c"
     if _WHOLE_VAR.fullmatch(argv[0]):
         value = _resolved(argv[0], values)
         if value is not None and " " in value.strip():
