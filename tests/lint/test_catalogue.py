@@ -192,3 +192,9 @@ def test_ansi_c_escapes_never_make_lone_surrogates() -> None:
     argv = _argvs("echo $'\\ud800\\U0001F600\\x41'")[0]
     assert argv[1] == "\ufffd\U0001f600A"
     argv[1].encode("utf-8")
+
+
+def test_a_script_defining_a_fetcher_named_function_is_not_a_fetch() -> None:
+    text = "def download_file(url, dest):\n    pass\n"
+    assert downloads.start_problems(text, {}) == []
+    assert [p.line for p in downloads.start_problems(text + "download_file(u, d)\n", {})] == [3]

@@ -463,8 +463,8 @@ def _python_problems(text: str) -> list[StartProblem]:
     hub downloads, named-model loads, pretrained weights, streamed files."""
     out: list[StartProblem] = []
     for n, line in enumerate(text.splitlines(), start=1):
-        if line.lstrip().startswith("#"):
-            continue
+        if line.lstrip().startswith(("#", "def ", "async def ")):
+            continue  # a comment, or a function of the script's own named like a fetcher
         if m := _START_HUB_CALL.search(line):
             out.append(
                 StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
