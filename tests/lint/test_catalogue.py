@@ -39,6 +39,8 @@ def test_every_entry_has_fixtures_both_ways(entry: catalogue.Fetcher) -> None:
     "rclone sync remote:b/m /models",
     "s5cmd --numworkers 8 cp 's3://b/m/*' /models/",
     "timeout 600 sudo -u app nice -n 5 gsutil -m cp -r ${AIP_STORAGE_URI} /models",
+    "aws s3 sync ${MODEL_URL} ${LOCAL_MODEL_PATH}",
+    'aws s3 cp --recursive "$S3_MODEL_PATH" "$MODEL_DIR"',
 ])
 def test_cloud_copies_at_start(line: str) -> None:
     problems = downloads.start_problems(line, {})
@@ -51,6 +53,8 @@ def test_cloud_copies_at_start(line: str) -> None:
     "rclone copy /app/reports remote:daily",
     "aws s3 ls s3://b/",
     "gsutil cat gs://b/x",
+    "aws s3 sync ${WEB_DIR}/ s3://${SITE_BUCKET}/ --delete",
+    "aws s3 sync ${RESULTS} s3://${OUT_BUCKET}/results",
 ])
 def test_uploads_and_listings_are_no_fetch(line: str) -> None:
     assert downloads.start_problems(line, {}) == []

@@ -217,10 +217,23 @@ _REMOTE_SCHEMES = ("gs://", "s3://", "az://", "abfs://", "abfss://", "wasb://", 
 def remote_source(value: str) -> bool:
     """Whether a copy's source is remote: a bucket URL, an rclone ``remote:path``, or a
     variable the platform sets (``$STORAGE_URI``: a local path is seldom held in one)."""
-    if value.startswith(_REMOTE_SCHEMES) or value.startswith("$"):
+    if value.startswith(_REMOTE_SCHEMES):
         return True
+    if value.startswith("$"):
+        return not _local_variable(value)
     head, colon, _rest = value.partition(":")
     return bool(colon) and "/" not in head and head.replace("-", "").replace("_", "").isalnum()
+
+
+def _local_variable(value: str) -> bool:
+    """Whether a value held in a variable names a local path by the variable's name
+    (``${LOCAL_PATH}``, ``$MODEL_DIR``; not ``$STORAGE_URI``, ``$S3_MODEL_PATH``)."""
+    name = value.lstrip("${").split("}", 1)[0].split("/", 1)[0].upper()
+    remote = any(w in name for w in ("URI", "URL", "BUCKET", "S3", "GCS", "GS_", "REMOTE",
+                                     "BLOB", "SOURCE", "SRC"))
+    local = any(w in name for w in ("DIR", "PATH", "LOCAL", "FOLDER", "HOME", "CACHE",
+                                    "MOUNT", "DEST", "TARGET"))
+    return local and not remote
 
 
 def cloud_copy_source(argv: list[str], form: tuple[str, ...]) -> tuple[str, str] | None:
