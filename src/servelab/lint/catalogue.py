@@ -143,10 +143,17 @@ FETCHERS: tuple[Fetcher, ...] = (
        "a local path as the model (faster-whisper's local_files_only=True)",
        ("fetch-python-apis",), ("fetch-python-local",)),
     _F("pretrained vision models",
-       (), ("create_model", "torchvision.models"), (MODEL,),
-       "pretrained=False or weights=None; a checkpoint_path/pretrained_cfg_overlay file",
+       (), ("create_model", "torchvision.models", "open_clip.create_model_and_transforms"),
+       (MODEL,),
+       "pretrained=False or weights=None (open_clip: no pretrained tag, or a local file as "
+       "pretrained)",
        ("fetch-python-apis", "fetch-cloud-installer.Dockerfile"),
        ("fetch-python-local", "fetch-cloud-installer-checked.Dockerfile")),
+    _F("other model hubs and single-file loads",
+       (), ("ollama.pull", "keras.utils.get_file", "from_single_file", "KerasLayer"),
+       (MODEL,),
+       "a local path (from_single_file('/models/x.safetensors'), KerasLayer('/models/x'))",
+       ("fetch-python-apis",), ("fetch-python-local",)),
     _F("NLP data and model packages",
        (("spacy", "download"), ("nltk.downloader",), ("gdown",)),
        ("nltk.download", "spacy.cli.download", "gdown.download", "gdown.download_folder"),
@@ -259,14 +266,17 @@ PY_FETCH_CALLS = ("snapshot_download", "hf_hub_download", "torch.hub.load",
                   "download_url_to_file", "load_state_dict_from_url", "model_zoo.load_url",
                   "nltk.download", "spacy.cli.download", "gdown.download",
                   "gdown.download_folder", "urlretrieve", "download_file", "download_fileobj",
-                  "download_to_filename", "faster_whisper.download_model")
+                  "download_to_filename", "faster_whisper.download_model", "ollama.pull",
+                  "keras.utils.get_file", "from_single_file", "KerasLayer")
 #: Python calls that fetch the model named by their first argument unless it is a local
 #: path: whisper sizes ("base") and faster-whisper sizes ("large-v3") are fetched too
 PY_NAMED_MODEL_CALLS = ("WhisperModel", "whisper.load_model")
 #: Python calls that fetch pretrained weights when ``pretrained=True`` or ``weights=`` is
 #: given (timm, torchvision)
-PY_PRETRAINED_CALLS = ("timm.create_model", "create_model", "torchvision.models")
+PY_PRETRAINED_CALLS = ("timm.create_model", "create_model", "torchvision.models",
+                       "open_clip.create_model_and_transforms")
 #: libraries whose bare fetch calls (``from faster_whisper import download_model``) fetch
 PY_LIBRARIES = frozenset({"huggingface_hub", "torch", "faster_whisper", "whisper", "nltk",
                           "spacy", "gdown", "boto3", "google", "urllib", "timm",
-                          "torchvision", "wget"})
+                          "torchvision", "wget", "ollama", "open_clip", "keras", "tensorflow",
+                          "tensorflow_hub", "diffusers"})

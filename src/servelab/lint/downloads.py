@@ -458,6 +458,11 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
     return out
 
 
+#: a call's first argument that is a local path or a loopback URL (the call stays local)
+_LOCAL_FIRST = LazyPattern(
+    r"""\s*[rf]?["'](/|\./|\.\./|~/|https?://(localhost|127\.0\.0\.1|\[::1\])[:/])""")
+
+
 def _python_problems(text: str) -> list[StartProblem]:
     """The catalogue's Python fetches in a script's text, line by line (comments skipped):
     hub downloads, named-model loads, pretrained weights, streamed files."""
@@ -465,7 +470,7 @@ def _python_problems(text: str) -> list[StartProblem]:
     for n, line in enumerate(text.splitlines(), start=1):
         if line.lstrip().startswith(("#", "def ", "async def ")):
             continue  # a comment, or a function of the script's own named like a fetcher
-        if m := _START_HUB_CALL.search(line):
+        if (m := _START_HUB_CALL.search(line)) and not _LOCAL_FIRST.match(line, m.end()):
             out.append(
                 StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
             )

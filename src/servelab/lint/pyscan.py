@@ -58,7 +58,8 @@ _OFFLINE_VARS = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"})
 
 #: catalogue calls that, written bare, fetch only when imported from their library
 _BARE_CATALOGUE = frozenset({"download_model", "WhisperModel", "create_model", "download",
-                             "urlretrieve", "download_url_to_file", "load_state_dict_from_url"})
+                             "urlretrieve", "download_url_to_file", "load_state_dict_from_url",
+                             "create_model_and_transforms", "get_file", "KerasLayer", "pull"})
 
 START = "start"
 REQUEST = "request"
@@ -311,7 +312,13 @@ def _fetch_call(node: ast.Call, name: str, last: str, values: _Values) -> Load |
         return Load(f"{name}({_shown(first, values)})", node.lineno)
     if last not in _CATALOGUE_FETCH or last in _FETCH_CALLS or last == "load":
         return None
-    if last == "download" and not name.startswith(("nltk", "gdown", "spacy", "cli")):
+    if last == "get_file":  # keras.utils.get_file(fname, origin=url)
+        first = _kwarg(node, "origin") or (node.args[1] if len(node.args) > 1 else None)
+    dotted = "." in name  # a bare name passed library_call: imported from the library
+    if dotted and last == "download" and not name.startswith(("nltk", "gdown", "spacy", "cli")):
+        return None
+    if dotted and ((last == "pull" and not name.startswith("ollama")) or (
+            last == "get_file" and "keras" not in name and "utils" not in name)):
         return None
     if last == "download_model" and "." in name and not name.startswith("faster_whisper"):
         return None
@@ -359,8 +366,16 @@ def _named_model(node: ast.Call, name: str, last: str, values: _Values) -> Load 
     return Load(f"{name}({_shown(arg, values)})", node.lineno)
 
 
-def _pretrained(node: ast.Call, name: str, last: str, _values: _Values) -> Load | str | None:
-    """``timm.create_model(..., pretrained=True)``, ``torchvision.models.x(weights=...)``."""
+def _pretrained(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``timm.create_model(..., pretrained=True)``, ``torchvision.models.x(weights=...)``,
+    ``open_clip.create_model_and_transforms(arch, pretrained="laion2b_...")``."""
+    if last == "create_model_and_transforms" or (last == "create_model"
+                                                 and name.startswith("open_clip")):
+        tag = _kwarg(node, "pretrained") or (node.args[1] if len(node.args) > 1 else None)
+        value = values.of(tag)
+        fetches = tag is not None and not (value is not None and (not value
+                                                                  or local_value(value)))
+        return Load(f"{name}(pretrained weights)", node.lineno) if fetches else ""
     if last != "create_model" and not name.startswith(("torchvision.models.", "models.")):
         return None
     if last == "create_model" and not name.startswith("timm") and "." in name:
