@@ -129,7 +129,7 @@ FETCHERS: tuple[Fetcher, ...] = (
        "or program copied from a bucket and run is checked as any download (a digest written "
        "in the Dockerfile)",
        ("fetch-cloud-and-wrappers", "fetch-cloud-build.Dockerfile", "fetch-python-apis",
-        "fetch-cloud-installer.Dockerfile"),
+        "fetch-cloud-installer.Dockerfile", "fetch-make-and-loop"),
        ("fetch-cloud-upload", "fetch-cloud-build-code.Dockerfile", "fetch-python-local",
         "fetch-cloud-installer-checked.Dockerfile")),
     _F("torch hub",
@@ -159,7 +159,7 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("nltk.download", "spacy.cli.download", "gdown.download", "gdown.download_folder"),
        (MODEL, DATA),
        "spaCy models installed as pinned wheels; NLTK_DATA on a mounted volume",
-       ("fetch-python-apis", "fetch-cloud-and-wrappers"),
+       ("fetch-python-apis", "fetch-cloud-and-wrappers", "fetch-make-and-loop"),
        ("fetch-python-local", "fetch-wrappers-offline")),
     _F("package installers",
        (("pip", "install"), ("pipx", "install"), ("conda", "install"), ("mamba", "install"),
