@@ -16,6 +16,7 @@ assignments and wrappers (``sudo``, ``exec``, ``env``, ``tini --`` ...) are remo
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import NamedTuple
@@ -593,16 +594,14 @@ def _indirect(argv: list[str], values: Mapping[str, str]) -> tuple[str | None, s
     if _WHOLE_VAR.fullmatch(argv[0]):
         value = _resolved(argv[0], values)
         if value is not None and " " in value.strip():
-            return shlex_join_safe([value, *argv[1:]]), "a command in a variable"
+            return _join_command(value, argv[1:]), "a command in a variable"
     return None, ""
 
 
-def shlex_join_safe(parts: list[str]) -> str:
-    """*parts* as shell text: the first (a command line held in a variable) as it is, the
-    others quoted."""
-    import shlex
-
-    return " ".join([parts[0], *(shlex.quote(p) for p in parts[1:])])
+def _join_command(held: str, args: list[str]) -> str:
+    """A command line held in a variable (as it is: the shell splits it) and the arguments
+    after it (quoted), as shell text."""
+    return " ".join([held, *(shlex.quote(a) for a in args)])
 
 
 #: a folder listed in a test of emptiness: ``$(ls -A /models)``, ``$(ls /models 2>/dev/null)``
