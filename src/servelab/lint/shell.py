@@ -9,8 +9,14 @@ commands; redirections are not words (the file stdout goes to is kept); a here-d
 is not part of the text around it: it is read as a script of its own (unless Python or
 another language reads it), so its quotes cannot reach the commands after it; command
 substitutions (``$(...)``, backticks) are read as commands too; leading ``VAR=value``
-assignments and wrappers (``sudo``, ``exec``, ``env``, ``tini --`` ...) are removed;
-``sh -c "..."`` is split again. Nesting is read at most :data:`MAX_DEPTH` deep.
+assignments and wrappers with their options (``sudo -u u``, ``timeout 30``, ``env -i``,
+``nice -n 5``, ``xargs -n1``, ``numactl``, ``tini --`` ... :data:`_WRAPPERS`) are removed;
+ANSI-C quoting (``$'...'``) is decoded; a here-string given to a shell is a script;
+``sh -c "..."``, ``su -c "..."`` and ``eval ...`` are split again, their variables taken from
+the script's own assignments and the image's ENV. A form whose command cannot be known (an
+``eval "$CMD"`` of an unknown variable, nesting past :data:`MAX_DEPTH`) comes as an
+:data:`UNREAD` command, a coverage note for the rules. Each command carries the path of the
+file test that guards it (:attr:`SimpleCommand.guard`: ``if [ ! -f P ]; then ...``).
 """
 
 from __future__ import annotations
