@@ -46,7 +46,33 @@ def render() -> str:
             out.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ")
                                          for c in cells) + " |")
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out + catalogue_section())
+
+
+def catalogue_section() -> list[str]:
+    """The catalogue of network fetchers (servelab.lint.catalogue), which startup-download,
+    weights-baked and download-unverified consult."""
+    from servelab.lint.catalogue import FETCHERS
+
+    out = ["## Network fetchers", "",
+           "Generated from `servelab.lint.catalogue`. The lint rules for builds, starts, baked "
+           "weights and downloads (`startup-download`, `weights-baked`, `download-unverified`) "
+           "recognise these forms wherever the code goes: a RUN, a start command, a script, a "
+           "Makefile recipe, an application module, a loop, `eval`/`$cmd`/`sh -c` strings and "
+           "command wrappers (`timeout`, `sudo`, `env`, `nice`, `xargs`, `su -c` ...). A fetch "
+           "behind a file test (`if [ ! -f P ]`, `[ -e P ] ||`, `if not os.path.exists(p)`) is "
+           "a first-start download (a warning); a form the shell reader cannot take apart "
+           "(`eval \"$VAR\"` of an unknown variable) is a coverage note (info, \"not fully "
+           "checked\").", "",
+           "| fetcher | forms | fetches | verified or offline when | fixtures |",
+           "|---|---|---|---|---|"]
+    for f in FETCHERS:
+        forms = ", ".join(f"`{x}`" for x in f.forms)
+        fixtures = ", ".join([*(f"+{p}" for p in f.positive), *(f"-{n}" for n in f.negative)])
+        cells = [f.name, forms, ", ".join(f.fetches), f.verified, fixtures]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    out.append("")
+    return out
 
 
 def main() -> int:

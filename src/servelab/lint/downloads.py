@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from servelab.lint import catalogue
 from servelab.lint.lazyre import LazyPattern
-from servelab.lint.shell import SimpleCommand, commands, shown
+from servelab.lint.shell import UNREAD, SimpleCommand, commands, shown
 from servelab.textio import head_of
 
 WEIGHT_EXT = (
@@ -34,9 +35,31 @@ HUB_URL = LazyPattern(
     r"//(?:www\.|cdn-lfs[\w.-]*\.)?(?:huggingface\.co|hf\.co)/|/resolve/[^/]+/", re.I)
 _HUB_CALL = LazyPattern(
     r"\b(snapshot_download|hf_hub_download|torch\.hub\.load(_state_dict_from_url)?|"
+    r"load_state_dict_from_url|(?:faster_whisper\.)?download_model|whisper\.load_model|"
     r"from_pretrained|SentenceTransformer|CrossEncoder|WhisperModel)\s*\(",
 )
-_START_HUB_CALL = LazyPattern(r"\b(snapshot_download|hf_hub_download|torch\.hub\.load)\s*\(")
+
+
+def _call_pattern(names: tuple[str, ...]) -> str:
+    return "|".join(n.replace(".", r"\.") for n in sorted(names, key=len, reverse=True))
+
+
+#: the catalogue's Python calls that fetch whatever they are given, in a script's text
+_START_HUB_CALL = LazyPattern(
+    rf"\b({_call_pattern(catalogue.PY_FETCH_CALLS)}|download_model)\s*\(")
+#: the catalogue's named-model loads (``WhisperModel("large-v3")``, ``whisper.load_model``)
+#: and pretrained vision models, in a script's text
+_START_NAMED_LOAD = LazyPattern(
+    rf"\b({_call_pattern(catalogue.PY_NAMED_MODEL_CALLS)})\(\s*(?:model_size_or_path\s*=\s*|"
+    r"name\s*=\s*)?[rf]?[\"']([^\"'/.~][^\"']*)[\"']|"
+    r"\b(timm\.create_model|torchvision\.models\.[\w.]+|models\.\w+)\([^)]*\b"
+    r"(pretrained\s*=\s*True|weights\s*=\s*(?!None\b)[\w.\"'])")
+#: a file streamed from the network: ``requests.get(url, stream=True)``, ``httpx.stream(``,
+#: ``copyfileobj(urlopen(url), f)``
+_START_STREAM = LazyPattern(
+    r"\b((?:requests|httpx|session|client)\.(?:get|request)\([^)]*stream\s*=\s*True|"
+    r"httpx\.stream\(|copyfileobj\(\s*(?:urllib\.request\.)?urlopen\(|"
+    r"\.write\(\s*(?:urllib\.request\.)?urlopen\()")
 _MODEL_OPTS = frozenset(
     {
         "--model",
@@ -57,30 +80,14 @@ _MODEL_OPTS = frozenset(
 _DOWNLOADER = LazyPattern(r"(^|[._/-])(down)?load(er|ers)?([._-]|$)|download", re.I)
 _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = {"1", "true", "yes", "on"}
-_INSTALLERS = {
-    ("pip", "install"),
-    ("pipx", "install"),
-    ("conda", "install"),
-    ("mamba", "install"),
-    ("apt-get", "install"),
-    ("apt", "install"),
-    ("apk", "add"),
-    ("npm", "install"),
-    ("npm", "i"),
-    ("npm", "ci"),
-    ("yarn", "add"),
-    ("uv", "sync"),
-    ("poetry", "install"),
-}
-_FETCHERS = {
-    ("huggingface-cli", "download"),
-    ("hf", "download"),
-    ("git", "clone"),
-    ("git", "lfs"),
-    ("ollama", "pull"),
-    ("ollama", "run"),  # pulls the model first when it is not in the store
-    ("text-generation-server", "download-weights"),
-}
+#: (program, subcommand) of the package installers in :mod:`servelab.lint.catalogue`
+_INSTALLERS = frozenset(c[:2] for f in catalogue.FETCHERS if f.name == "package installers"
+                        for c in f.commands)
+#: (program, subcommand) of the catalogue's hub, git and model-tool fetchers
+_FETCHERS = frozenset(c[:2] for f in catalogue.FETCHERS
+                      if f.name in {"Hugging Face Hub client", "git",
+                                    "model tools that fetch the id they are given"}
+                      for c in f.commands if len(c) >= 2)
 
 
 def is_weight_path(path: str) -> bool:
@@ -252,10 +259,17 @@ def build_weight_downloads(text: str) -> list[str]:
             out += [f"{cmd.name} {x}" for x in model_args(cmd) if _hub_id(x)][:1]
         elif cmd.name in _BUILD_FETCHERS:
             out.append(cmd.name)
+        elif (found := catalogue.command_form(cmd.argv)) and catalogue.is_cloud_copy(found[1]):
+            copy = catalogue.cloud_copy_source(cmd.argv, found[1])
+            if copy is not None and any(is_weight_path(p) or is_model_archive(p)
+                                        for p in copy):
+                out.append(f"{' '.join(found[1])} {copy[0]}")
     out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text) if not _local_load(text, m)]
     out += [f"pipeline({m.group(2)!r})" for m in _START_PIPELINE.finditer(text)]
     out += [f"{m.group(1)}({m.group(2)})" for m in _PY_FETCH.finditer(text)
             if is_weight_path(m.group(2)) or is_model_archive(m.group(2))]
+    out += [f"{m.group(1) or m.group(3)}()" for m in _START_NAMED_LOAD.finditer(text)
+            if m.group(3)]  # pretrained vision weights (whisper's are in _HUB_CALL)
     return out
 
 
@@ -291,6 +305,11 @@ class StartProblem(NamedTuple):
     #: the word that shows it (to tell ENTRYPOINT from CMD), and its line in the text
     token: str
     line: int
+    #: the path whose absence the fetch runs on (``if [ ! -f P ]``): a first-start
+    #: download, once if P is on a persistent volume; "" for a fetch at every start
+    guard: str = ""
+    #: not a fetch: a form the shell reader could not take apart (a coverage note)
+    unread: bool = False
 
 
 def offline(env: Mapping[str, str]) -> bool:
@@ -377,7 +396,28 @@ def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
         remote = [u for u in urls(cmd.argv) if not is_loopback(u)]
         if remote:
             return f"downloads {shown(remote[0])} at start", remote[0]
+        return None
+    found = catalogue.command_form([cmd.name, *cmd.argv[1:]])
+    if found is None:
+        return None
+    fetcher, form = found
+    if catalogue.is_cloud_copy(form):
+        copy = catalogue.cloud_copy_source(cmd.argv, form)
+        if copy is None or is_loopback(copy[0]):
+            return None
+        return (f"copies {shown(copy[0])} from cloud storage at start (`{' '.join(form)}`)",
+                form[0])
+    if fetcher.name == "NLP data and model packages":
+        return f"downloads at start (`{shown(' '.join(cmd.argv[:3]))}`)", cmd.argv[0]
     return None
+
+
+def _first_start(p: StartProblem) -> StartProblem:
+    """*p* said as a first-start download: it runs only when its guard path is missing."""
+    what = (f"{p.what.replace(' at start', '')} at first start, when {p.guard} is missing "
+            f"(once, if {p.guard} is on a persistent volume; at each start of a new "
+            "container otherwise)")
+    return p._replace(what=what)
 
 
 def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
@@ -387,10 +427,16 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
     """
     out: list[StartProblem] = []
     is_offline = offline(env) or _script_offline(text)
-    for cmd in commands(text):
+    for cmd in commands(text, env=env):
+        if cmd.argv[0] == UNREAD:
+            out.append(StartProblem(f"runs `{shown(cmd.argv[1])}`, whose command is not "
+                                    "known before it runs", cmd.argv[1].split(" ", 1)[0],
+                                    cmd.line, unread=True))
+            continue
         found = _command_problem(cmd)
         if found:
-            out.append(StartProblem(found[0], found[1], cmd.line))
+            p = StartProblem(found[0], found[1], cmd.line, cmd.guard)
+            out.append(_first_start(p) if cmd.guard else p)
             continue
         if _DOWNLOADER.search(cmd.name):
             out += [StartProblem(f"downloads the hub model {m!r} at start (`{cmd.name}`)", m,
@@ -408,17 +454,38 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
                 )
             )
     if not is_offline:
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.lstrip().startswith("#"):
-                continue
-            if m := _START_HUB_CALL.search(line):
-                out.append(
-                    StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
-                )
-            elif m := _START_HUB_LOAD.search(line) or _START_PIPELINE.search(line):
-                out.append(StartProblem(
-                    f"loads the hub model {m.group(2)!r} at start ({m.group(1)}) with "
-                    "HF_HUB_OFFLINE unset: it is downloaded at start", m.group(2), n))
+        out += _python_problems(text)
+    return out
+
+
+#: a call's first argument that is a local path or a loopback URL (the call stays local)
+_LOCAL_FIRST = LazyPattern(
+    r"""\s*[rf]?["'](/|\./|\.\./|~/|https?://(localhost|127\.0\.0\.1|\[::1\])[:/])""")
+
+
+def _python_problems(text: str) -> list[StartProblem]:
+    """The catalogue's Python fetches in a script's text, line by line (comments skipped):
+    hub downloads, named-model loads, pretrained weights, streamed files."""
+    out: list[StartProblem] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith(("#", "def ", "async def ")):
+            continue  # a comment, or a function of the script's own named like a fetcher
+        if (m := _START_HUB_CALL.search(line)) and not _LOCAL_FIRST.match(line, m.end()):
+            out.append(
+                StartProblem(f"downloads from a hub at start ({m.group(1)})", m.group(1), n)
+            )
+        elif m := _START_NAMED_LOAD.search(line):
+            call = m.group(1) or m.group(3)
+            what = repr(m.group(2)) if m.group(2) else m.group(4).replace(" ", "")
+            out.append(StartProblem(f"loads the model {what} at start ({call}): it is "
+                                    "downloaded at start", call, n))
+        elif m := _START_STREAM.search(line):
+            out.append(StartProblem(f"streams a download to a file at start "
+                                    f"({m.group(1).split('(')[0]})", m.group(1), n))
+        elif m := _START_HUB_LOAD.search(line) or _START_PIPELINE.search(line):
+            out.append(StartProblem(
+                f"loads the hub model {m.group(2)!r} at start ({m.group(1)}) with "
+                "HF_HUB_OFFLINE unset: it is downloaded at start", m.group(2), n))
     return out
 
 

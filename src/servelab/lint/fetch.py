@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from servelab.lint import catalogue
 from servelab.lint.downloads import (
     ARCHIVES,
     HUB_URL,
@@ -169,6 +170,14 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     if cmd.name == "wget":
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
         return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
+    found = catalogue.command_form(argv)
+    if found is not None and catalogue.is_cloud_copy(found[1]):
+        copy = catalogue.cloud_copy_source(argv, found[1])
+        if copy is not None and "$" not in copy[0]:  # gsutil cp gs://b/install.sh /tmp/
+            src, dest = copy
+            name = posixpath.basename(src.rstrip("/*"))
+            into = dest.endswith("/") or "." not in posixpath.basename(dest)
+            return [(src, posixpath.join(dest, name) if into else dest)]
     return []
 
 

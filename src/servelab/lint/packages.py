@@ -57,6 +57,12 @@ PIP_WITH_VALUE = frozenset(
         "--report",
         "--index-strategy",
         "--extra-index",
+        "--root-user-action",
+        "--use-feature",
+        "--use-deprecated",
+        "--format",
+        "--python-platform",
+        "--group",
         # uv pip
         "--torch-backend",
         "--index",

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import _ast as ast
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from servelab.lint import catalogue
 from servelab.lint.lazyre import LazyPattern
 
 #: calls that always fetch from a hub (unless told to stay local)
@@ -38,7 +40,12 @@ _CALLBACK_CALLS = frozenset({"Interface", "ChatInterface", "click", "submit", "c
 #: packages whose bare pipeline()/SentenceTransformer()/snapshot_download() fetch models
 _HUB_LIBRARIES = frozenset({"transformers", "sentence_transformers", "huggingface_hub",
                             "optimum", "diffusers", "modelscope", "setfit", "peft",
-                            "faster_whisper", "ctranslate2", "gliner", "span_marker"})
+                            "faster_whisper", "ctranslate2", "gliner", "span_marker"}
+                           | catalogue.PY_LIBRARIES)
+#: the catalogue's calls that fetch whatever they are given, by their last name
+_CATALOGUE_FETCH = frozenset(c.rsplit(".", 1)[-1] for c in catalogue.PY_FETCH_CALLS)
+#: names of environment variables that hold a path, not a model id
+_PATH_VAR = LazyPattern(r"PATH|DIR|FOLDER|LOCAL|FILE|ROOT|HOME|CACHE", re.I)
 #: calls that run the function they are given, there and then: ``fire.Fire(main)``
 _RUNNERS = frozenset({"fire.Fire", "Fire", "typer.run", "jsonargparse.CLI", "CLI",
                       "asyncio.run", "anyio.run", "trio.run"})
@@ -48,6 +55,11 @@ _HUB_ID = LazyPattern(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _NOT_HUB_FIRST = frozenset({"models", "model", "weights", "checkpoints", "data", "cache"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _OFFLINE_VARS = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"})
+
+#: catalogue calls that, written bare, fetch only when imported from their library
+_BARE_CATALOGUE = frozenset({"download_model", "WhisperModel", "create_model", "download",
+                             "urlretrieve", "download_url_to_file", "load_state_dict_from_url",
+                             "create_model_and_transforms", "get_file", "KerasLayer", "pull"})
 
 START = "start"
 REQUEST = "request"
@@ -64,6 +76,12 @@ class Load(NamedTuple):
 
 
 INSTALL = "install"
+#: a hub load that runs only when a file check fails (``if not os.path.exists(p):``, or
+#: after ``if files_ok(...): return``): a first-start download
+FIRST_START = catalogue.FIRST_START
+#: calls that check a file or cache is in place
+_EXISTS = LazyPattern(r"exist|isfile|isdir|is_file|is_dir|_ok$|present|cached|downloaded",
+                      re.I)
 
 
 class Call(NamedTuple):
@@ -127,6 +145,8 @@ class _Values:
     def __init__(self, env: EnvLookup) -> None:
         self.env = env
         self.consts: dict[str, str] = {}
+        #: names assigned from an environment variable of unknown value -> the variable
+        self.env_vars: dict[str, str] = {}
 
     def of(self, node: ast.AST | None, depth: int = 0) -> str | None:
         if node is None or depth > 8:
@@ -150,6 +170,21 @@ class _Values:
                 got = self.of(v, depth + 1)
                 if got:
                     return got
+        return None
+
+    def env_name(self, node: ast.AST | None) -> str | None:
+        """The variable an expression reads from the environment when its value is unknown
+        (``os.environ["MODEL_ID"]``, ``os.getenv("MODEL_ID")`` with no default), else None."""
+        if isinstance(node, ast.Name):
+            return self.env_vars.get(node.id)
+        if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+            name = self.of(node.slice)
+            return name if name and self.env(name) is None else None
+        if isinstance(node, ast.Call) and node.args and _dotted(node.func) in {
+                "os.getenv", "os.environ.get", "getenv", "environ.get"}:
+            name = self.of(node.args[0])
+            has_default = len(node.args) > 1 or _kwarg(node, "default") is not None
+            return name if name and self.env(name) is None and not has_default else None
         return None
 
     def _call(self, node: ast.Call, depth: int) -> str | None:
@@ -222,6 +257,9 @@ def _load(node: ast.Call, values: _Values) -> Load | None:
     if name.endswith("hub.load"):
         source = values.of(_kwarg(node, "source"))
         return None if source == "local" else Load("torch.hub.load()", node.lineno)
+    found = _catalogue_load(node, name, last, values)
+    if found is not None:
+        return found if isinstance(found, Load) else None
     if last in _FETCH_CALLS:
         repo = node.args[0] if node.args else _kwarg(node, "repo_id")
         value = values.of(repo)
@@ -237,10 +275,116 @@ def _load(node: ast.Call, values: _Values) -> Load | None:
     if last == "pipeline" and arg is None:
         return Load(f"pipeline({_shown(node.args[0] if node.args else None, values)}) "
                     "with no model (the task's default model)", node.lineno)
+    call = name if last == "from_pretrained" else last
+    var = values.env_name(arg) if value is None else None
+    if var is not None and not _PATH_VAR.search(var) and not _NOT_WEIGHTS_CALL.search(name):
+        return Load(f"{call}(the model id in ${var}, which the image does not set)",
+                    node.lineno)
     if value is None or not hub_id(value):
         return None
-    call = name if last == "from_pretrained" else last
     return Load(f"{call}({value!r})", node.lineno)
+
+
+_NOT_WEIGHTS_CALL = LazyPattern(
+    r"(Config|Tokenizer|TokenizerFast|Processor|FeatureExtractor|ImageProcessor)\.")
+#: calls whose result is a response body: ``urlopen(url)``, ``requests.get(url)``
+_STREAMS = frozenset({"urlopen", "get"})
+#: cloud SDK downloads, whose first argument is a bucket or a destination, never local
+_TO_FILE = frozenset({"download_file", "download_fileobj", "download_to_filename"})
+_LOOPBACK_URL = LazyPattern(r"^(https?|ftp)://(localhost|127\.0\.0\.1|\[::1\])[:/]")
+
+
+def _catalogue_load(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """A fetch of :mod:`servelab.lint.catalogue`'s Python forms beyond the hub client: a
+    :class:`Load`, "" for a form that stays local, None for a call that is none of them."""
+    for form in (_fetch_call, _stream_call, _named_model, _pretrained):
+        found = form(node, name, last, values)
+        if found is not None:
+            return found
+    return None
+
+
+def _fetch_call(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``download_url_to_file(url, ...)``, ``nltk.download("punkt")``, boto3's
+    ``s3.download_file(...)``, ``blob.download_to_filename(...)``, ``urlretrieve(url)``."""
+    first = node.args[0] if node.args else None
+    if name in {"torch.utils.model_zoo.load_url", "model_zoo.load_url"}:
+        return Load(f"{name}({_shown(first, values)})", node.lineno)
+    if last not in _CATALOGUE_FETCH or last in _FETCH_CALLS or last == "load":
+        return None
+    if last == "get_file":  # keras.utils.get_file(fname, origin=url)
+        first = _kwarg(node, "origin") or (node.args[1] if len(node.args) > 1 else None)
+    dotted = "." in name  # a bare name passed library_call: imported from the library
+    if dotted and last == "download" and not name.startswith(("nltk", "gdown", "spacy", "cli")):
+        return None
+    if dotted and ((last == "pull" and not name.startswith("ollama")) or (
+            last == "get_file" and "keras" not in name and "utils" not in name)):
+        return None
+    if last == "download_model" and "." in name and not name.startswith("faster_whisper"):
+        return None
+    if last in {"download_file", "download_fileobj"} and "." not in name:
+        return None  # boto3's are methods: s3.download_file(bucket, key, path)
+    value = values.of(first) if last not in _TO_FILE else None
+    if value is not None and (local_value(value) or _LOOPBACK_URL.match(value)):
+        return ""
+    return Load(f"{name}({_shown(first, values)})", node.lineno)
+
+
+def _stream_call(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``copyfileobj(urlopen(url), f)``, ``f.write(requests.get(url).content)``,
+    ``requests.get(url, stream=True)``, ``httpx.stream("GET", url)``."""
+    first = node.args[0] if node.args else None
+    if last == "copyfileobj" or (last == "write" and "." in name):
+        source = next((a for a in node.args if isinstance(a, ast.Call)
+                       and _dotted(a.func).rsplit(".", 1)[-1] in _STREAMS), None)
+        if source is None:
+            return None
+        url = _shown(source.args[0] if source.args else None, values)
+        return Load(f"{_dotted(source.func)}({url}) written to a file", node.lineno)
+    if (last == "stream" and name.startswith("httpx")) or (
+            last == "get" and name.startswith(("requests", "httpx"))
+            and _truthy(_kwarg(node, "stream")) is True):
+        known = values.of(first)
+        if known is not None and _LOOPBACK_URL.match(known):
+            return ""
+        return Load(f"{name}({_shown(first, values)}) streamed", node.lineno)
+    return None
+
+
+def _named_model(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``WhisperModel("large-v3")``, ``whisper.load_model("base")``: a size is fetched too;
+    a local path, or ``local_files_only=True``, stays local."""
+    if last != "WhisperModel" and not name.endswith("whisper.load_model"):
+        return None
+    arg = node.args[0] if node.args else (_kwarg(node, "model_size_or_path")
+                                          or _kwarg(node, "name"))
+    value = values.of(arg)
+    if _truthy(_kwarg(node, "local_files_only")) or (value is not None and local_value(value)):
+        return ""
+    if value is None and values.env_name(arg) is None:
+        return ""
+    return Load(f"{name}({_shown(arg, values)})", node.lineno)
+
+
+def _pretrained(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
+    """``timm.create_model(..., pretrained=True)``, ``torchvision.models.x(weights=...)``,
+    ``open_clip.create_model_and_transforms(arch, pretrained="laion2b_...")``."""
+    if last == "create_model_and_transforms" or (last == "create_model"
+                                                 and name.startswith("open_clip")):
+        tag = _kwarg(node, "pretrained") or (node.args[1] if len(node.args) > 1 else None)
+        value = values.of(tag)
+        fetches = tag is not None and not (value is not None and (not value
+                                                                  or local_value(value)))
+        return Load(f"{name}(pretrained weights)", node.lineno) if fetches else ""
+    if last != "create_model" and not name.startswith(("torchvision.models.", "models.")):
+        return None
+    if last == "create_model" and not name.startswith("timm") and "." in name:
+        return None
+    weights = _kwarg(node, "weights")
+    fetches = _truthy(_kwarg(node, "pretrained")) is True or (
+        weights is not None and not (isinstance(weights, ast.Constant)
+                                     and weights.value is None))
+    return Load(f"{name}(pretrained weights)", node.lineno) if fetches else ""
 
 
 #: calls that run a command (by their last name: ``subprocess.check_call``,
@@ -326,6 +470,37 @@ def _sets_offline(node: ast.AST) -> bool:
     return False
 
 
+def _with_download(node: ast.With | ast.AsyncWith) -> Load | None:
+    """``with urlopen(url) as r, open(p, "wb") as f:`` (or ``requests.get(url,
+    stream=True)``, ``httpx.stream(...)``): a response body written to a file."""
+    calls = [i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)]
+    names = [_dotted(c.func) for c in calls]
+    writes = any(n == "open" and any(isinstance(a, ast.Constant) and "w" in str(a.value)
+                                     for a in c.args[1:2]) for n, c in zip(names, calls,
+                                                                           strict=True))
+    source = next((n for n in names if n.rsplit(".", 1)[-1] == "urlopen"
+                   or n in {"httpx.stream", "requests.get", "httpx.get"}), None)
+    if source is None or not writes:
+        return None
+    return Load(f"{source}() written to a file", node.lineno)
+
+
+def _file_check(test: ast.expr) -> bool | None:
+    """True for ``not exists(p)`` (the body runs when the file is missing), False for
+    ``exists(p)`` (its else runs then), None for a test that checks no file."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        negated, test = not negated, test.operand
+    if isinstance(test, ast.BoolOp):
+        found = [_file_check(v) for v in test.values]
+        if any(f is None for f in found) or len(set(found)) != 1:
+            return None
+        return found[0] != negated
+    if isinstance(test, ast.Call) and _EXISTS.search(_dotted(test.func).rsplit(".", 1)[-1]):
+        return negated
+    return None
+
+
 def _is_main_guard(node: ast.stmt) -> bool:
     if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
         return False
@@ -338,6 +513,8 @@ class _Scanner:
     def __init__(self, env: EnvLookup) -> None:
         self.mod = Module()
         self.values = _Values(env)
+        #: inside a branch that runs only when a file check fails
+        self.guarded = False
 
     def module(self, tree: ast.Module) -> Module:
         for node in tree.body:
@@ -365,12 +542,22 @@ class _Scanner:
             self.expressions(node, scope)
 
     def assignment(self, node: ast.stmt) -> None:
-        """``NAME = <known string>``: later loads in this scope see the value."""
+        """``NAME = <known string>``: later loads in this scope see the value;
+        ``for NAME in ["org/a", "org/b"]``: loads in the loop see the first hub id;
+        ``NAME = os.environ["MODEL_ID"]`` of an unknown value: loads name the variable."""
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
                 node.targets[0], ast.Name):
             value = self.values.of(node.value)
             if value is not None:
                 self.values.consts[node.targets[0].id] = value
+            elif (var := self.values.env_name(node.value)) is not None:
+                self.values.env_vars[node.targets[0].id] = var
+        elif isinstance(node, ast.For | ast.AsyncFor) and isinstance(node.target, ast.Name) \
+                and isinstance(node.iter, ast.List | ast.Tuple):
+            items = [self.values.of(e) for e in node.iter.elts]
+            hub = [v for v in items if v is not None and hub_id(v)]
+            if hub:
+                self.values.consts[node.target.id] = hub[0]
 
     def compound(self, node: ast.stmt, scope: Scope, owner: str) -> bool:
         """An ``if``/``for``/``with``/``try``: its header's calls, then its bodies statement
@@ -382,14 +569,32 @@ class _Scanner:
             value = getattr(node, name, None)
             if name not in _BODIES and isinstance(value, ast.AST):
                 self.expressions(value, scope)
+        if isinstance(node, ast.With | ast.AsyncWith) and (found := _with_download(node)):
+            scope.loads.append(found._replace(kind=FIRST_START) if self.guarded else found)
+        check = _file_check(node.test) if isinstance(node, ast.If) else None
+        saved = self.guarded
         for f in bodies:  # the bodies, statement by statement (imports and defs in them)
+            # `if not exists(p):` guards its body, `if exists(p): ... else:` its else
+            if check is not None:
+                self.guarded = saved or (check if f == "body" else not check)
             for sub in getattr(node, f):
                 inner = sub.body if isinstance(sub, ast.ExceptHandler) else [sub]
                 for stmt in inner:
                     self.statement(stmt, scope, owner)
+        self.guarded = saved
+        if check is False and isinstance(node, ast.If) and isinstance(
+                node.body[-1], ast.Return | ast.Continue | ast.Raise):
+            self.guarded = True  # `if files_ok(p): return`: what follows runs when missing
         return True
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -> None:
+        guarded, self.guarded = self.guarded, False
+        try:
+            self._function(node, owner)
+        finally:
+            self.guarded = guarded
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -> None:
         qual = f"{owner}.{node.name}" if owner else node.name
         scope = Scope(qual, node.lineno)
         self.mod.functions[qual] = scope
@@ -448,7 +653,8 @@ class _Scanner:
             load = (_load(sub, self.values) if self.library_call(sub) else None) or _install(
                 sub, self.values)
             if load is not None:
-                scope.loads.append(load)
+                scope.loads.append(load._replace(kind=FIRST_START) if self.guarded
+                                   and load.kind != INSTALL else load)
                 continue
             name = _dotted(sub.func)
             if name:
@@ -465,7 +671,7 @@ class _Scanner:
         not a function of the application's own (``def pipeline(...)``, or one imported
         from the application's modules)."""
         name = _dotted(call.func)
-        if "." in name or name not in _MODEL_CALLS | _FETCH_CALLS:
+        if "." in name or name not in _MODEL_CALLS | _FETCH_CALLS | _BARE_CATALOGUE:
             return True
         alias = self.mod.aliases.get(name)
         if alias is None:

@@ -9,21 +9,26 @@ commands; redirections are not words (the file stdout goes to is kept); a here-d
 is not part of the text around it: it is read as a script of its own (unless Python or
 another language reads it), so its quotes cannot reach the commands after it; command
 substitutions (``$(...)``, backticks) are read as commands too; leading ``VAR=value``
-assignments and wrappers (``sudo``, ``exec``, ``env``, ``tini --`` ...) are removed;
-``sh -c "..."`` is split again. Nesting is read at most :data:`MAX_DEPTH` deep.
+assignments and wrappers with their options (``sudo -u u``, ``timeout 30``, ``env -i``,
+``nice -n 5``, ``xargs -n1``, ``numactl``, ``tini --`` ... :data:`_WRAPPERS`) are removed;
+ANSI-C quoting (``$'...'``) is decoded; a here-string given to a shell is a script;
+``sh -c "..."``, ``su -c "..."`` and ``eval ...`` are split again, their variables taken from
+the script's own assignments and the image's ENV. A form whose command cannot be known (an
+``eval "$CMD"`` of an unknown variable, nesting past :data:`MAX_DEPTH`) comes as an
+:data:`UNREAD` command, a coverage note for the rules. Each command carries the path of the
+file test that guards it (:attr:`SimpleCommand.guard`: ``if [ ! -f P ]; then ...``).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import NamedTuple
 
 _OPERATORS = {";", ";;", "&&", "||", "|", "&", "(", ")", "|&", "{", "}", "!"}
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "time", "command"}
-#: wrapper -> number of arguments it takes before the real command
-_WRAPPERS = {"sudo": 0, "exec": 0, "nohup": 0, "nice": 0, "gosu": 1, "su-exec": 1}
 _SHELLS = {"sh", "bash", "dash", "ash", "zsh"}
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 MAX_DEPTH = 4
@@ -36,7 +41,7 @@ class SimpleCommand:
 
     A plain class, not a dataclass: lint builds its module graph at every start."""
 
-    __slots__ = ("argv", "env", "line", "piped", "stdout")
+    __slots__ = ("argv", "env", "guard", "line", "piped", "stdout")
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None, line: int = 1,
                  piped: bool = False, stdout: str = "") -> None:
@@ -46,6 +51,8 @@ class SimpleCommand:
         self.piped = piped
         #: the file its standard output is redirected to, or ""
         self.stdout = stdout
+        #: the path whose absence it runs on (``if [ ! -f P ]; then ...``), or ""
+        self.guard = ""
 
     def __repr__(self) -> str:
         return (f"SimpleCommand(argv={self.argv!r}, env={self.env!r}, line={self.line}, "
@@ -127,6 +134,43 @@ def _closing(text: str, i: int, close: str) -> int:
     return n
 
 
+def _ansi_end(text: str, i: int) -> int:
+    """The index after the quote that closes an ANSI-C string whose body starts at *i*
+    (a backslash escapes the next character, ``\\'`` included)."""
+    n = len(text)
+    while i < n:
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == "'":
+            return i + 1
+        else:
+            i += 1
+    return n
+
+
+_ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+         "e": "\x1b", "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|"
+                          r"c.|.)", re.S)
+
+
+def _ansi_c(body: str) -> str:
+    """The value of an ANSI-C quoted string's body, as bash decodes it."""
+
+    def one(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if e[0] in "xuU" and len(e) > 1:
+            code = min(int(e[1:], 16), 0x10FFFF)
+            return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
+        if e[0] in "01234567":
+            return chr(int(e, 8) & 0xFF)
+        if e[0] == "c" and len(e) == 2:
+            return chr(ord(e[1].upper()) ^ 0x40)
+        return _ANSI.get(e, "\\" + e)
+
+    return _ANSI_ESCAPE.sub(one, body)
+
+
 def _unquote_double(body: str) -> str:
     return re.sub(r'\\([\\"$`\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), body)
 
@@ -154,6 +198,12 @@ def _word(text: str, i: int) -> tuple[str, int]:
             end = j - 1 if j <= n and text[j - 1:j] == '"' and j > i + 1 else j
             parts.append(_unquote_double(text[i + 1:end]))
             i = j
+        elif text.startswith("$'", i):  # ANSI-C quoting: $'pip\x20install'
+            j = _ansi_end(text, i + 2)
+            parts.append(_ansi_c(text[i + 2:j - 1] if text[j - 1:j] == "'" else text[i + 2:j]))
+            i = j
+        elif text.startswith('$"', i):  # a locale string reads as a double-quoted one
+            i += 1
         elif c == "`" or text.startswith(("$(", "${"), i):
             close = "`" if c == "`" else (")" if text[i + 1] == "(" else "}")
             j = _closing(text, i if c == "`" else i + 1, close)
@@ -265,18 +315,26 @@ def _body_is_script(words: list[str]) -> bool:
     return not argv or not _OTHER_LANGUAGES.match(argv[0].rsplit("/", 1)[-1])
 
 
-#: one simple command: its first line, its words, whether a pipe follows it, and the file
-#: its standard output is redirected to (``curl -fsSL URL > /tmp/install.sh``), or ""
-Segment = tuple[int, tuple[str, ...], bool, str]
+#: one simple command: its first line, its words, whether a pipe follows it, the file its
+#: standard output is redirected to (``curl -fsSL URL > /tmp/install.sh``) or "", and the
+#: operator that ends it (``&&``, ``||``, ``;`` ...; "" at the end of the text)
+Segment = tuple[int, tuple[str, ...], bool, str, str]
 
 
 def _stdout(tok: Token) -> bool:
     return tok.text in {">", ">>", "1>", "1>>", ">|", "&>", "&>>"}
 
 
+def _nested(text: str, line: int, depth: int) -> list[Segment]:
+    """The segments of a script nested at *line* (a here-document, a here-string, a command
+    substitution), at their lines in the outer text."""
+    return [(line + ln - 1, ws, piped, o, op) for ln, ws, piped, o, op in _split(text, depth + 1)]
+
+
 def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
-    """The words of each simple command, whether a pipe follows it and where its output
-    goes; redirections are not words; command substitutions come before their pipeline."""
+    """The words of each simple command, whether a pipe follows it, where its output goes
+    and the operator after it; redirections are not words; command substitutions come
+    before their pipeline; a here-document or here-string a shell reads is a script."""
     segs: list[Segment] = []
     words: list[str] = []
     first = 1
@@ -284,9 +342,10 @@ def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
     subs: list[Segment] = []  # they run before the pipeline that holds them
     pipeline: list[Segment] = []
 
-    def close(piped: bool) -> None:
+    def close(op: str) -> None:
+        piped = op in {"|", "|&"}
         if words:
-            pipeline.append((first, tuple(words), piped, out[0]))
+            pipeline.append((first, tuple(words), piped, out[0], op))
         words.clear()
         out[0] = ""
         if not piped:
@@ -298,6 +357,8 @@ def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
     target: Token | None = None
     for tok in tokens:
         if target is not None and not tok.op:
+            if target.text.endswith("<<<") and depth < MAX_DEPTH and _is_shell(words):
+                subs.extend(_nested(tok.text, tok.line, depth))  # bash <<< "pip install x"
             out[0] = tok.text if _stdout(target) else out[0]
             target = None
             continue
@@ -306,25 +367,92 @@ def _segments(tokens: list[Token], depth: int = 0) -> list[Segment]:
             continue
         if tok.body is not None:  # a here-document: a script when a shell reads it
             if _body_is_script(words) and depth < MAX_DEPTH:
-                (subs if words else segs).extend(
-                    (tok.line + line - 1, ws, piped, o)
-                    for line, ws, piped, o in _split(tok.body, depth + 1))
+                (subs if words else segs).extend(_nested(tok.body, tok.line, depth))
             continue
-        if tok.op or tok.text in _OPERATORS:
-            close(tok.text in {"|", "|&"})
+        if tok.op or (tok.text in _OPERATORS and tok.text != "!"):
+            close(tok.text)
         else:
             if not words:
                 first = tok.line
             words.append(tok.text)
             if ("$(" in tok.text or "`" in tok.text) and depth < MAX_DEPTH:
-                subs.extend((tok.line + line - 1, ws, piped, o) for sub in
-                            _substitutions(tok.text)
-                            for line, ws, piped, o in _split(sub, depth + 1))
-    close(False)
+                subs.extend(seg for sub in _substitutions(tok.text)
+                            for seg in _nested(sub, tok.line, depth))
+    close("")
     return segs
 
 
+def _is_shell(words: list[str]) -> bool:
+    """Whether the command *words* is a shell reading its script from stdin."""
+    env: dict[str, str] = {}
+    argv = _strip_wrappers(list(words), env)
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] in _SHELLS and _shell_script(argv) is None
+
+
+class _Wrapper(NamedTuple):
+    """A program that runs the command after its own options and operands."""
+
+    #: its options that take the next word as their value
+    with_value: frozenset[str] = frozenset()
+    #: operands before the command (``timeout 30 cmd``, ``gosu user cmd``)
+    operands: int = 0
+
+
+_W = _Wrapper
+#: command wrappers, how many words each takes before the command it runs
+_WRAPPERS: dict[str, _Wrapper] = {
+    "sudo": _W(frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T",
+                          "--user", "--group", "--chdir"})),
+    "doas": _W(frozenset({"-u", "-C"})),
+    "exec": _W(frozenset({"-a"})),
+    "nohup": _W(),
+    "setsid": _W(),
+    "nice": _W(frozenset({"-n", "--adjustment"})),
+    "ionice": _W(frozenset({"-c", "-n", "--class", "--classdata"})),
+    "timeout": _W(frozenset({"-s", "-k", "--signal", "--kill-after"}), 1),
+    "stdbuf": _W(frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})),
+    "taskset": _W(frozenset(), 1),
+    "numactl": _W(frozenset({"-N", "-m", "-C", "-i", "-p", "-l", "--cpunodebind", "--membind",
+                             "--physcpubind", "--interleave", "--preferred"})),
+    "chroot": _W(frozenset({"--userspec", "--groups"}), 1),
+    "xargs": _W(frozenset({"-I", "-n", "-P", "-L", "-d", "-a", "-s", "-E", "--max-args",
+                           "--max-procs", "--max-lines", "--delimiter", "--arg-file",
+                           "--replace"})),
+    "gosu": _W(frozenset(), 1),
+    "su-exec": _W(frozenset(), 1),
+    "s6-setuidgid": _W(frozenset(), 1),
+    "chpst": _W(frozenset({"-u", "-U", "-e", "-n", "-l", "-L"})),
+    "runuser": _W(frozenset({"-u", "-g", "-G", "--user", "--group"})),
+    "setpriv": _W(frozenset({"--reuid", "--regid", "--groups", "--ruid", "--euid", "--rgid",
+                             "--egid"})),
+    "unbuffer": _W(),
+    "tini": _W(frozenset({"-e", "-p"})),
+    "dumb-init": _W(frozenset({"-r", "--rewrite"})),
+    "catatonit": _W(),
+    "time": _W(frozenset({"-f", "-o", "--format", "--output"})),
+    "builtin": _W(),
+    "command": _W(),
+}
+_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "fi", "done"}
+
+
+def _skip_options(words: list[str], i: int, wrapper: _Wrapper) -> int:
+    """The index of the first word after the options (and ``--``) of a wrapper at *i*."""
+    i += 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "-":
+        w = words[i]
+        i += 1
+        if w == "--":
+            break
+        if w in wrapper.with_value:
+            i += 1
+    return i
+
+
 def _strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
+    """*words* less the leading ``VAR=value`` assignments (into *env*), keywords and command
+    wrappers (``sudo -u u``, ``timeout -s KILL 30``, ``env -i A=b``, ``nice -n 5``,
+    ``xargs -n1``, ``taskset -c 0-3``, ``numactl --membind=0`` ...)."""
     i = 0
     while i < len(words):
         w = words[i]
@@ -335,33 +463,44 @@ def _strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
             i += 1
         elif w in _KEYWORDS:
             i += 1
-        elif base in _WRAPPERS:
-            i += 1 + _WRAPPERS[base]
-            while i < len(words) and words[i].startswith("-") and base == "sudo":
-                i += 1
         elif base == "env":
-            i += 1
-            while i < len(words) and words[i].startswith("-"):
-                i += 1
-        elif base in {"tini", "dumb-init"}:
-            i += 1
-            while i < len(words) and words[i].startswith("-"):
-                i += 1
-                if words[i - 1] == "--":
-                    break
+            i = _skip_options(words, i, _Wrapper(frozenset({"-u", "-C", "--unset", "--chdir"})))
+            if words[i - 1:i] in (["-S"], ["--split-string"]) and i < len(words):
+                return [*_split_words(words[i]), *words[i + 1:]]
+        elif base in _WRAPPERS:
+            i = _skip_options(words, i, _WRAPPERS[base]) + _WRAPPERS[base].operands
         else:
             break
     return words[i:]
 
 
+def _split_words(text: str) -> list[str]:
+    return [t.text for t in tokenize(text) if not t.op]
+
+
+def _su_script(argv: list[str]) -> str | None:
+    """The command of ``su -c CMD [user]`` / ``su user -c CMD`` (``--command=CMD``)."""
+    for i, w in enumerate(argv[1:], start=1):
+        if w in {"-c", "--command"} and i + 1 < len(argv):
+            return argv[i + 1]
+        if w.startswith("--command="):
+            return w.partition("=")[2]
+    return None
+
+
 def _shell_script(argv: list[str]) -> str | None:
-    """The script of ``sh -c SCRIPT`` (also ``bash -lc``, ``bash -euxc``), else None."""
+    """The script of ``sh -c SCRIPT`` (also ``bash -lc``, ``bash -euxc``, ``su -c``), else
+    None."""
+    if argv and argv[0].rsplit("/", 1)[-1] in {"su", "runuser"}:
+        return _su_script(argv)
     if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
         return None
     for i, w in enumerate(argv[1:], start=1):
         if w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
             return argv[i + 1] if i + 1 < len(argv) else None
-        if not w.startswith("-"):
+        if w in {"-o", "+o"}:  # bash -o pipefail -c '...'
+            continue
+        if not w.startswith(("-", "+")) and argv[i - 1] not in {"-o", "+o"}:
             return None
     return None
 
@@ -388,31 +527,199 @@ _CACHE = 1 << 16
 
 @lru_cache(maxsize=_CACHE)
 def _split(text: str, depth: int = 0) -> tuple[Segment, ...]:
-    """(line, words, whether a pipe follows) of each simple command of *text*. Cached: the
-    rules look at the same RUN text several times, and tokenising dominates."""
+    """(line, words, whether a pipe follows, stdout, operator after) of each simple command
+    of *text*. Cached: the rules look at the same RUN text several times, and tokenising
+    dominates."""
     return tuple(_segments(tokenize(text), depth))
 
 
-def commands(text: str, *, depth: int = 0) -> list[SimpleCommand]:
+#: the program of a :class:`SimpleCommand` that stands for a form the reader could not take
+#: apart (``eval "$CMD"`` of a variable it does not know): its second word says what
+UNREAD = "\0unread"
+
+
+def commands(text: str, *, depth: int = 0,
+             env: Mapping[str, str] | None = None) -> list[SimpleCommand]:
     """The simple commands of *text*, in order, with their line numbers in *text*. The
-    commands are shared between callers (cached): read them, do not change them."""
-    return list(_commands(text, depth))
+    commands are shared between callers (cached): read them, do not change them. *env*
+    (the image's ENV) resolves the variables ``eval``/``sh -c``/``$CMD`` run that *text*
+    does not assign itself. A form that cannot be read comes as a command named
+    :data:`UNREAD` (see :func:`unread`); the other callers never match it."""
+    items = tuple(sorted(env.items())) if env else ()
+    return list(_commands(text, depth, items))
+
+
+def unread(text: str, env: Mapping[str, str] | None = None) -> list[tuple[int, str]]:
+    """(line, what) of each form in *text* the reader could not take apart: ``eval``,
+    ``sh -c`` or a program held in a variable whose value is unknown."""
+    return [(c.line, c.argv[1]) for c in commands(text, env=env) if c.argv[0] == UNREAD]
+
+
+_WHOLE_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _resolved(word: str, values: Mapping[str, str]) -> str | None:
+    """*word* with its ``$NAME``/``${NAME}`` substituted from *values*; None when one is
+    unknown."""
+    missing = False
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal missing
+        value = values.get(m.group(1))
+        if value is None:
+            missing = True
+            return m.group(0)
+        return value
+
+    out = _WHOLE_VAR.sub(sub, word)
+    return None if missing else out
+
+
+def _known(script: str, values: Mapping[str, str]) -> str:
+    """*script* with its variables substituted; as written when a variable is unknown but
+    no command word is held in one (``sh -c "pip install $PKG"`` is still a pip install);
+    "" when a command's own name is unknown (``eval "$CMD"``)."""
+    if "$" not in script:
+        return script
+    resolved = _resolved(script, values)
+    if resolved is not None:
+        return resolved
+    starts = [ws[0] for _l, ws, _p, _o, _op in _split(script) if ws]
+    return "" if any(_WHOLE_VAR.fullmatch(w) for w in starts) else script
+
+
+def _indirect(argv: list[str], values: Mapping[str, str]) -> tuple[str | None, str]:
+    """(script, form) of a command that runs a script built from words: ``eval WORDS``,
+    ``sh -c SCRIPT``, ``su -c SCRIPT``, ``$CMD args`` (a program in a variable); script None
+    when the command is none of these, "" when its variables are unknown."""
+    if argv[0] == "eval":
+        return _known(" ".join(argv[1:]), values), "eval"
+    script = _shell_script(argv)
+    if script is not None:
+        return _known(script, values), f"{argv[0].rsplit('/', 1)[-1]} -c"
+    if _WHOLE_VAR.fullmatch(argv[0]):
+        value = _resolved(argv[0], values)
+        if value is not None and " " in value.strip():
+            return _join_command(value, argv[1:]), "a command in a variable"
+    return None, ""
+
+
+def _join_command(held: str, args: list[str]) -> str:
+    """A command line held in a variable (as it is: the shell splits it) and the arguments
+    after it (quoted), as shell text."""
+    return " ".join([held, *(shlex.quote(a) for a in args)])
+
+
+#: a folder listed in a test of emptiness: ``$(ls -A /models)``, ``$(ls /models 2>/dev/null)``
+_LISTING = re.compile(r"^\$\(\s*ls(?:\s+-\w+)*\s+([^\s)|;&<>-][^\s)|;&<>]*)")
+
+
+class _Guards:
+    """Which commands run only when a file is missing: the then-branch of
+    ``if [ ! -f P ]``, the else-branch of ``if [ -d P ]``, the command after
+    ``[ -e P ] ||``, ``test -d P ||`` or ``[ ! -s P ] &&``."""
+
+    _TESTS = frozenset({"-f", "-e", "-d", "-s", "-r", "-L", "-h", "-x", "-a"})
+
+    def __init__(self) -> None:
+        #: per open ``if``: (path, whether its then-branch runs when the path is missing)
+        self.frames: list[tuple[str, bool]] = []
+        self.in_else: list[bool] = []
+        self.next = ""
+
+    @classmethod
+    def test(cls, words: tuple[str, ...]) -> tuple[str, bool] | None:
+        """(path, negated) of a file test ``[ ! -f P ]``, ``test -d P``, ``! [ -e P ]``."""
+        ws = list(words[1:] if words[:1] in {("if",), ("elif",)} else words)
+        negated = False
+        while ws and ws[0] == "!":
+            negated, ws = not negated, ws[1:]
+        if not ws or ws[0] not in {"[", "[[", "test"}:
+            return None
+        inner = [w for w in ws[1:] if w not in {"]", "]]"}]
+        if inner[:1] == ["!"]:
+            negated, inner = not negated, inner[1:]
+        if len(inner) == 2 and inner[0] in cls._TESTS:
+            return inner[1], negated
+        listed = _LISTING.match(inner[1]) if len(inner) == 2 and inner[0] in {"-z", "-n"} \
+            else None
+        if listed:  # [ -z "$(ls -A /models)" ]: the folder is empty
+            return listed.group(1), negated != (inner[0] == "-z")
+        return None
+
+    def guard(self, words: tuple[str, ...], op: str) -> str:
+        """The path that guards the command *words* (ended by *op*), or ""."""
+        current, self.next = self.next, ""
+        if words[:1] == ("else",) and self.frames:
+            self.in_else[-1] = True
+        i = 0
+        while i < len(words) and words[i] in {"then", "else", "do"}:
+            i += 1
+        words = words[i:]
+        head = words[0] if words else ""
+        if head == "fi" and self.frames:
+            self.frames.pop()
+            self.in_else.pop()
+            return ""
+        found = self.test(words)
+        if head in {"if", "elif"}:
+            if head == "elif" and self.frames:
+                self.frames.pop()
+                self.in_else.pop()
+            self.frames.append(found if found is not None else ("", False))
+            self.in_else.append(False)
+            return ""
+        if found is not None:
+            path, negated = found
+            if (op == "||" and not negated) or (op == "&&" and negated):
+                self.next = path
+            return ""
+        if current:
+            if op == "&&":
+                self.next = current
+            return current
+        for (path, missing_then), in_else in zip(reversed(self.frames), reversed(self.in_else),
+                                                 strict=True):
+            if path and missing_then != in_else:
+                return path
+        return ""
 
 
 @lru_cache(maxsize=_CACHE)
-def _commands(text: str, depth: int) -> tuple[SimpleCommand, ...]:
+def _commands(text: str, depth: int,
+              env: tuple[tuple[str, str], ...] = ()) -> tuple[SimpleCommand, ...]:
     out: list[SimpleCommand] = []
-    for line_no, words, piped, stdout in _split(text):
-        env: dict[str, str] = {}
-        argv = _strip_wrappers(list(words), env)
+    guards = _Guards()
+    values: dict[str, str] | None = None
+    for line_no, words, piped, stdout, op in _split(text, depth):
+        guard = guards.guard(words, op)
+        local: dict[str, str] = {}
+        argv = _strip_wrappers(list(words), local)
         if not argv:
             continue
-        script = _shell_script(argv)
-        if script is not None and depth < MAX_DEPTH:
-            out += [SimpleCommand(sub.argv, {**env, **sub.env}, line_no + sub.line - 1,
-                                  sub.piped, sub.stdout) for sub in _commands(script, depth + 1)]
-            continue
-        out.append(SimpleCommand(normalise(argv), env, line_no, piped, stdout))
+        if argv[0] == "eval" or _shell_script(argv) is not None or argv[0].startswith("$"):
+            if values is None:
+                values = {**dict(env), **assignments(text)}
+            script, form = _indirect(argv, {**values, **local})
+            if script == "" and form:
+                out.append(SimpleCommand([UNREAD, f"{form} {' '.join(argv[1:])[:80]}".strip()
+                                          if form == "eval" else f"{form} {argv[-1][:80]}"],
+                                         local, line_no, piped, stdout))
+                continue
+            if script is not None and depth >= MAX_DEPTH:
+                out.append(SimpleCommand([UNREAD, f"{form} nested more than {MAX_DEPTH} deep "
+                                          "(servelab's bound)"], local, line_no, piped, stdout))
+                continue
+            if script is not None:
+                for sub in _commands(script, depth + 1, env):
+                    cmd = SimpleCommand(sub.argv, {**local, **sub.env}, line_no + sub.line - 1,
+                                        sub.piped, sub.stdout)
+                    cmd.guard = sub.guard or guard
+                    out.append(cmd)
+                continue
+        cmd = SimpleCommand(normalise(argv), local, line_no, piped, stdout)
+        cmd.guard = guard
+        out.append(cmd)
     return tuple(out)
 
 
@@ -421,7 +728,7 @@ def assignments(text: str) -> dict[str, str]:
     ``NAME=value`` words before a command (``CMAKE_VERSION=3.22 sh deps.sh``, which the
     command's scripts see); last value wins; values are as written (no expansion)."""
     out: dict[str, str] = {}
-    for _line_no, seg, _piped, _out in _split(text):
+    for _line_no, seg, _piped, _out, _op in _split(text):
         words = seg[1:] if seg[0] in {"export", "local", "readonly", "declare"} else seg
         for w in words:
             if not _ASSIGN.match(w):

@@ -20,6 +20,17 @@ _FLOATING = LazyPattern(
     r"[-_.](latest|nightly)$"
 )
 
+#: a date in a tag (``nightly_3.10_tpuvm_20241017``, ``nightly-2024.10.17``): the build of
+#: that day, which does not move, unlike ``nightly``
+_DATED = LazyPattern(r"(?<![0-9])20\d\d(?:[01]\d[0-3]\d|[-_.][01]?\d[-_.][0-3]?\d)(?![0-9])")
+#: vendors' development images, named so rather than tagged -devel: ROCm's ``rocm/dev-*``
+#: (``rocm/dev-ubuntu-22.04:6.2``) and Intel's oneAPI base and HPC toolkits (their runtime
+#: counterpart is ``intel/oneapi-runtime``)
+#: runtime images whose tags say devel all the same: Intel tags every oneAPI image
+#: ``<version>-devel-<os>`` (``intel/oneapi-runtime:2025.2.2-0-devel-ubuntu24.04``)
+_RUNTIME_IMAGE = LazyPattern(r"(^|/)intel/oneapi-runtime$")
+_DEVEL_IMAGE = LazyPattern(r"(^|/)rocm/dev-[\w.-]+$|(^|/)intel/oneapi-(basekit|hpckit)$")
+
 
 class ImageUse(NamedTuple):
     """An image a build step reads: a FROM, or a COPY --from / RUN --mount from= that names
@@ -91,7 +102,7 @@ def check_base_unpinned(ctx: Context) -> Iterator[Hit]:
 def check_base_latest(ctx: Context) -> Iterator[Hit]:
     for use in image_uses(ctx):
         _name, tag, _digest = ImageRef.split(use.ref)
-        if tag is None or _FLOATING.search(tag):
+        if tag is None or (_FLOATING.search(tag) and not _DATED.search(tag)):
             what = f"the floating tag {tag}" if tag and tag != "latest" else (
                 "tag latest" if tag else "no tag")
             yield Hit(
@@ -133,18 +144,27 @@ def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
     "devel-base",
     Severity.WARNING,
     "final image built on a -devel (SDK) base",
-    rationale="CUDA/PyTorch -devel images carry compilers and headers, gigabytes that every "
-    "node pulls before the server can start; serving needs only the -runtime variant.",
+    rationale="CUDA/PyTorch -devel images, ROCm's rocm/dev-* and Intel's oneAPI base and HPC "
+    "toolkits carry compilers and headers, gigabytes that every node pulls before the server "
+    "can start; serving needs only the runtime variant.",
     fix="compile in a -devel builder stage and COPY --from it into a -runtime (or -base) image",
 )
 def check_devel_base(ctx: Context) -> Iterator[Hit]:
     root = ctx.analysis.chain()[0]
     if judged(root):
-        _name, tag, _d = ImageRef.split(root.base or "")
-        if tag and re.search(r"(^|[-_.])devel([-_.]|$)", tag):
+        name, tag, _d = ImageRef.split(root.base or "")
+        if tag and re.search(r"(^|[-_.])devel([-_.]|$)", tag) and not _RUNTIME_IMAGE.search(name):
             yield Hit(
                 "devel-base",
                 root.from_instr.line,
                 f"the final image is built on {root.base}, a -devel image",
+                context={"stage": root.label},
+            )
+        elif _DEVEL_IMAGE.search(name):
+            yield Hit(
+                "devel-base",
+                root.from_instr.line,
+                f"the final image is built on {root.base}, a vendor's development (SDK) "
+                "image",
                 context={"stage": root.label},
             )

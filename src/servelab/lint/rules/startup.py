@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from servelab.findings import Severity
 from servelab.lint import downloads, follow, shell
+from servelab.lint.catalogue import FIRST_START
 from servelab.lint.image import StageState
 from servelab.lint.parse import Instruction
 
@@ -47,7 +48,7 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
         read = {p for app, _token in apps for p in app.read}
         for p in downloads.start_problems(text, state.env):
             ins = _attribute(p.token, primary, state)
-            yield Hit("startup-download", ins.line, f"the {ins.cmd} {p.what}")
+            yield _problem_hit(ins, f"the {ins.cmd}", p, {})
         for src, content in scripts(ctx, text, state, stage=ctx.df.final):
             if src.context_path in read:
                 continue  # Python the application walk read: judged by what runs when
@@ -55,16 +56,31 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
             for p in downloads.start_problems(code, state.env):
                 ins = _attribute(src.image_path.rsplit("/", 1)[-1], primary, state)
                 where = f"{script_name(src)}:{p.line}"
-                yield Hit(
-                    "startup-download",
-                    ins.line,
-                    f"{src.image_path}, run by {ins.cmd}, {p.what} ({where})",
-                    context={"script": where},
-                )
+                yield _problem_hit(ins, f"{src.image_path}, run by {ins.cmd},", p,
+                                   {"script": where}, f" ({where})")
         for app, token in apps:
             yield from _app_hits(ctx, app, _attribute(token, primary, state))
         if not apps:
             yield from _missing_scripts(ctx, text, primary, state)
+
+
+def _problem_hit(ins: Instruction, who: str, p: downloads.StartProblem,
+                 context: dict[str, str], where: str = "") -> Hit:
+    """One start problem as a finding: a fetch at every start (an error), a first-start
+    download behind a file test (a warning), or a form the shell reader could not take
+    apart (a coverage note, info)."""
+    if p.unread:
+        return Hit("startup-download", ins.line,
+                   f"not fully checked: {who} {p.what}{where}, so what it runs at start was "
+                   "not read", severity=Severity.INFO, context=context,
+                   fix="write the command out, or set the variable in the same script or "
+                   "with ENV, so servelab can read it")
+    if p.guard:
+        return Hit("startup-download", ins.line, f"{who} {p.what}{where}",
+                   severity=Severity.WARNING, context=context,
+                   fix=f"put {p.guard} on a persistent volume filled before the first start "
+                   "(an init container or a pre-pulled cache), or fetch at build time")
+    return Hit("startup-download", ins.line, f"{who} {p.what}{where}", context=context)
 
 
 def _applications(ctx: Context, text: str,
@@ -102,14 +118,24 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
                   fix=f"pass --context with the directory docker build is given (now "
                   f"{ctx.context_dir})")
         return
+    first = [f for f in app.loads if f.when == follow.START and f.kind == FIRST_START]
+    if first and not _ran_at_build(ctx, app):
+        shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in first)
+        yield Hit("startup-download", ins.line,
+                  f"{app.entry.shown}, run by {ins.cmd}, downloads at first start, when the "
+                  f"files it checks for are missing (once, if they are on a persistent "
+                  f"volume): {shown}{bound}{missing}", context={"script": first[0].where},
+                  severity=Severity.WARNING,
+                  fix="fill the volume before the first start (an init container or a "
+                  "pre-pulled cache), or fetch at build time")
     for when in (follow.START, follow.REQUEST):
-        loads = [f for f in app.loads if f.when == when]
+        loads = [f for f in app.loads if f.when == when and f.kind != FIRST_START]
         if not loads:
             continue
         shown = "; ".join(f"{f.what} at {f.where} ({f.via})" for f in loads)
         kinds = {f.kind for f in loads}
         verb = ("installs packages" if kinds == {"install"} else
-                "downloads from a hub" if kinds == {"hub"} else "downloads and installs")
+                "downloads from the network" if kinds == {"hub"} else "downloads and installs")
         if when == follow.START:
             what = f"{verb} at start"
         else:
@@ -119,6 +145,19 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
                   f"{app.entry.shown}, run by {ins.cmd}, {what}: {shown}{bound}{missing}",
                   context={"script": loads[0].where},
                   severity=None if when == follow.START else Severity.WARNING)
+
+
+def _ran_at_build(ctx: Context, app: follow.Followed) -> bool:
+    """Whether a RUN of the final image already ran the application's entry (``RUN python
+    download_model.py`` before ``CMD`` runs it again): its file check then finds the files
+    in place, and the guarded download never runs."""
+    words = app.entry.shown.split()
+    script = next((w for w in words if w.endswith(".py")), "")
+    if not script:
+        return False
+    name = script.rsplit("/", 1)[-1]
+    return any(ins.cmd == "RUN" and name in ins.text()
+               for st in ctx.analysis.chain() for ins in st.instructions)
 
 
 def _missing_scripts(ctx: Context, text: str, primary: Instruction,
