@@ -133,8 +133,9 @@ def _collect(entry: Entry, data: dict[str, object] | None, rc: int, err: str,
     if rc == 2 or data is None:
         result.unread[entry.id] = (err.splitlines() or [f"exit {rc}"])[-1][:200]
         return
-    for f in data.get("findings", []):  # type: ignore[union-attr]
-        if f.get("source", "servelab") == "servelab":
+    found = data.get("findings", [])
+    for f in found if isinstance(found, list) else []:
+        if isinstance(f, dict) and f.get("source", "servelab") == "servelab":
             result.findings.append(Finding(entry.id, f["rule"], int(f.get("line") or 0),
                                            str(f.get("message", ""))))
 
