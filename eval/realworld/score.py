@@ -8,13 +8,16 @@ precision per rule, for servelab's serving rules and for all rules, per tool.
     python eval/realworld/fetch.py ...          # fill the cache first (see README.md)
     python eval/realworld/score.py               # both tools, the servelab of this checkout
     python eval/realworld/score.py --src DIR     # another servelab's src/ (a baseline)
-    python eval/realworld/score.py --json FILE   # also write every finding and match
+    python eval/realworld/score.py --json FILE   # also write every finding
+    python eval/realworld/score.py --findings FILE   # rescore a run saved with --json and match
 
 Definitions (the same as bench/lint_precision.py): a truth is found when a finding of its
 rule on its file has a line the truth allows ("12", a range "12-30" for a field that is
 missing from a block, or alternatives "15,18"); each finding matches at most one truth.
 recall = found truths / truths; precision = found truths / all findings, where a finding
-that matches no truth is false. Two views are printed:
+that matches no truth is false. An info finding that only says what servelab could not read
+(a start script or requirements file of the build context, which is not fetched) is a
+coverage note: listed apart, counted neither way. Two views are printed:
 
 * frozen: truths.tsv exactly as written before servelab ran;
 * judged: also judged.tsv (written after a run, one line per finding that matched no truth:
@@ -28,6 +31,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -66,12 +70,23 @@ class Finding:
     rule: str
     line: int
     message: str
+    severity: str = "warning"
+
+
+#: an info finding that says what servelab could not read (a file of the missing build
+#: context, an application not followed) is a coverage note, not a judgement of the file
+_COVERAGE = re.compile(r"not (?:fully )?(?:judged|followed|read)|which lacks it")
+
+
+def is_coverage_note(f: Finding) -> bool:
+    return f.severity == "info" and bool(_COVERAGE.search(f.message))
 
 
 @dataclass
 class RunResult:
     findings: list[Finding] = field(default_factory=list)
     unread: dict[str, str] = field(default_factory=dict)
+    coverage: list[Finding] = field(default_factory=list)
 
 
 def parse_lines(spec: str) -> frozenset[int]:
@@ -136,8 +151,9 @@ def _collect(entry: Entry, data: dict[str, object] | None, rc: int, err: str,
     found = data.get("findings", [])
     for f in found if isinstance(found, list) else []:
         if isinstance(f, dict) and f.get("source", "servelab") == "servelab":
-            result.findings.append(Finding(entry.id, f["rule"], int(f.get("line") or 0),
-                                           str(f.get("message", ""))))
+            finding = Finding(entry.id, f["rule"], int(f.get("line") or 0),
+                              str(f.get("message", "")), str(f.get("severity", "")))
+            (result.coverage if is_coverage_note(finding) else result.findings).append(finding)
 
 
 def run(entries: list[Entry], cache: Path, src: Path) -> RunResult:
@@ -154,6 +170,13 @@ def run(entries: list[Entry], cache: Path, src: Path) -> RunResult:
         rc, data, err = _servelab(cmd, path.parent, src)
         _collect(entry, data, rc, err, result)
     return result
+
+
+def load_run(path: Path) -> RunResult:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return RunResult(findings=[Finding(**f) for f in data["findings"]],
+                     unread=dict(data["unread"]),
+                     coverage=[Finding(**f) for f in data.get("coverage_notes", [])])
 
 
 def match(truths: list[Truth], findings: list[Finding]) -> dict[int, int]:
@@ -235,17 +258,24 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--src", type=Path, default=REPO / "src", help="servelab's src/ to run")
-    ap.add_argument("--json", type=Path, metavar="FILE", help="write findings and matches")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="write every finding to FILE")
+    ap.add_argument("--findings", type=Path, metavar="FILE",
+                    help="score the findings a previous run wrote with --json (no servelab run)")
     args = ap.parse_args(argv)
     entries = load_files()
     kinds = {e.id: e.kind for e in entries}
     frozen = load_truths()
-    result = run(entries, args.cache, args.src.resolve())
+    result = load_run(args.findings) if args.findings else run(entries, args.cache,
+                                                                  args.src.resolve())
     counts = Counter(e.kind for e in entries)
     print(f"{counts['dockerfile']} Dockerfiles, {counts['manifest']} manifests from "
           f"{len({e.repo for e in entries})} repositories; {len(frozen)} frozen truths")
     for ident, why in sorted(result.unread.items()):
         print(f"  not read: {ident}: {why}")
+    notes = Counter(f"{kinds.get(f.id)}/{f.rule}" for f in result.coverage)
+    print(f"  coverage notes (what servelab says it could not read, e.g. the missing build "
+          f"context), not counted as findings: {len(result.coverage)} "
+          + ", ".join(f"{k} {n}" for k, n in sorted(notes.items())))
     for kind, tool in TOOL.items():
         t_frozen = [t for t in frozen if kinds.get(t.id) == kind]
         t_judged = [t for t in judged_truths(frozen) if kinds.get(t.id) == kind]
@@ -260,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({
             "unread": result.unread,
             "findings": [f.__dict__ for f in result.findings],
+            "coverage_notes": [f.__dict__ for f in result.coverage],
         }, indent=1), encoding="utf-8")
     return 0
 
