@@ -22,7 +22,7 @@ def bound(what: str, limit: str, value: int | str, unit: str, hint: str = "") ->
 class Notes:
     """A list of coverage notes that keeps each (what, why) once, in order."""
 
-    __slots__ = ("items", "_seen")
+    __slots__ = ("_seen", "items")
 
     def __init__(self) -> None:
         self.items: list[CoverageNote] = []

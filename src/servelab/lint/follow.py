@@ -29,7 +29,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from servelab.errors import InputError
 from servelab.lint import walk
 from servelab.lint.coverage import CoverageNote, Notes, bound
 from servelab.lint.downloads import offline

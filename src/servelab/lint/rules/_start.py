@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.lint import follow
+from servelab.lint.coverage import bound
 from servelab.lint.image import Analysis, FileSource, StageState
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
@@ -80,15 +81,21 @@ _FILE_TOOLS = frozenset({"chmod", "chown", "chgrp", "cp", "mv", "rm", "ln", "mkd
                          "diff"})
 
 
+#: levels of scripts followed below the command (a script that runs a script that runs a
+#: script ...): past them, a coverage note names the script not followed
+MAX_SCRIPT_DEPTH = 3
+
+
 def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = None,
             stage: Stage | None = None) -> Iterator[tuple[FileSource, str]]:
-    """Files the commands of *text* run (or read) whose content is known, two levels deep.
-    *workdir* is the WORKDIR the commands run in (default: the state's last); with *stage*
-    (the stage *state* belongs to), files that ``COPY --from`` brought are found too."""
+    """Files the commands of *text* run (or read) whose content is known, at most
+    :data:`MAX_SCRIPT_DEPTH` levels deep (past them, a coverage note). *workdir* is the
+    WORKDIR the commands run in (default: the state's last); with *stage* (the stage
+    *state* belongs to), files that ``COPY --from`` brought are found too."""
     if workdir is not None and workdir != state.workdir:
         state = state.copy(workdir=workdir)
     seen: set[str] = set()
-    todo = [(text, 0)]
+    todo = [(text, 1)]
     while todo:
         body, depth = todo.pop()
         # `for f in */install.py; do python "$f"; done`, `find -exec`: once per file found
@@ -102,10 +109,28 @@ def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = No
                 continue
             if cmd.name in _FILE_TOOLS:  # `chmod +x start.sh` does not run start.sh
                 continue
+            if depth > MAX_SCRIPT_DEPTH:
+                _depth_note(ctx, cmd, cur, stage)
+                continue
             for src, content in _run_by(ctx, cmd, cur, stage, seen):
                 yield src, content
-                if depth < 2:
-                    todo.append((content, depth + 1))
+                todo.append((content, depth + 1))
+
+
+def _depth_note(ctx: Context, cmd: SimpleCommand, state: StageState,
+                stage: Stage | None) -> None:
+    """A coverage note when *cmd*, one level below :data:`MAX_SCRIPT_DEPTH`, runs a file
+    whose content is known (it is not followed)."""
+    for word in cmd.argv:
+        path = ctx.analysis.resolve_in_image(word, state)
+        src = ctx.analysis.source_of(path, state) if path else None
+        if src is None and path and stage is not None:
+            src = follow.source(ctx.analysis, path, stage)
+        if src is not None:
+            ctx.analysis.coverage.add(bound(
+                f"{src.image_path}, run by a script {MAX_SCRIPT_DEPTH} levels below the "
+                "command", "MAX_SCRIPT_DEPTH", MAX_SCRIPT_DEPTH, "levels of scripts"))
+            return
 
 
 def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | None,
@@ -123,7 +148,7 @@ def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | 
         if src is None or src.image_path in seen or not _in_context(ctx, src):
             continue
         seen.add(src.image_path)
-        content = Analysis.read(src)
+        content = Analysis.read(src, ctx.analysis.coverage)
         if content is not None:
             yield src, content
 
@@ -195,8 +220,9 @@ def _make(ctx: Context, cmd: SimpleCommand, state: StageState,
     if src is None or key in seen:
         return None
     seen.add(key)
-    content = follow.source_text(src, ctx.analysis.context)
-    recipe = follow.make_recipe(content, call[1]) if content else ""
+    content = follow.source_text(src, ctx.analysis.context, ctx.analysis.coverage)
+    recipe = follow.make_recipe(content, call[1], ctx.analysis.coverage,
+                                src.image_path) if content else ""
     return (src, recipe) if recipe else None
 
 
