@@ -107,11 +107,11 @@ def _attach_image(image: str, workloads: list[Workload]) -> ImageFiles:
     """Give the checked image to the containers that run it (same digest, or same repository
     without a digest); when none names it, to every serving container. Its files (the note
     of what was read is the first of its notes)."""
-    from servelab.k8s.imagefiles import read_image
+    from servelab.k8s.imagefiles import as_list, read_image
 
     everyone = [c for w in workloads for c in (*w.init_containers, *w.containers)]
     words = [str(v) for c in everyone for key in ("command", "args")
-             for v in (c.data.get(key) if isinstance(c.data.get(key), list) else [])]
+             for v in as_list(c.data.get(key))]
     files = read_image(image, words)
     named = [c for c in everyone if files.names(str(c.data.get("image") or ""))]
     chosen = named or [w.serving for w in workloads]
