@@ -91,6 +91,9 @@ class Entry(NamedTuple):
     as_main: bool = False
     #: when the module's top level runs: "start", or "request" (Streamlit)
     when: str = "start"
+    #: whether it is imported as a module (its packages' ``__init__.py`` run first), not
+    #: run as a script by its path (``python app/run.py``, ``streamlit run``)
+    package: bool = True
 
 
 class Found(NamedTuple):
@@ -290,7 +293,7 @@ def _python_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None
     if not ops[0].endswith(".py") and "/" not in ops[0]:
         return None
     return Entry(f"{cmd.name} {ops[0]}", (script, posixpath.join(script, "__main__.py")),
-                 (posixpath.dirname(script), *path), as_main=True)
+                 (posixpath.dirname(script), *path), as_main=True, package=False)
 
 
 def _module_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
@@ -322,7 +325,8 @@ def _cli_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
         return None
     script = posixpath.normpath(posixpath.join(cwd, ops[0]))
     return Entry(" ".join([cmd.name, *([sub] if key[1] else []), ops[0]]), (script,),
-                 (posixpath.dirname(script), cwd, *path), as_main=True, when=_UI_RUNNERS[key])
+                 (posixpath.dirname(script), cwd, *path), as_main=True, when=_UI_RUNNERS[key],
+                 package=False)
 
 
 _PY_M = LazyPattern(r"\bpython[\d.]*\s+(?:-[A-Za-z]+\s+)*-m\s+([A-Za-z_][\w.]*)")
@@ -439,10 +443,37 @@ class _Walk:
                 return key
         return None
 
+    def packages(self, module: str, level: int, here: str) -> list[str]:
+        """Keys of the ``__init__.py`` files importing *module* runs first: ``import a.b.c``
+        runs ``a/__init__.py`` and ``a/b/__init__.py`` before ``a/b/c.py``."""
+        parts = module.split(".") if module else []
+        out = []
+        for n in range(1, len(parts)):
+            cands = [c for c in self.resolve(".".join(parts[:n]), level, here)
+                     if c.endswith("/__init__.py")]
+            got = self.first(cands)
+            if got is not None:
+                out.append(got)
+        return out
+
+    def entry_packages(self, key: str) -> list[str]:
+        """Keys of the package ``__init__.py`` files above the entry module *key* (``uvicorn
+        app.main:app`` imports ``app`` first, so ``app/__init__.py`` runs at start too)."""
+        for root in self.entry.roots:
+            prefix = root.rstrip("/") + "/"
+            if key.startswith(prefix):
+                dirs = key[len(prefix):].split("/")[:-1]
+                cands = [posixpath.join(prefix, *dirs[:n], "__init__.py")
+                         for n in range(1, len(dirs) + 1)]
+                found = [self.load(c) for c in cands if c != key]
+                return [k for k in found if k is not None]
+        return []
+
     def imports_of(self, key: str, scope: Scope) -> list[str]:
         """Keys of the modules *scope* imports (submodules named in ``from`` imports too)."""
         out = []
         for module, level, names in scope.imports:
+            out += self.packages(module, level, key)
             target = self.first(self.resolve(module, level, key))
             if target is not None:
                 out.append(target)
@@ -479,6 +510,10 @@ class _Reach:
         mod, _name = walk.modules[key]
         top = "at module level" if entry.when == START else "when a session runs the script"
         todo: list[tuple[str, Scope, str, str]] = [(key, mod.top, entry.when, top)]
+        if entry.package:
+            for pkg in walk.entry_packages(key):
+                todo.append((pkg, walk.modules[pkg][0].top, entry.when,
+                             f"at import of the package {walk.modules[pkg][1]}"))
         if entry.as_main:
             todo.append((key, mod.main, entry.when, "under __main__"))
         if entry.factory and entry.factory in mod.functions:

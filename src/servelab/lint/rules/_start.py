@@ -59,14 +59,59 @@ class RoleVerdict(NamedTuple):
     evidence: str
 
 
-def start_texts(state: StageState) -> list[tuple[Instruction, str]]:
-    """(instruction, shell text) of the start command, as BuildKit combines them."""
+#: the ENTRYPOINT of well-known serving base images (repository, a word its tag must hold or
+#: "") -> the launcher a CMD of flags only is given to: ``FROM vllm/vllm-openai`` + ``CMD
+#: ["--model", "org/m"]`` runs the OpenAI server with ``--model org/m``
+BASE_LAUNCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "vllm/vllm-openai": ("", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    "rocm/vllm": ("", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    "ghcr.io/huggingface/text-generation-inference": ("", ("text-generation-launcher",)),
+    "ghcr.io/huggingface/text-embeddings-inference": ("", ("text-embeddings-router",)),
+    "ghcr.io/predibase/lorax": ("", ("lorax-launcher",)),
+    "nvcr.io/nvidia/tritonserver": ("", ("tritonserver",)),
+    "ollama/ollama": ("", ("/bin/ollama",)),
+    "ghcr.io/ggml-org/llama.cpp": ("server", ("/app/llama-server",)),
+    "ghcr.io/ggerganov/llama.cpp": ("server", ("/app/llama-server",)),
+}
+
+
+#: the program a CMD of flags only is given to when the base image's ENTRYPOINT is not known
+UNKNOWN_LAUNCHER = "the-base-image-ENTRYPOINT"
+
+
+def base_launcher(base: str | None) -> tuple[str, ...]:
+    """The ENTRYPOINT the image *base* (a FROM reference) is known to have, else ()."""
+    if not base:
+        return ()
+    name = base.split("@", 1)[0]
+    repo, colon, tag = name.rpartition(":")
+    if not colon or "/" in tag:
+        repo, tag = name, ""
+    repo = repo.lower().removeprefix("docker.io/").removeprefix("index.docker.io/")
+    known = BASE_LAUNCHERS.get(repo.removeprefix("library/"))
+    if known is None or (known[0] and known[0] not in tag.lower()):
+        return ()
+    return known[1]
+
+
+def _flags_only(args: list[str]) -> bool:
+    return bool(args) and args[0].startswith("-")
+
+
+def start_texts(state: StageState, base: str | None = None) -> list[tuple[Instruction, str]]:
+    """(instruction, shell text) of the start command, as BuildKit combines them. A CMD of
+    flags only, with no ENTRYPOINT in the Dockerfile, is the argument list of the base
+    image's ENTRYPOINT: with *base* (the final image's FROM) a known server launcher
+    (:data:`BASE_LAUNCHERS`), it is read as that server's command line."""
     ep, cmd = state.entrypoint, state.cmd
 
     def text(ins: Instruction) -> str:
         return shlex.join(ins.args) if ins.json else " ".join(ins.args)
 
     if ep is None:
+        launcher = base_launcher(base) if cmd is not None and cmd.json else ()
+        if cmd is not None and cmd.json and _flags_only(list(cmd.args)):
+            return [(cmd, shlex.join([*(launcher or (UNKNOWN_LAUNCHER,)), *cmd.args]))]
         return [(cmd, text(cmd))] if cmd else []
     if not ep.json or cmd is None:
         return [(ep, text(ep))]
@@ -248,6 +293,11 @@ def script_name(src: FileSource) -> str:
     return f"{src.image_path} (heredoc at line {src.instr.line})"
 
 
+def final_base(ctx: Context) -> str | None:
+    """The image the final stage is built on (its chain's first FROM)."""
+    return ctx.analysis.chain()[0].base
+
+
 def base_facts(ctx: Context) -> BaseFacts | None:
     """The config of the image the final stage is built on (only with --resolve-base)."""
     root = ctx.analysis.chain()[0]
@@ -270,7 +320,7 @@ def role(ctx: Context) -> RoleVerdict:
     if facts is not None and facts.exposed:
         return RoleVerdict(Role.SERVER, f"its base exposes {', '.join(facts.exposed)}")
     state = ctx.analysis.state()
-    text = " ".join(t for _i, t in start_texts(state))
+    text = " ".join(t for _i, t in start_texts(state, final_base(ctx)))
     if not text.strip() and facts is not None:
         text = shlex.join(facts.start)
     words = text.split()
