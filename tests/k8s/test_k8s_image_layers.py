@@ -14,8 +14,10 @@ import pytest
 
 from servelab.findings import FindingsReport
 from servelab.k8s import check_manifests
-from servelab.k8s.imagefiles import MAX_SCRIPTS, read_image
+from servelab.k8s import layerfs
+from servelab.k8s.imagefiles import MAX_SCRIPT, MAX_SCRIPTS, read_image
 from servelab.k8s.layerfs import MAX_LINK_HOPS, clean
+from servelab.report import get_reporter
 
 from ocitest import E, tar_bytes, write_layout
 
@@ -171,3 +173,20 @@ def test_a_layer_full_of_whiteouts_is_read_in_linear_time(tmp_path: Path) -> Non
     took = time.process_time() - start
     assert set(files.scripts) == {"/opt/start.sh"}
     assert took < 1.0, f"{took:.2f} s of CPU"
+
+
+def test_a_named_script_past_the_size_cap_is_a_note(tmp_path: Path) -> None:
+    big = b"#!/bin/sh\n" + b"# pad\n" * (MAX_SCRIPT // 6 + 10)
+    image = _image(tmp_path, [[E("opt/start.sh", big, 0o755)]], Entrypoint=["/opt/start.sh"])
+    report = _check(tmp_path, image)
+    assert any("/opt/start.sh" in n.text() and "MAX_SCRIPT" in n.text()
+               for n in report.coverage), report.coverage
+    assert "partly checked" in get_reporter("text").render(report)
+
+
+def test_paths_past_the_entry_cap_are_a_note(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(layerfs, "MAX_ENTRIES", 10)
+    image = _image(tmp_path, [[E(f"f{i}", b"x") for i in range(20)],
+                              [E("opt/start.sh", BAD, 0o755)]], Entrypoint=["/opt/start.sh"])
+    report = _check(tmp_path, image)
+    assert any("MAX_ENTRIES" in n.text() for n in report.coverage), report.coverage

@@ -139,6 +139,14 @@ def test_nul_bytes_are_a_note_and_the_rest_is_read(write_dockerfile) -> None:  #
     assert any("pip install" in m for m in _startup(report))
 
 
+def test_a_copy_glob_past_the_walk_bound_is_a_note(write_dockerfile, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SERVELAB_MAX_CONTEXT_FILES", "5")
+    files = {f"conf/c{i:02}.yaml": "a: 1\n" for i in range(12)}
+    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY conf/*.yaml ./conf/\n{TAIL}"
+                          'CMD ["uvicorn", "app:app"]\n', files)
+    assert _has(_lint(df), "COPY conf/*.yaml", "SERVELAB_MAX_CONTEXT_FILES")
+
+
 NEWER = {
     "type": "type Vector = list[float]\n" + LOAD,
     "generics": LOAD + "def first[T](xs: list[T]) -> T:\n    return xs[0]\n",

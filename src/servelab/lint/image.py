@@ -264,6 +264,12 @@ class Analysis:
             found = walk.glob(self.context, rel)
             if found.stopped:
                 self.stopped_globs.add(src)
+                self.coverage.add(bound(
+                    f"the build context files COPY {src} matches",
+                    "SERVELAB_MAX_CONTEXT_FILES, MAX_GLOB_MATCHES",
+                    f"{walk.CONTEXT_ENTRIES.value()} entries looked at or "
+                    f"{walk.MAX_GLOB_MATCHES}", "matches of one pattern",
+                    walk.CONTEXT_ENTRIES.raise_hint()))
             return found.matches
         path = walk.reroot(self.context, rel)
         return [] if path is None else [path]
