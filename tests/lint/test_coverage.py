@@ -54,6 +54,10 @@ def _startup(report: FindingsReport) -> list[str]:
     return [f.message for f in report.findings if f.rule_id == "startup-download"]
 
 
+def _df(write, copy: str, cmd: str, files: dict[str, str]) -> Path:  # type: ignore[no-untyped-def]
+    return write(f"{HEAD}WORKDIR /srv\nCOPY {copy}\n{TAIL}CMD {cmd}\n", files)
+
+
 def _app(write, files: dict[str, str], cmd: str = '["uvicorn", "app.main:app"]') -> Path:  # type: ignore[no-untyped-def]
     return write(f"{HEAD}WORKDIR /srv\nCOPY app/ ./app/\n{TAIL}CMD {cmd}\n",
                  {"app/__init__.py": "", **files})
@@ -72,8 +76,7 @@ def test_make_targets_past_the_bound_are_a_note(write_dockerfile) -> None:  # ty
     n = MAX_MAKE_TARGETS + 5
     rules = "".join(f"t{i}: t{i + 1}\n\techo {i}\n" for i in range(n))
     make = f"serve: t0\n\tuvicorn app:app\n{rules}t{n}:\n\tpip install torch\n"
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY Makefile ./\n{TAIL}CMD [\"make\", \"serve\"]\n",
-                          {"Makefile": make})
+    df = _df(write_dockerfile, "Makefile ./", '["make", "serve"]', {"Makefile": make})
     report = _lint(df)
     assert _has(report, f"past its first {MAX_MAKE_TARGETS} targets", "MAX_MAKE_TARGETS")
 
@@ -88,8 +91,7 @@ def _doubling_makefile(levels: int = 24) -> str:
 def test_a_makefile_whose_variables_explode_is_linear_and_said(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     make = _doubling_makefile()
     assert len(make.encode()) < 800  # 4**24 characters if expanded
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY Makefile ./\n{TAIL}CMD [\"make\", \"serve\"]\n",
-                          {"Makefile": make})
+    df = _df(write_dockerfile, "Makefile ./", '["make", "serve"]', {"Makefile": make})
     start = time.process_time()
     report = _lint(df)
     assert time.process_time() - start < 2.0
@@ -100,23 +102,21 @@ def test_a_makefile_whose_variables_explode_is_linear_and_said(write_dockerfile)
 
 def test_make_expansion_past_its_depth_is_a_note(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     make = "A = $(B)\nB = $(A)\nserve:\n\techo $(A)\n\tuvicorn app:app\n"
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY Makefile ./\n{TAIL}CMD [\"make\", \"serve\"]\n",
-                          {"Makefile": make})
+    df = _df(write_dockerfile, "Makefile ./", '["make", "serve"]', {"Makefile": make})
     assert _has(_lint(df), f"{MAX_MAKE_DEPTH} rounds", "MAX_MAKE_DEPTH")
 
 
 def test_loop_files_past_the_bound_are_a_note(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     files = {f"plugins/p{i:03}/install.py": "print('ok')\n" for i in range(MAX_LOOP_FILES + 5)}
     run = 'for f in plugins/*/install.py; do python "$f"; done && uvicorn app:app'
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY plugins/ ./plugins/\n{TAIL}CMD {run}\n", files)
+    df = _df(write_dockerfile, "plugins/ ./plugins/", run, files)
     assert _has(_lint(df), f"past the first {MAX_LOOP_FILES}", "MAX_LOOP_FILES")
 
 
 def test_scripts_past_the_depth_are_a_note(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     files = {"s/start.sh": "sh /srv/s/a.sh\n", "s/a.sh": "sh /srv/s/b.sh\n",
              "s/b.sh": "sh /srv/s/c.sh\n", "s/c.sh": "pip install torch\nuvicorn app:app\n"}
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY s/ ./s/\n{TAIL}CMD [\"sh\", \"/srv/s/start.sh\"]\n",
-                          files)
+    df = _df(write_dockerfile, "s/ ./s/", '["sh", "/srv/s/start.sh"]', files)
     report = _lint(df)
     assert _has(report, "/srv/s/c.sh", f"{MAX_SCRIPT_DEPTH} levels", "MAX_SCRIPT_DEPTH")
     assert report.verdict() == "partly checked"
@@ -124,16 +124,15 @@ def test_scripts_past_the_depth_are_a_note(write_dockerfile) -> None:  # type: i
 
 def test_a_file_past_the_size_cap_is_read_in_part_and_said(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     big = "pip install torch\n" + "# padding\n" * (MAX_SCRIPT_BYTES // 10 + 10)
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY start.sh ./\n{TAIL}CMD [\"sh\", \"start.sh\"]\n",
-                          {"start.sh": big})
+    df = _df(write_dockerfile, "start.sh ./", '["sh", "start.sh"]', {"start.sh": big})
     report = _lint(df)
     assert _has(report, "/srv/start.sh", f"first {MAX_SCRIPT_BYTES} bytes", "MAX_SCRIPT_BYTES")
     assert any("pip install" in m for m in _startup(report))
 
 
 def test_nul_bytes_are_a_note_and_the_rest_is_read(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
-    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY start.sh ./\n{TAIL}CMD [\"sh\", \"start.sh\"]\n",
-                          {"start.sh": "echo \x00 hidden\npip install torch\n"})
+    df = _df(write_dockerfile, "start.sh ./",
+             '["sh", "start.sh"]', {"start.sh": "echo \x00 hidden\npip install torch\n"})
     report = _lint(df)
     assert _has(report, "/srv/start.sh", "NUL bytes")
     assert any("pip install" in m for m in _startup(report))
