@@ -25,7 +25,8 @@ from servelab.lint.follow import (
     MAX_MODULES,
 )
 from servelab.lint.image import MAX_SCRIPT_BYTES
-from servelab.lint.pyfallback import MAX_REPAIRS
+from servelab.lint.pyfallback import MAX_REPAIR_CHARS, MAX_REPAIRS
+from servelab.lint.walk import MAX_GLOB_MATCHES
 from servelab.lint.rules._start import MAX_SCRIPT_DEPTH
 from servelab.report import get_reporter
 
@@ -169,6 +170,20 @@ def test_python_past_the_repairs_is_read_by_tokens_and_said(write_dockerfile) ->
     report = _lint(_app(write_dockerfile, {"app/main.py": broken}))
     assert any("org/model" in m for m in _startup(report))
     assert _has(report, "app/main.py", "token scan", "MAX_REPAIRS")
+
+
+def test_a_large_python_file_that_does_not_parse_is_read_by_tokens(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    big = "type X = int\n" + LOAD + "VALUE = 1\n" * (MAX_REPAIR_CHARS // 10 + 10)
+    report = _lint(_app(write_dockerfile, {"app/main.py": big}))
+    assert any("org/model" in m for m in _startup(report))
+    assert _has(report, "app/main.py", "token scan", "MAX_REPAIR_CHARS")
+
+
+def test_a_copy_glob_past_its_matches_is_a_note(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    files = {f"conf/c{i:03}.yaml": "a: 1\n" for i in range(MAX_GLOB_MATCHES + 5)}
+    df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY conf/*.yaml ./conf/\n{TAIL}"
+                          'CMD ["uvicorn", "app:app"]\n', files)
+    assert _has(_lint(df), "COPY conf/*.yaml", "MAX_GLOB_MATCHES")
 
 
 def test_a_flags_only_cmd_is_the_launchers_never_hosts(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
