@@ -12,14 +12,12 @@ from typing import Any
 
 import pytest
 
+from ocitest import E, tar_bytes, write_layout
 from servelab.findings import FindingsReport
-from servelab.k8s import check_manifests
-from servelab.k8s import layerfs
+from servelab.k8s import check_manifests, layerfs
 from servelab.k8s.imagefiles import MAX_SCRIPT, MAX_SCRIPTS, read_image
 from servelab.k8s.layerfs import MAX_LINK_HOPS, clean
 from servelab.report import get_reporter
-
-from ocitest import E, tar_bytes, write_layout
 
 BAD = b"#!/bin/sh\npip install flash-attn\nexec python -m server\n"
 GOOD = b"#!/bin/sh\nexec python -m server\n"

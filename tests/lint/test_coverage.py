@@ -26,8 +26,8 @@ from servelab.lint.follow import (
 )
 from servelab.lint.image import MAX_SCRIPT_BYTES
 from servelab.lint.pyfallback import MAX_REPAIR_CHARS, MAX_REPAIRS
-from servelab.lint.walk import MAX_GLOB_MATCHES
 from servelab.lint.rules._start import MAX_SCRIPT_DEPTH
+from servelab.lint.walk import MAX_GLOB_MATCHES
 from servelab.report import get_reporter
 
 from .conftest import PINNED, REPO
