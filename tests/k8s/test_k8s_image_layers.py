@@ -188,3 +188,13 @@ def test_paths_past_the_entry_cap_are_a_note(tmp_path: Path, monkeypatch: Any) -
                               [E("opt/start.sh", BAD, 0o755)]], Entrypoint=["/opt/start.sh"])
     report = _check(tmp_path, image)
     assert any("MAX_ENTRIES" in n.text() for n in report.coverage), report.coverage
+
+
+def test_a_bare_command_is_found_on_path_and_a_bare_argument_in_workdir(tmp_path: Path) -> None:
+    image = _image(tmp_path, [[E("usr/local/bin/serve", BAD, 0o755),
+                               E("app/serve", GOOD, 0o644)]],
+                   Entrypoint=["serve"], WorkingDir="/app")
+    assert _installs(_check(tmp_path, image))  # the program on PATH, not the decoy in /app
+    image = _image(tmp_path / "b", [[E("app/launch", BAD, 0o644)]], Cmd=["sh", "launch"],
+                   WorkingDir="/app")
+    assert _installs(_check(tmp_path / "b", image))

@@ -180,18 +180,23 @@ def _pick(manifests: list[PlatformManifest]) -> PlatformManifest:
 
 
 def candidates(word: str, workdir: str, path_var: str = DEFAULT_PATH) -> list[str]:
-    """The image paths a command word may name: itself when absolute, under *workdir* when
-    relative with a ``/`` or a ``.sh`` name, else on *path_var* (PATH)."""
+    """The image paths a command word may name, most likely first: itself when absolute,
+    under *workdir* when relative with a ``/``; a bare word on *path_var* (PATH, as the
+    runtime finds a program) and under *workdir* (as ``sh launch`` finds its script), the
+    working directory first for a ``.sh`` name."""
     if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
         return []
     if word.startswith("/"):
         return [posixpath.normpath(word)]
-    if "/" in word or word.endswith(".sh"):
-        return [posixpath.normpath(posixpath.join(workdir or "/", word))]
-    if "=" in word or "$" in word or " " in word:
+    here = posixpath.normpath(posixpath.join(workdir or "/", word))
+    if "/" in word:
+        return [here]
+    if "=" in word or "$" in word or " " in word or word in {".", ".."}:
         return []
     dirs = [d for d in path_var.split(":") if d.startswith("/")][:32]
-    return [posixpath.normpath(posixpath.join(d, word)) for d in dirs]
+    on_path = [posixpath.normpath(posixpath.join(d, word)) for d in dirs]
+    ordered = [here, *on_path] if word.endswith(".sh") else [*on_path, here]
+    return list(dict.fromkeys(ordered))
 
 
 def read_image(text: str, named: Iterable[str] = ()) -> ImageFiles:
