@@ -27,7 +27,7 @@ from servelab.lint.follow import (
 from servelab.lint.image import MAX_SCRIPT_BYTES
 from servelab.lint.pyfallback import MAX_REPAIR_CHARS, MAX_REPAIRS
 from servelab.lint.rules._start import MAX_SCRIPT_DEPTH
-from servelab.lint.walk import MAX_GLOB_MATCHES
+from servelab.lint.walk import MAX_GLOB_MATCHES, MAX_LINK_HOPS
 from servelab.report import get_reporter
 
 from .conftest import PINNED, REPO
@@ -145,6 +145,15 @@ def test_a_copy_glob_past_the_walk_bound_is_a_note(write_dockerfile, monkeypatch
     df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY conf/*.yaml ./conf/\n{TAIL}"
                           'CMD ["uvicorn", "app:app"]\n', files)
     assert _has(_lint(df), "COPY conf/*.yaml", "SERVELAB_MAX_CONTEXT_FILES")
+
+
+def test_a_link_loop_in_the_context_is_a_note(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = _df(write_dockerfile, "scripts/ ./scripts/", '["sh", "scripts/start.sh"]',
+             {"scripts/keep.txt": "x\n"})
+    (df.parent / "scripts" / "start.sh").symlink_to("loop.sh")
+    (df.parent / "scripts" / "loop.sh").symlink_to("start.sh")
+    assert _has(_lint(df), "scripts/start.sh", f"{MAX_LINK_HOPS} symbolic links",
+                "MAX_LINK_HOPS")
 
 
 NEWER = {

@@ -11,6 +11,7 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -105,6 +106,12 @@ def image_path(dest: str, workdir: str) -> str:
     p = dest if dest.startswith("/") else posixpath.join(workdir, dest)
     p = posixpath.normpath(p)
     return p + "/" if keep_slash and p != "/" else p
+
+
+@lru_cache(maxsize=256)
+def _relative(path: Path, context: Path) -> str:
+    """*path* relative to the build context, ``/``-separated (for notes)."""
+    return os.path.relpath(path, context).replace(os.sep, "/")
 
 
 class Analysis:
@@ -271,7 +278,7 @@ class Analysis:
                     f"{walk.MAX_GLOB_MATCHES}", "matches of one pattern",
                     walk.CONTEXT_ENTRIES.raise_hint()))
             return found.matches
-        path = walk.reroot(self.context, rel)
+        path = walk.reroot(self.context, rel, self.coverage)
         return [] if path is None else [path]
 
     @staticmethod
@@ -311,7 +318,9 @@ class Analysis:
             if p.startswith(prefix):
                 from servelab.lint import walk
 
-                cand = walk.reroot(ctx_dir, p[len(prefix):])
+                sub = p[len(prefix):]
+                shown = posixpath.join(_relative(ctx_dir, self.context), sub)
+                cand = walk.reroot(ctx_dir, sub, self.coverage, shown)
                 if cand is not None and cand.is_file() and self._inside(cand):
                     return FileSource(p, ins, context_path=cand)
         return None
