@@ -139,6 +139,35 @@ class Rule(NamedTuple):
     help_uri: str = ""
 
 
+class CoverageNote(NamedTuple):
+    """A part of an input a checker did not fully read: a bound (size, count, depth, time)
+    reached, a file it could not parse, a link loop. Its :meth:`text` is what every output
+    shows: ``not fully checked: <what>, <why>``; a report that holds one is never a plain
+    pass but "partly checked" (docs/limits.md)."""
+
+    #: what was not fully read (``app/main.py``, ``the imports of uvicorn app.main:app``)
+    what: str
+    #: why, with the bound's value and how to raise it when it can be raised
+    why: str
+    #: the checked file it belongs to (a Dockerfile, a manifest), "" when none
+    file: str = ""
+    #: its line in *file*, 0 when none
+    line: int = 0
+
+    def text(self) -> str:
+        return f"not fully checked: {self.what}, {self.why}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"what": self.what, "why": self.why, "file": self.file or None,
+                "line": self.line or None, "text": self.text()}
+
+
+#: the verdict of a report: findings, none and everything read, none but something unread
+VERDICT_FINDINGS = "findings"
+VERDICT_PASSED = "passed"
+VERDICT_PARTLY = "partly checked"
+
+
 class Finding(Record):
     """One problem found: a rule, its severity, a message, and where (file, line, column)."""
 
@@ -190,11 +219,12 @@ class Finding(Record):
 class FindingsReport(Record):
     """What a checker returns: findings, the rules they refer to, and what was checked."""
 
-    __slots__ = ("files", "findings", "notes", "rules", "settings", "tool")
+    __slots__ = ("coverage", "files", "findings", "notes", "rules", "settings", "tool")
 
     def __init__(self, tool: str, findings: list[Finding], rules: dict[str, Rule],
                  files: list[str] | None = None, notes: list[str] | None = None, *,
-                 settings: dict[str, Any] | None = None) -> None:
+                 settings: dict[str, Any] | None = None,
+                 coverage: list[CoverageNote] | None = None) -> None:
         self.tool = tool
         self.findings = findings
         self.rules = rules
@@ -203,6 +233,24 @@ class FindingsReport(Record):
         #: the settings file used (``file``) and what it changed (``disabled`` rule ids,
         #: ``severity``, ``hadolint``); None when no settings file was used
         self.settings = settings
+        #: what was not fully read (bounds reached, files not parsed), each said once
+        self.coverage: list[CoverageNote] = [] if coverage is None else coverage
+
+    def add_coverage(self, notes: Iterable[CoverageNote]) -> None:
+        """Add *notes*, each (what, why, file) once."""
+        seen = {(n.what, n.why, n.file) for n in self.coverage}
+        for n in notes:
+            if (n.what, n.why, n.file) not in seen:
+                seen.add((n.what, n.why, n.file))
+                self.coverage.append(n)
+
+    def verdict(self) -> str:
+        """:data:`VERDICT_FINDINGS`, else :data:`VERDICT_PARTLY` when something was not
+        fully read, else :data:`VERDICT_PASSED`. The exit code follows the findings only
+        (``--fail-on``): a partly checked report with no findings exits 0, and says so."""
+        if self.findings:
+            return VERDICT_FINDINGS
+        return VERDICT_PARTLY if self.coverage else VERDICT_PASSED
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)

@@ -21,7 +21,14 @@ from typing import Any, ClassVar, NamedTuple
 
 from servelab import __version__
 from servelab.errors import UsageError
-from servelab.findings import Finding, FindingsReport, Rule, Severity
+from servelab.findings import (
+    VERDICT_PARTLY,
+    CoverageNote,
+    Finding,
+    FindingsReport,
+    Rule,
+    Severity,
+)
 from servelab.github.escape import command_data, command_property
 from servelab.textio import write_text_atomic
 
@@ -97,16 +104,30 @@ class TextReporter(Reporter):
         if report.settings:
             lines.append(terminal_text(settings_line(report.settings)))
         lines.extend(f"note: {terminal_text(n)}" for n in report.notes)
+        lines.extend(f"{terminal_text(_where_note(n))}: {terminal_text(n.text())}"
+                     for n in report.coverage)
         c = report.counts()
         n_files = len(report.files)
+        partly = (f"; partly checked: {len(report.coverage)} part(s) not fully read (see "
+                  "'not fully checked' above)") if report.coverage else ""
         if report.findings:
             lines.append(
                 f"{report.tool}: {len(report.findings)} finding(s) in {n_files} file(s): "
-                f"{c['error']} error, {c['warning']} warning, {c['info']} info"
+                f"{c['error']} error, {c['warning']} warning, {c['info']} info{partly}"
             )
+        elif report.coverage:
+            lines.append(f"{report.tool}: {n_files} file(s) {VERDICT_PARTLY}, no findings in "
+                         f"what was read; {len(report.coverage)} part(s) not fully read (see "
+                         "'not fully checked' above)")
         else:
             lines.append(f"{report.tool}: {n_files} file(s) checked, no findings")
         return "\n".join(lines) + "\n"
+
+
+def _where_note(n: CoverageNote) -> str:
+    if not n.file:
+        return "note"
+    return f"{n.file}:{n.line}" if n.line else n.file
 
 
 def _fix_counts(found: list[Finding]) -> dict[tuple[str | None, str, str], int]:
@@ -143,6 +164,8 @@ class JsonReporter(Reporter):
                 if rid in report.rules
             },
             "notes": report.notes,
+            "verdict": report.verdict(),
+            "coverage": [n.to_dict() for n in report.coverage],
             "settings": report.settings,
         }
         import json  # only for this format: text output needs no json (3 ms of lint's start)
@@ -248,6 +271,9 @@ class MarkdownReporter(Reporter):
                 for f in report.sorted_findings()
             ]
         out += [f"> {md_text(n)}" for n in report.notes]
+        if report.coverage:
+            out += ["", f"**{VERDICT_PARTLY}**: {len(report.coverage)} part(s) not fully read", ""]
+            out += [f"- {md_text(_where_note(n))}: {md_text(n.text())}" for n in report.coverage]
         return "\n".join(out) + "\n"
 
 
@@ -332,8 +358,11 @@ def sarif_log(
     *,
     automation_id: str = "",
     properties: Mapping[str, Any] | None = None,
+    notifications: Sequence[tuple[str, SarifLocation | None]] = (),
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log of one run of servelab: every result's rule described, indexed.
+    *notifications* (text, where) are what the run did not fully read: each becomes a
+    warning ``toolExecutionNotification`` of the run's invocation (SARIF 2.1.0 §3.20.21).
 
     ValueError (a programming error) when a result names a rule not in *rules* or a rule id
     is given twice.
@@ -360,9 +389,19 @@ def sarif_log(
     if automation_id:
         run["automationDetails"] = {"id": automation_id}
     run["results"] = [r.to_dict(index[r.rule_id]) for r in results]
+    if notifications:
+        run["invocations"] = [{"executionSuccessful": True, "toolExecutionNotifications": [
+            _notification(text, where) for text, where in notifications]}]
     if properties:
         run["properties"] = dict(properties)
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _notification(text: str, where: SarifLocation | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"level": "warning", "message": {"text": text}}
+    if where is not None:
+        out["locations"] = [where.to_dict()]
+    return out
 
 
 def sarif_text(log: Mapping[str, Any]) -> str:
@@ -403,7 +442,11 @@ class SarifReporter(Reporter):
         findings = report.sorted_findings()
         rule_ids = sorted({f.rule_id for f in findings} | set(report.rules))
         rules = [_sarif_rule(rid, report.rules.get(rid)) for rid in rule_ids]
-        return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings]))
+        notes = [(n.text(), SarifLocation(_artifact_uri(n.file), n.line or 1) if n.file
+                  else None) for n in report.coverage]
+        props = {"verdict": report.verdict()} if report.coverage else None
+        return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings],
+                                    properties=props, notifications=notes))
 
 
 _GH_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -429,12 +472,21 @@ class GithubReporter(Reporter):
                 continue
             shown[f.severity] += 1
             lines.append(self._command(f))
+        lines += [f"::warning {','.join(self._where(n))}::{command_data(terminal_text(n.text()))}"
+                  for n in report.coverage]
         if hidden:
             lines.append(
                 f"::notice title=servelab::{hidden} more finding(s) not annotated "
                 "(GitHub shows 10 per level); see the job summary or the JSON/SARIF output"
             )
         return "\n".join(lines) + ("\n" if lines else "")
+
+    @staticmethod
+    def _where(n: CoverageNote) -> list[str]:
+        props = [f"file={command_property(n.file)}"] if n.file else []
+        if n.file and n.line:
+            props.append(f"line={n.line}")
+        return [*props, f"title={command_property('servelab: ' + VERDICT_PARTLY)}"]
 
     @staticmethod
     def _command(f: Finding) -> str:

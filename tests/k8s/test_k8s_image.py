@@ -24,7 +24,8 @@ from servelab import proc
 from servelab.errors import InputError
 from servelab.image import push as push_mod
 from servelab.k8s import check_manifests
-from servelab.k8s.imagefiles import _apply
+from servelab.k8s.imagefiles import _Keep
+from servelab.k8s.layerfs import Layers
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "k8s" / "image"
 GOOD_RESULT = Path(__file__).resolve().parents[1] / "data" / "hostile" / "good" / "result.json"
@@ -213,22 +214,32 @@ def _layer(*entries: tuple[str, bytes | None, int]) -> tarfile.TarFile:
     return tarfile.open(fileobj=buf, mode="r")
 
 
-def _apply_layer(tf: tarfile.TarFile, files: dict[str, str]) -> None:
+def _apply_layer(tf: tarfile.TarFile, root: Layers) -> None:
     for m in tf.getmembers():
-        _apply(tf, m, files)
+        root.apply(tf, m, "test")
+    root.layer += 1
+
+
+def _scripts(root: Layers) -> set[str]:
+    return {p for p, n in root.files() if n.text is not None}
 
 
 def test_layers_apply_in_order_with_whiteouts() -> None:
-    files: dict[str, str] = {}
+    root = Layers(_Keep(set()))
     _apply_layer(_layer(("opt/a.sh", b"pip install x\n", 0o644),
                         ("opt/run", b"#!/usr/bin/env bash\nexec serve\n", 0o755),
                         ("opt/tool", b"\x7fELF\0\0", 0o755),
                         ("opt/notes", b"#!/bin/sh\n", 0o644),
-                        ("etc/d/b.sh", b"echo b\n", 0o644)), files)
-    assert set(files) == {"/opt/a.sh", "/opt/run", "/etc/d/b.sh"}
+                        ("opt/data.txt", b"plain text\n", 0o644),
+                        ("etc/d/b.sh", b"echo b\n", 0o644)), root)
+    # `sh /opt/notes` runs a script without an exec bit: kept; an ELF or plain data is not
+    assert _scripts(root) == {"/opt/a.sh", "/opt/run", "/opt/notes", "/etc/d/b.sh"}
     _apply_layer(_layer(("opt/.wh.a.sh", b"", 0o644), ("etc/d/.wh..wh..opq", b"", 0o644),
-                        ("opt/run", b"binary now", 0o755)), files)
-    assert files == {}
+                        ("opt/run", b"binary now", 0o755), ("opt/.wh.notes", b"", 0o644)),
+                 root)
+    assert _scripts(root) == {"/opt/run"}  # an exec text without #! is run by sh
+    _apply_layer(_layer(("opt/run", b"\x7fELF\0\0", 0o755)), root)
+    assert _scripts(root) == set()
 
 
 @pytest.mark.docker

@@ -173,4 +173,5 @@ def _lint_spec(path: Path, extra_args: dict[str, str], cfg: LintConfig,  # noqa:
         merged.rules.update(r.rules)
         merged.files.extend(r.files)
         merged.notes.extend(f"{arm.name}: {n}" for n in r.notes)
+        merged.add_coverage(r.coverage)
     return merged

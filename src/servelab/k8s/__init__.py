@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from servelab.errors import UsageError
 from servelab.findings import Finding, FindingsReport, Rule
@@ -16,6 +17,9 @@ from servelab.k8s.checks import CHECKS, RULES, Context
 from servelab.k8s.load import expand_paths, load_inventory, unread_refs
 from servelab.k8s.measured import Measured, read_measured
 from servelab.k8s.model import Inventory, Workload
+
+if TYPE_CHECKING:
+    from servelab.k8s.imagefiles import ImageFiles
 
 __all__ = ["RULES", "RULE_ORDER", "SERVING_RULES", "TOOL", "all_rules", "check_manifests"]
 
@@ -99,13 +103,16 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
     return notes
 
 
-def _attach_image(image: str, workloads: list[Workload]) -> list[str]:
+def _attach_image(image: str, workloads: list[Workload]) -> ImageFiles:
     """Give the checked image to the containers that run it (same digest, or same repository
-    without a digest); when none names it, to every serving container. The notes to add."""
-    from servelab.k8s.imagefiles import read_image
+    without a digest); when none names it, to every serving container. Its files (the note
+    of what was read is the first of its notes)."""
+    from servelab.k8s.imagefiles import as_list, read_image
 
-    files = read_image(image)
     everyone = [c for w in workloads for c in (*w.init_containers, *w.containers)]
+    words = [str(v) for c in everyone for key in ("command", "args")
+             for v in as_list(c.data.get(key))]
+    files = read_image(image, words)
     named = [c for c in everyone if files.names(str(c.data.get("image") or ""))]
     chosen = named or [w.serving for w in workloads]
     for c in chosen:
@@ -113,8 +120,9 @@ def _attach_image(image: str, workloads: list[Workload]) -> list[str]:
     shown = ", ".join(sorted({c.name for c in chosen}))
     how = "" if named else (" (no container image names it by digest or repository: read as "
                             "the image of every serving container)")
-    return [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its layers "
-            f"(every blob verified) for container(s) {shown}{how}"]
+    files.notes = [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its "
+                   f"layers (every blob verified) for container(s) {shown}{how}"]
+    return files
 
 
 def check_manifests(
@@ -135,8 +143,9 @@ def check_manifests(
     checked, skipped = _targets(inv)
     heads = _ray_heads(skipped)
     ctx = Context(inv, measured, startup_margin, [*checked, *heads])
-    if image is not None:
-        ctx.notes += _attach_image(image, checked)
+    files = _attach_image(image, checked) if image is not None else None
+    if files is not None:
+        ctx.notes += files.notes
     findings = _unique([
         *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
@@ -147,6 +156,7 @@ def check_manifests(
         rules=all_rules(),
         files=list(inv.files),
         notes=_notes(inv, skipped, measured, checked) + ctx.notes,
+        coverage=[] if files is None else list(files.coverage),
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.errors import InputError
-from servelab.findings import Finding, FindingsReport, Rule
+from servelab.findings import CoverageNote, Finding, FindingsReport, Rule
 from servelab.lint import config as _config
 from servelab.lint import hadolint as _hadolint
 from servelab.lint import ignore, parse, rules
@@ -98,6 +98,8 @@ class _FileResult(NamedTuple):
     df: parse.Dockerfile
     findings: list[Finding]
     suppressions: _config.Suppressions
+    #: what following the start command did not fully read (docs/limits.md)
+    coverage: list[CoverageNote]
 
 
 def _lint_file(
@@ -137,7 +139,8 @@ def _lint_file(
             )
         )
     spans = [(ins.line, ins.end_line) for ins in df.instructions]
-    return _FileResult(df, findings, _config.Suppressions(df.lines, spans))
+    coverage = [n._replace(file=display) for n in ctx.analysis.coverage.items]
+    return _FileResult(df, findings, _config.Suppressions(df.lines, spans), coverage)
 
 
 def _suppressed(f: Finding, sup: _config.Suppressions, cfg: LintConfig) -> bool:
@@ -234,6 +237,7 @@ def lint_paths(
     )
     for display, res in results.items():
         report.findings += [f for f in res.findings if not _suppressed(f, res.suppressions, cfg)]
+        report.add_coverage(res.coverage)
         report.notes += [
             f"{display}:{line}: unknown rule id {rid!r} in a servelab: ignore comment"
             for line, rid in _config.unknown_suppressions(res.df.lines, set(RULES))

@@ -29,14 +29,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from servelab.errors import InputError
 from servelab.lint import walk
+from servelab.lint.coverage import CoverageNote, Notes, bound
 from servelab.lint.downloads import offline
-from servelab.lint.image import MAX_SCRIPT_BYTES, Analysis, FileSource, StageState, image_path
+from servelab.lint.image import Analysis, FileSource, StageState, image_path
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
 from servelab.lint.shell import SimpleCommand, assignments, commands
-from servelab.textio import read_bytes
 
 if TYPE_CHECKING:
     from servelab.lint.pyscan import Module, Scope
@@ -49,6 +48,11 @@ MAX_MODULES = 64
 MAX_LOOP_FILES = 50
 #: Makefile targets one ``make`` call is followed through (prerequisites included)
 MAX_MAKE_TARGETS = 32
+#: characters all ``$(VAR)`` expansions of one Makefile may add together: past them, lines
+#: are kept as written (a Makefile whose variables double at each level stays linear)
+MAX_MAKE_EXPANSION = 256 * 1024
+#: rounds of ``$(VAR)`` expansion of one line (a variable naming a variable ...)
+MAX_MAKE_DEPTH = 8
 
 _APP_SPEC = LazyPattern(r"^([A-Za-z_][\w.]*):([A-Za-z_][\w.]*)(\(.*\))?$")
 _MODULE = LazyPattern(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
@@ -87,6 +91,9 @@ class Entry(NamedTuple):
     as_main: bool = False
     #: when the module's top level runs: "start", or "request" (Streamlit)
     when: str = "start"
+    #: whether it is imported as a module (its packages' ``__init__.py`` run first), not
+    #: run as a script by its path (``python app/run.py``, ``streamlit run``)
+    package: bool = True
 
 
 class Found(NamedTuple):
@@ -138,17 +145,14 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
-def source_text(src: FileSource, context: Path) -> str | None:
-    """The text of *src* (a heredoc, or a context file inside the context), else None."""
+def source_text(src: FileSource, context: Path, notes: Notes | None = None) -> str | None:
+    """The text of *src* (a heredoc, or a context file inside the context), else None; with
+    *notes*, a file read only in part (size, NUL bytes) says so there."""
     if src.inline is not None:
         return src.inline
     if src.context_path is None or not inside(src.context_path, context):
         return None
-    try:
-        raw = read_bytes(src.context_path, max_bytes=MAX_SCRIPT_BYTES, what="application file")
-    except InputError:
-        return None
-    return None if b"\x00" in raw else raw.decode("utf-8", errors="replace")
+    return Analysis.read(src, notes)
 
 
 def _from_copies(analysis: Analysis, stage: Stage) -> list[tuple[str, str, Stage, Instruction]]:
@@ -289,7 +293,7 @@ def _python_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None
     if not ops[0].endswith(".py") and "/" not in ops[0]:
         return None
     return Entry(f"{cmd.name} {ops[0]}", (script, posixpath.join(script, "__main__.py")),
-                 (posixpath.dirname(script), *path), as_main=True)
+                 (posixpath.dirname(script), *path), as_main=True, package=False)
 
 
 def _module_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
@@ -321,7 +325,8 @@ def _cli_entry(cmd: SimpleCommand, cwd: str, path: list[str]) -> Entry | None:
         return None
     script = posixpath.normpath(posixpath.join(cwd, ops[0]))
     return Entry(" ".join([cmd.name, *([sub] if key[1] else []), ops[0]]), (script,),
-                 (posixpath.dirname(script), cwd, *path), as_main=True, when=_UI_RUNNERS[key])
+                 (posixpath.dirname(script), cwd, *path), as_main=True, when=_UI_RUNNERS[key],
+                 package=False)
 
 
 _PY_M = LazyPattern(r"\bpython[\d.]*\s+(?:-[A-Za-z]+\s+)*-m\s+([A-Za-z_][\w.]*)")
@@ -391,15 +396,21 @@ class _Walk:
             return None
         if len(self.modules) >= MAX_MODULES:
             self.result.truncated = True
+            self.analysis.coverage.add(bound(
+                f"the modules {self.entry.shown} imports past the first {MAX_MODULES}",
+                "MAX_MODULES", MAX_MODULES, "modules per application"))
             return None
-        text = source_text(src, self.analysis.context)
+        text = source_text(src, self.analysis.context, self.analysis.coverage)
         if text is None:
             return None
-        from servelab.lint import pyscan
+        from servelab.lint import pyfallback, pyscan
 
         mod = pyscan.scan(text, self.lookup)
         if mod is None:
-            return None
+            mod, why = pyfallback.scan(text, self.lookup)
+            self.analysis.coverage.add(CoverageNote(_display(src, self.analysis.context), why))
+            if mod is None:
+                return None
         if src.context_path is not None:
             self.result.read.add(src.context_path)
         self.modules[image_path] = (mod, _display(src, self.analysis.context))
@@ -432,10 +443,37 @@ class _Walk:
                 return key
         return None
 
+    def packages(self, module: str, level: int, here: str) -> list[str]:
+        """Keys of the ``__init__.py`` files importing *module* runs first: ``import a.b.c``
+        runs ``a/__init__.py`` and ``a/b/__init__.py`` before ``a/b/c.py``."""
+        parts = module.split(".") if module else []
+        out = []
+        for n in range(1, len(parts)):
+            cands = [c for c in self.resolve(".".join(parts[:n]), level, here)
+                     if c.endswith("/__init__.py")]
+            got = self.first(cands)
+            if got is not None:
+                out.append(got)
+        return out
+
+    def entry_packages(self, key: str) -> list[str]:
+        """Keys of the package ``__init__.py`` files above the entry module *key* (``uvicorn
+        app.main:app`` imports ``app`` first, so ``app/__init__.py`` runs at start too)."""
+        for root in self.entry.roots:
+            prefix = root.rstrip("/") + "/"
+            if key.startswith(prefix):
+                dirs = key[len(prefix):].split("/")[:-1]
+                cands = [posixpath.join(prefix, *dirs[:n], "__init__.py")
+                         for n in range(1, len(dirs) + 1)]
+                found = [self.load(c) for c in cands if c != key]
+                return [k for k in found if k is not None]
+        return []
+
     def imports_of(self, key: str, scope: Scope) -> list[str]:
         """Keys of the modules *scope* imports (submodules named in ``from`` imports too)."""
         out = []
         for module, level, names in scope.imports:
+            out += self.packages(module, level, key)
             target = self.first(self.resolve(module, level, key))
             if target is not None:
                 out.append(target)
@@ -472,6 +510,10 @@ class _Reach:
         mod, _name = walk.modules[key]
         top = "at module level" if entry.when == START else "when a session runs the script"
         todo: list[tuple[str, Scope, str, str]] = [(key, mod.top, entry.when, top)]
+        if entry.package:
+            for pkg in walk.entry_packages(key):
+                todo.append((pkg, walk.modules[pkg][0].top, entry.when,
+                             f"at import of the package {walk.modules[pkg][1]}"))
         if entry.as_main:
             todo.append((key, mod.main, entry.when, "under __main__"))
         if entry.factory and entry.factory in mod.functions:
@@ -580,7 +622,7 @@ _NAME_OPT = LazyPattern(r"-(?:i?name|path)\s+[\"']?([^\"'\s]+)")
 
 def image_glob(pattern: str, state: StageState, analysis: Analysis) -> list[str]:
     """Image paths the glob *pattern* (absolute) matches among files copied from the
-    context (at most :data:`MAX_LOOP_FILES`)."""
+    context (at most :data:`MAX_LOOP_FILES`; past them, a coverage note)."""
     rx = _glob_rx(pattern)
     found = [p for p in state.files if rx.match(p)]
     for img_dir, ctx_dir, _ins in state.dirs:
@@ -589,8 +631,18 @@ def image_glob(pattern: str, state: StageState, analysis: Analysis) -> list[str]
             continue
         hits = walk.glob(ctx_dir, pattern[len(prefix):])  # bounded, links re-rooted
         found += [prefix + name for name, h in zip(hits.names, hits.matches, strict=True)
-                  if inside(h, analysis.context)][:MAX_LOOP_FILES]
-    return list(dict.fromkeys(found))[:MAX_LOOP_FILES]
+                  if inside(h, analysis.context)][:MAX_LOOP_FILES + 1]
+        if hits.stopped:
+            _loop_note(analysis, pattern)
+    unique = list(dict.fromkeys(found))
+    if len(unique) > MAX_LOOP_FILES:
+        _loop_note(analysis, pattern)
+    return unique[:MAX_LOOP_FILES]
+
+
+def _loop_note(analysis: Analysis, pattern: str) -> None:
+    analysis.coverage.add(bound(f"the files {pattern} matches past the first {MAX_LOOP_FILES}",
+                                "MAX_LOOP_FILES", MAX_LOOP_FILES, "files one loop runs"))
 
 
 def _glob_rx(pattern: str) -> re.Pattern[str]:
@@ -623,6 +675,8 @@ def loop_bodies(text: str, state: StageState, analysis: Analysis, cwd: str) -> l
             pattern = posixpath.join(root, "**/" + name if "/" not in name else name)
             out += [f"{m.group('cmd')} {p}{m.group('tail')}"
                     for p in image_glob(pattern, state, analysis)]
+    if len(out) > MAX_LOOP_FILES:
+        _loop_note(analysis, "the loops of one command")
     return out[:MAX_LOOP_FILES]
 
 
@@ -631,11 +685,69 @@ _MAKE_AUTO = LazyPattern(r"\$@|\$\(@\)")
 _MAKE_REF = LazyPattern(r"\$[({]([A-Za-z_][\w.-]*)[)}]")
 
 
+class _Expansion:
+    """``$(VAR)`` expansion of one Makefile within :data:`MAX_MAKE_EXPANSION` characters
+    and :data:`MAX_MAKE_DEPTH` rounds a line; what stopped it, for the coverage note."""
+
+    __slots__ = ("left", "stopped", "variables")
+
+    def __init__(self, variables: dict[str, str]) -> None:
+        self.variables = variables
+        self.left = MAX_MAKE_EXPANSION
+        self.stopped = ""
+
+    def expand(self, line: str, target: str = "") -> str:
+        """*line* with the Makefile's ``$(VAR)`` (and ``$@``: *target*) substituted."""
+        for _round in range(MAX_MAKE_DEPTH):
+            if self.left <= 0:
+                self.stopped = self.stopped or "size"
+                return line
+            out = self._round(line, target)
+            if out == line:
+                return out
+            line = out
+        if _MAKE_REF.search(line):
+            self.stopped = self.stopped or "depth"
+        return line
+
+    def _round(self, line: str, target: str) -> str:
+        parts: list[str] = []
+        pos = 0
+        for m in _MAKE_REF.finditer(line):
+            value = self.variables.get(m.group(1))
+            if value is None:
+                continue
+            grow = len(value) - len(m.group(0))
+            if grow > self.left:
+                self.stopped = "size"
+                self.left = 0
+                break
+            self.left -= max(grow, 0)
+            parts += [line[pos:m.start()], value]
+            pos = m.end()
+        parts.append(line[pos:])
+        out = "".join(parts)
+        if target:
+            out = _MAKE_AUTO.sub(lambda _m: target, out)
+        return out.replace("$(MAKE)", "make").replace("${MAKE}", "make").replace("$$", "$")
+
+    def note(self, what: str) -> CoverageNote | None:
+        if self.stopped == "size":
+            return bound(what, "MAX_MAKE_EXPANSION", MAX_MAKE_EXPANSION,
+                         "characters of $(VAR) expansion a Makefile, the rest kept as written")
+        if self.stopped == "depth":
+            return bound(what, "MAX_MAKE_DEPTH", MAX_MAKE_DEPTH,
+                         "rounds of $(VAR) expansion a line")
+        return None
+
+
 def _make_rules(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, str]]]],
-                                    str, dict[str, str]]:
-    """{target: (prerequisites, [(line, recipe line)])}, the default target, variables."""
+                                    str, _Expansion]:
+    """{target: (prerequisites, [(line, recipe line)])}, the default target, the
+    Makefile's variables (as an :class:`_Expansion`)."""
     rules: dict[str, tuple[list[str], list[tuple[int, str]]]] = {}
     variables: dict[str, str] = {}
+    expansion = _Expansion(variables)
     default = ""
     current: list[str] = []
     for n, raw in enumerate(text.splitlines(), start=1):
@@ -647,7 +759,7 @@ def _make_rules(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, s
         if m := _MAKE_VAR.match(line):
             variables.setdefault(m.group(1), m.group(2))
             current = []
-        elif rule := _rule(_make_expand(line, variables)):
+        elif rule := _rule(expansion.expand(line) if "$" in line else line):
             targets, prereqs, inline = rule
             current = targets
             for t in targets:
@@ -658,7 +770,7 @@ def _make_rules(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, s
                 default = targets[0]
         elif line.strip():
             current = []
-    return rules, default, variables
+    return rules, default, expansion
 
 
 def _rule(line: str) -> tuple[list[str], list[str], str] | None:
@@ -674,35 +786,36 @@ def _rule(line: str) -> tuple[list[str], list[str], str] | None:
     return head.split(), normal.split() + order_only.split(), inline.strip()
 
 
-def make_recipe(text: str, targets: list[str]) -> str:
+def make_recipe(text: str, targets: list[str], notes: Notes | None = None,
+                what: str = "Makefile") -> str:
     """The recipe lines ``make TARGETS`` runs (prerequisites first), with the Makefile's
-    simple ``$(VAR)`` values substituted, each at its own line (other lines blank)."""
-    rules, default, variables = _make_rules(text)
+    simple ``$(VAR)`` values substituted, each at its own line (other lines blank). A
+    bound reached (targets, expansion) is a coverage note in *notes* naming *what*."""
+    rules, default, expansion = _make_rules(text)
     todo = list(reversed(targets or [default]))
     seen: set[str] = set()
     keep: dict[int, str] = {}
-    while todo and len(seen) < MAX_MAKE_TARGETS:
+    while todo:
         t = todo.pop()
         if t in seen or t not in rules:
             continue
+        if len(seen) >= MAX_MAKE_TARGETS:
+            if notes is not None:
+                notes.add(bound(f"the recipes of {what} past its first {MAX_MAKE_TARGETS} "
+                                f"targets ({t} ...)", "MAX_MAKE_TARGETS", MAX_MAKE_TARGETS,
+                                "targets one make call"))
+            break
         seen.add(t)
         prereqs, recipe = rules[t]
         todo += reversed(prereqs)
         for n, line in recipe:
-            keep[n] = _make_expand(line, {**variables, "@": t})
+            keep[n] = expansion.expand(line, t)
+    note = expansion.note(f"the variables of {what}")
+    if note is not None and notes is not None:
+        notes.add(note)
     if not keep:
         return ""
     return "\n".join(keep.get(n, "") for n in range(1, max(keep) + 1))
-
-
-def _make_expand(line: str, variables: dict[str, str], depth: int = 0) -> str:
-    if depth > 4:
-        return line
-    out = _MAKE_REF.sub(lambda m: variables.get(m.group(1), m.group(0)), line)
-    if "@" in variables:
-        out = _MAKE_AUTO.sub(variables["@"], out)
-    out = out.replace("$(MAKE)", "make").replace("${MAKE}", "make").replace("$$", "$")
-    return out if out == line else _make_expand(out, variables, depth + 1)
 
 
 def make_call(cmd: SimpleCommand, cwd: str) -> tuple[str, list[str]] | None:

@@ -11,17 +11,21 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
 from servelab.errors import InputError
+from servelab.lint.coverage import CoverageNote, Notes, bound
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
 from servelab.lint.words import expand, unquote
 from servelab.record import Record
-from servelab.textio import read_bytes
+from servelab.textio import head_of, read_bytes
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
+#: bytes of one file lint follows (a script, a Makefile, a Python module): past them, the
+#: first MAX_SCRIPT_BYTES are read and a coverage note says the rest was not
 MAX_SCRIPT_BYTES = 256 * 1024
 
 
@@ -104,6 +108,12 @@ def image_path(dest: str, workdir: str) -> str:
     return p + "/" if keep_slash and p != "/" else p
 
 
+@lru_cache(maxsize=256)
+def _relative(path: Path, context: Path) -> str:
+    """*path* relative to the build context, ``/``-separated (for notes)."""
+    return os.path.relpath(path, context).replace(os.sep, "/")
+
+
 class Analysis:
     """Per-Dockerfile facts the rules share, computed once."""
 
@@ -116,6 +126,8 @@ class Analysis:
         self._states: dict[int, StageState] = {}
         #: COPY source patterns whose search stopped at its limit (walk.glob)
         self.stopped_globs: set[str] = set()
+        #: what following the start command did not fully read (bounds, files not parsed)
+        self.coverage = Notes()
 
     # -- stage graph -----------------------------------------------------------------
     def chain(self, stage: Stage | None = None) -> list[Stage]:
@@ -259,8 +271,14 @@ class Analysis:
             found = walk.glob(self.context, rel)
             if found.stopped:
                 self.stopped_globs.add(src)
+                self.coverage.add(bound(
+                    f"the build context files COPY {src} matches",
+                    "SERVELAB_MAX_CONTEXT_FILES, MAX_GLOB_MATCHES",
+                    f"{walk.CONTEXT_ENTRIES.value()} entries looked at or "
+                    f"{walk.MAX_GLOB_MATCHES}", "matches of one pattern",
+                    walk.CONTEXT_ENTRIES.raise_hint()))
             return found.matches
-        path = walk.reroot(self.context, rel)
+        path = walk.reroot(self.context, rel, self.coverage)
         return [] if path is None else [path]
 
     @staticmethod
@@ -300,7 +318,9 @@ class Analysis:
             if p.startswith(prefix):
                 from servelab.lint import walk
 
-                cand = walk.reroot(ctx_dir, p[len(prefix):])
+                sub = p[len(prefix):]
+                shown = posixpath.join(_relative(ctx_dir, self.context), sub)
+                cand = walk.reroot(ctx_dir, sub, self.coverage, shown)
                 if cand is not None and cand.is_file() and self._inside(cand):
                     return FileSource(p, ins, context_path=cand)
         return None
@@ -310,8 +330,10 @@ class Analysis:
         return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(self.context))
 
     @staticmethod
-    def read(src: FileSource) -> str | None:
-        """The text of *src*, or None when it cannot be read as text."""
+    def read(src: FileSource, notes: Notes | None = None) -> str | None:
+        """The text of *src*, or None when it cannot be read as text. With *notes*, a file
+        past :data:`MAX_SCRIPT_BYTES` (its start is read) or holding NUL bytes (read with
+        them blanked) leaves a coverage note; without, such a file is not read."""
         if src.inline is not None:
             return src.inline
         if src.context_path is None:
@@ -319,9 +341,19 @@ class Analysis:
         try:  # the safe reader: a regular file only (no pipe, no device), capped
             raw = read_bytes(src.context_path, max_bytes=MAX_SCRIPT_BYTES, what="start script")
         except InputError:
-            return None
+            head = head_of(src.context_path, MAX_SCRIPT_BYTES) if notes is not None else None
+            if notes is None or head is None or head[0] <= MAX_SCRIPT_BYTES:
+                return None
+            raw = head[1]
+            notes.add(bound(f"{src.image_path} past its first {MAX_SCRIPT_BYTES} bytes "
+                            f"({head[0]} bytes)", "MAX_SCRIPT_BYTES", MAX_SCRIPT_BYTES,
+                            "bytes a file"))
         if b"\x00" in raw:
-            return None
+            if notes is None:
+                return None
+            notes.add(CoverageNote(src.image_path, "it holds NUL bytes (a binary file, or one "
+                                   "made to look like one): read with them blanked"))
+            raw = raw.replace(b"\x00", b" ")
         return raw.decode("utf-8", errors="replace")
 
     def resolve_in_image(self, word: str, state: StageState) -> str | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from servelab.lint import downloads, ignore
+from servelab.lint.coverage import Notes, bound
 from servelab.textio import Limit
 
 #: Entries (files and folders) one walk or glob of a build context looks at.
@@ -39,10 +40,12 @@ def _parts(text: str) -> list[str]:
     return [p for p in text.replace(os.sep, "/").split("/") if p not in {"", "."}]
 
 
-def reroot(context: Path, rel: str) -> Path | None:
+def reroot(context: Path, rel: str, notes: Notes | None = None,
+           shown: str = "") -> Path | None:
     """The real path inside *context* that the context path *rel* names, every symbolic link
     resolved inside the context (an absolute target starts at the context root, ``..`` stops
-    there); None when it does not exist or the links loop."""
+    there); None when it does not exist or the links loop (with *notes*: a coverage note
+    for the loop, naming the path *shown*, default *rel*)."""
     root = Path(os.path.realpath(context))
     todo = _parts(rel)
     done: list[str] = []
@@ -61,6 +64,10 @@ def reroot(context: Path, rel: str) -> Path | None:
         if stat.S_ISLNK(mode):
             hops += 1
             if hops > MAX_LINK_HOPS:
+                if notes is not None:
+                    notes.add(bound(f"the build context path {(shown or rel)[:200]}",
+                                    "MAX_LINK_HOPS",
+                                    MAX_LINK_HOPS, "symbolic links a path (a loop?): not read"))
                 return None
             try:  # cleaned first, as Go's filepath.Clean does in BuildKit
                 target = posixpath.normpath(str(here.readlink()))

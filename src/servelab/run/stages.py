@@ -183,6 +183,9 @@ class Stages:
             failing = report.fails(self.opts.fail_on)
             c = report.counts()
             reason = f"{c['error']} error, {c['warning']} warning, {c['info']} info"
+            if report.coverage:  # a bound reached is never a plain pass (docs/limits.md)
+                reason += f"; partly checked: {len(report.coverage)} part(s) not fully read"
+                self.notes.extend(f"{arm.name}: lint {n.text()}" for n in report.coverage)
             rules = sorted({f.rule_id for f in report.findings
                             if f.severity.rank >= Severity.WARNING.rank})
             v = [Verdict("lint", "lint", not failing,

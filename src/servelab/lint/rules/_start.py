@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.lint import follow
+from servelab.lint.coverage import bound
 from servelab.lint.image import Analysis, FileSource, StageState
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
@@ -58,14 +59,59 @@ class RoleVerdict(NamedTuple):
     evidence: str
 
 
-def start_texts(state: StageState) -> list[tuple[Instruction, str]]:
-    """(instruction, shell text) of the start command, as BuildKit combines them."""
+#: the ENTRYPOINT of well-known serving base images (repository, a word its tag must hold or
+#: "") -> the launcher a CMD of flags only is given to: ``FROM vllm/vllm-openai`` + ``CMD
+#: ["--model", "org/m"]`` runs the OpenAI server with ``--model org/m``
+BASE_LAUNCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "vllm/vllm-openai": ("", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    "rocm/vllm": ("", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    "ghcr.io/huggingface/text-generation-inference": ("", ("text-generation-launcher",)),
+    "ghcr.io/huggingface/text-embeddings-inference": ("", ("text-embeddings-router",)),
+    "ghcr.io/predibase/lorax": ("", ("lorax-launcher",)),
+    "nvcr.io/nvidia/tritonserver": ("", ("tritonserver",)),
+    "ollama/ollama": ("", ("/bin/ollama",)),
+    "ghcr.io/ggml-org/llama.cpp": ("server", ("/app/llama-server",)),
+    "ghcr.io/ggerganov/llama.cpp": ("server", ("/app/llama-server",)),
+}
+
+
+#: the program a CMD of flags only is given to when the base image's ENTRYPOINT is not known
+UNKNOWN_LAUNCHER = "the-base-image-ENTRYPOINT"
+
+
+def base_launcher(base: str | None) -> tuple[str, ...]:
+    """The ENTRYPOINT the image *base* (a FROM reference) is known to have, else ()."""
+    if not base:
+        return ()
+    name = base.split("@", 1)[0]
+    repo, colon, tag = name.rpartition(":")
+    if not colon or "/" in tag:
+        repo, tag = name, ""
+    repo = repo.lower().removeprefix("docker.io/").removeprefix("index.docker.io/")
+    known = BASE_LAUNCHERS.get(repo.removeprefix("library/"))
+    if known is None or (known[0] and known[0] not in tag.lower()):
+        return ()
+    return known[1]
+
+
+def _flags_only(args: list[str]) -> bool:
+    return bool(args) and args[0].startswith("-")
+
+
+def start_texts(state: StageState, base: str | None = None) -> list[tuple[Instruction, str]]:
+    """(instruction, shell text) of the start command, as BuildKit combines them. A CMD of
+    flags only, with no ENTRYPOINT in the Dockerfile, is the argument list of the base
+    image's ENTRYPOINT: with *base* (the final image's FROM) a known server launcher
+    (:data:`BASE_LAUNCHERS`), it is read as that server's command line."""
     ep, cmd = state.entrypoint, state.cmd
 
     def text(ins: Instruction) -> str:
         return shlex.join(ins.args) if ins.json else " ".join(ins.args)
 
     if ep is None:
+        launcher = base_launcher(base) if cmd is not None and cmd.json else ()
+        if cmd is not None and cmd.json and _flags_only(list(cmd.args)):
+            return [(cmd, shlex.join([*(launcher or (UNKNOWN_LAUNCHER,)), *cmd.args]))]
         return [(cmd, text(cmd))] if cmd else []
     if not ep.json or cmd is None:
         return [(ep, text(ep))]
@@ -80,15 +126,21 @@ _FILE_TOOLS = frozenset({"chmod", "chown", "chgrp", "cp", "mv", "rm", "ln", "mkd
                          "diff"})
 
 
+#: levels of scripts followed below the command (a script that runs a script that runs a
+#: script ...): past them, a coverage note names the script not followed
+MAX_SCRIPT_DEPTH = 3
+
+
 def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = None,
             stage: Stage | None = None) -> Iterator[tuple[FileSource, str]]:
-    """Files the commands of *text* run (or read) whose content is known, two levels deep.
-    *workdir* is the WORKDIR the commands run in (default: the state's last); with *stage*
-    (the stage *state* belongs to), files that ``COPY --from`` brought are found too."""
+    """Files the commands of *text* run (or read) whose content is known, at most
+    :data:`MAX_SCRIPT_DEPTH` levels deep (past them, a coverage note). *workdir* is the
+    WORKDIR the commands run in (default: the state's last); with *stage* (the stage
+    *state* belongs to), files that ``COPY --from`` brought are found too."""
     if workdir is not None and workdir != state.workdir:
         state = state.copy(workdir=workdir)
     seen: set[str] = set()
-    todo = [(text, 0)]
+    todo = [(text, 1)]
     while todo:
         body, depth = todo.pop()
         # `for f in */install.py; do python "$f"; done`, `find -exec`: once per file found
@@ -102,10 +154,28 @@ def scripts(ctx: Context, text: str, state: StageState, workdir: str | None = No
                 continue
             if cmd.name in _FILE_TOOLS:  # `chmod +x start.sh` does not run start.sh
                 continue
+            if depth > MAX_SCRIPT_DEPTH:
+                _depth_note(ctx, cmd, cur, stage)
+                continue
             for src, content in _run_by(ctx, cmd, cur, stage, seen):
                 yield src, content
-                if depth < 2:
-                    todo.append((content, depth + 1))
+                todo.append((content, depth + 1))
+
+
+def _depth_note(ctx: Context, cmd: SimpleCommand, state: StageState,
+                stage: Stage | None) -> None:
+    """A coverage note when *cmd*, one level below :data:`MAX_SCRIPT_DEPTH`, runs a file
+    whose content is known (it is not followed)."""
+    for word in cmd.argv:
+        path = ctx.analysis.resolve_in_image(word, state)
+        src = ctx.analysis.source_of(path, state) if path else None
+        if src is None and path and stage is not None:
+            src = follow.source(ctx.analysis, path, stage)
+        if src is not None:
+            ctx.analysis.coverage.add(bound(
+                f"{src.image_path}, run by a script {MAX_SCRIPT_DEPTH} levels below the "
+                "command", "MAX_SCRIPT_DEPTH", MAX_SCRIPT_DEPTH, "levels of scripts"))
+            return
 
 
 def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | None,
@@ -123,7 +193,7 @@ def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | 
         if src is None or src.image_path in seen or not _in_context(ctx, src):
             continue
         seen.add(src.image_path)
-        content = Analysis.read(src)
+        content = Analysis.read(src, ctx.analysis.coverage)
         if content is not None:
             yield src, content
 
@@ -195,8 +265,9 @@ def _make(ctx: Context, cmd: SimpleCommand, state: StageState,
     if src is None or key in seen:
         return None
     seen.add(key)
-    content = follow.source_text(src, ctx.analysis.context)
-    recipe = follow.make_recipe(content, call[1]) if content else ""
+    content = follow.source_text(src, ctx.analysis.context, ctx.analysis.coverage)
+    recipe = follow.make_recipe(content, call[1], ctx.analysis.coverage,
+                                src.image_path) if content else ""
     return (src, recipe) if recipe else None
 
 
@@ -222,6 +293,11 @@ def script_name(src: FileSource) -> str:
     return f"{src.image_path} (heredoc at line {src.instr.line})"
 
 
+def final_base(ctx: Context) -> str | None:
+    """The image the final stage is built on (its chain's first FROM)."""
+    return ctx.analysis.chain()[0].base
+
+
 def base_facts(ctx: Context) -> BaseFacts | None:
     """The config of the image the final stage is built on (only with --resolve-base)."""
     root = ctx.analysis.chain()[0]
@@ -244,7 +320,7 @@ def role(ctx: Context) -> RoleVerdict:
     if facts is not None and facts.exposed:
         return RoleVerdict(Role.SERVER, f"its base exposes {', '.join(facts.exposed)}")
     state = ctx.analysis.state()
-    text = " ".join(t for _i, t in start_texts(state))
+    text = " ".join(t for _i, t in start_texts(state, final_base(ctx)))
     if not text.strip() and facts is not None:
         text = shlex.join(facts.start)
     words = text.split()

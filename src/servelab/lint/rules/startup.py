@@ -11,7 +11,7 @@ from servelab.lint.image import StageState
 from servelab.lint.parse import Instruction
 
 from . import RULES, Context, Hit
-from ._start import Role, role, script_name, scripts, start_texts
+from ._start import Role, final_base, role, script_name, scripts, start_texts
 
 
 def _attribute(token: str, primary: Instruction, state: StageState) -> Instruction:
@@ -40,7 +40,7 @@ def _attribute(token: str, primary: Instruction, state: StageState) -> Instructi
 )
 def check_startup_download(ctx: Context) -> Iterator[Hit]:
     state = ctx.analysis.state()
-    texts = start_texts(state)
+    texts = start_texts(state, final_base(ctx))
     if not texts or role(ctx).role == Role.JOB:
         return
     for primary, text in texts:
