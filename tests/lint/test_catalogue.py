@@ -202,3 +202,31 @@ def test_a_script_defining_a_fetcher_named_function_is_not_a_fetch() -> None:
     text = "def download_file(url, dest):\n    pass\n"
     assert downloads.start_problems(text, {}) == []
     assert [p.line for p in downloads.start_problems(text + "download_file(u, d)\n", {})] == [3]
+
+
+def test_a_start_command_it_cannot_read_is_a_note_on_the_report_not_a_finding(
+        tmp_path: Path) -> None:
+    """`bash -c "$EXTRA_SETUP"` (a variable nobody sets) is neither a pass nor a finding of
+    its own: the report carries the coverage note, with the script's line, and says
+    "partly checked" for the file when it has nothing else."""
+    import shutil
+
+    from servelab.findings import VERDICT_PARTLY
+    from servelab.lint import LintConfig, lint_paths
+
+    case = DATA / "positive" / "fetch-cloud-and-wrappers"
+    shutil.copytree(case, tmp_path / "c")
+    report = lint_paths([tmp_path / "c" / "Dockerfile"], config=LintConfig(), hadolint=False)
+    notes = [n for n in report.coverage if "EXTRA_SETUP" in n.what]
+    assert len(notes) == 1, report.coverage
+    assert notes[0].file.endswith("Dockerfile") and notes[0].line > 0
+    assert "start.sh:" in notes[0].what
+    assert all(f.severity.value != "info" for f in report.findings
+               if f.rule_id == "startup-download")
+    # the same script without the fetches: nothing found, yet never a plain pass
+    start = tmp_path / "c" / "start.sh"
+    start.write_text('#!/bin/bash\nbash -c "$EXTRA_SETUP"\nexec vllm serve /mnt/models\n')
+    quiet = lint_paths([tmp_path / "c" / "Dockerfile"], config=LintConfig(), hadolint=False)
+    assert not [f for f in quiet.findings if f.rule_id == "startup-download"]
+    assert quiet.verdict() in (VERDICT_PARTLY, "findings")
+    assert any("EXTRA_SETUP" in n.what for n in quiet.coverage)

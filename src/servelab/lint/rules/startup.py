@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from servelab.findings import Severity
 from servelab.lint import downloads, follow, shell
 from servelab.lint.catalogue import FIRST_START
+from servelab.lint.coverage import CoverageNote
 from servelab.lint.image import StageState
 from servelab.lint.parse import Instruction
 
@@ -48,7 +49,7 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
         read = {p for app, _token in apps for p in app.read}
         for p in downloads.start_problems(text, state.env):
             ins = _attribute(p.token, primary, state)
-            yield _problem_hit(ins, f"the {ins.cmd}", p, {})
+            yield from _problem_hit(ctx, ins, f"the {ins.cmd}", p, {})
         for src, content in scripts(ctx, text, state, stage=ctx.df.final):
             if src.context_path in read:
                 continue  # Python the application walk read: judged by what runs when
@@ -56,31 +57,33 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
             for p in downloads.start_problems(code, state.env):
                 ins = _attribute(src.image_path.rsplit("/", 1)[-1], primary, state)
                 where = f"{script_name(src)}:{p.line}"
-                yield _problem_hit(ins, f"{src.image_path}, run by {ins.cmd},", p,
-                                   {"script": where}, f" ({where})")
+                yield from _problem_hit(ctx, ins, f"{src.image_path}, run by {ins.cmd},", p,
+                                        {"script": where}, where=f" ({where})")
         for app, token in apps:
             yield from _app_hits(ctx, app, _attribute(token, primary, state))
         if not apps:
             yield from _missing_scripts(ctx, text, primary, state)
 
 
-def _problem_hit(ins: Instruction, who: str, p: downloads.StartProblem,
-                 context: dict[str, str], where: str = "") -> Hit:
-    """One start problem as a finding: a fetch at every start (an error), a first-start
-    download behind a file test (a warning), or a form the shell reader could not take
-    apart (a coverage note, info)."""
+def _problem_hit(ctx: Context, ins: Instruction, who: str, p: downloads.StartProblem,
+                 context: dict[str, str], *, where: str = "") -> Iterator[Hit]:
+    """One start problem: a fetch at every start (an error), a first-start download behind
+    a file test (a warning), or a form the shell reader could not take apart (a coverage
+    note on the report, which makes it "partly checked": docs/limits.md)."""
     if p.unread:
-        return Hit("startup-download", ins.line,
-                   f"not fully checked: {who} {p.what}{where}, so what it runs at start was "
-                   "not read", severity=Severity.INFO, context=context,
-                   fix="write the command out, or set the variable in the same script or "
-                   "with ENV, so servelab can read it")
+        ctx.analysis.coverage.add(CoverageNote(
+            f"{who} {p.what}{where}",
+            "what it runs at start is not known before it runs; write the command out, or "
+            "set the variable in the same script or with ENV, so servelab can read it",
+            line=ins.line))
+        return
     if p.guard:
-        return Hit("startup-download", ins.line, f"{who} {p.what}{where}",
-                   severity=Severity.WARNING, context=context,
-                   fix=f"put {p.guard} on a persistent volume filled before the first start "
-                   "(an init container or a pre-pulled cache), or fetch at build time")
-    return Hit("startup-download", ins.line, f"{who} {p.what}{where}", context=context)
+        yield Hit("startup-download", ins.line, f"{who} {p.what}{where}",
+                  severity=Severity.WARNING, context=context,
+                  fix=f"put {p.guard} on a persistent volume filled before the first start "
+                  "(an init container or a pre-pulled cache), or fetch at build time")
+        return
+    yield Hit("startup-download", ins.line, f"{who} {p.what}{where}", context=context)
 
 
 def _applications(ctx: Context, text: str,
