@@ -4,7 +4,9 @@ A fixture states its expectations in leading comments:
 
 * ``# expect: rule-id@line [severity]`` one per expected finding (repeat for duplicates);
 * ``# result: results/x.json`` the --result file(s); ``# margin: 2.0``; ``# container: NAME``;
-* ``# only: rule-a, rule-b`` compare only these rules (for deliberately partial manifests).
+* ``# only: rule-a, rule-b`` compare only these rules (for deliberately partial manifests);
+* ``# says: rule-id@line text`` a finding of that rule at that line says *text* (its message
+  is checked against the fixture it describes); ``# never-says: text`` no message says it.
 
 Without ``only``, the findings must equal the expectations exactly, over every rule.
 """
@@ -49,10 +51,20 @@ def test_positive_fixture(path: Path, k8s_fixture: Reader) -> None:
     with_severity = Counter((f.rule_id, f.line or 0, f.severity.value) for f in findings)
     missing = fx.severities - with_severity
     assert not missing, f"{path.name}: expected severities not found: {dict(missing)}"
+    _check_messages(fx, findings)
     for f in findings:
         assert f.file == str(path)
         assert f.context.get("object"), "every finding names its object"
         assert f.fix, "every finding says how to fix it"
+
+
+def _check_messages(fx: Any, findings: list[Finding]) -> None:
+    for rule, line, text in fx.says:
+        at = [f.message for f in findings if f.rule_id == rule and (f.line or 0) == line]
+        assert any(text in m for m in at), f"{fx.path.name}: no {rule}@{line} says {text!r}: {at}"
+    for text in fx.never_says:
+        wrong = [f.message for f in findings if text in f.message]
+        assert not wrong, f"{fx.path.name}: a message says {text!r}: {wrong}"
 
 
 @pytest.mark.parametrize("path", NEGATIVE, ids=lambda p: p.stem)
@@ -71,3 +83,13 @@ def test_every_rule_has_a_positive_fixture(k8s_fixture: Reader) -> None:
 def test_there_are_fixtures() -> None:
     assert len(POSITIVE) >= 40
     assert len(NEGATIVE) >= 5
+
+
+def test_a_file_without_workload_is_checked_and_says_so() -> None:
+    """Only a Service and a ConfigMap: valid input (not exit 2), and the report says no workload
+    was in it instead of naming checks it could not run."""
+    report = check_manifests([DATA / "negative" / "no-workload-service-only.yaml"])
+    assert not report.findings
+    assert any(n.startswith("no workload in the input (only ConfigMap, Service)")
+               for n in report.notes), report.notes
+    assert not any("requests a GPU" in n for n in report.notes)

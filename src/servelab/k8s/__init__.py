@@ -16,6 +16,7 @@ from servelab.k8s.checks import CHECKS, RULES, Context
 from servelab.k8s.load import expand_paths, load_inventory, unread_refs
 from servelab.k8s.measured import Measured, read_measured
 from servelab.k8s.model import Inventory, Workload
+from servelab.k8s.rules.secrets import committed_secrets, secret_literals
 
 __all__ = ["RULES", "RULE_ORDER", "SERVING_RULES", "TOOL", "all_rules", "check_manifests"]
 
@@ -24,7 +25,7 @@ TOOL = "servelab k8s-check"
 #: The rule ids in the order the documentation lists them.
 RULE_ORDER = (
     "image-not-digest", "image-digest-mismatch", "gpu-limit", "gpu-toleration", "gpu-placement",
-    "startup-probe-budget", "probe-target", "security-context", "plaintext-secret",
+    "startup-probe-budget", "probe-target", "security-context", "host-path", "plaintext-secret",
     "model-mount", "start-install", "resources", "shm", "driver-compat", "disruption",
     "priority", "rollout", "service-port",
 )
@@ -46,7 +47,7 @@ def _rank(rule_id: str) -> int:
 
 #: The rules that also judge a CPU Ray head next to GPU workers: it runs the Serve proxy (the
 #: HTTP entry of a RayService) and the GCS, so what it runs and how it is locked down matter.
-HEAD_RULES = frozenset({"image-not-digest", "security-context", "plaintext-secret"})
+HEAD_RULES = frozenset({"image-not-digest", "security-context", "host-path", "plaintext-secret"})
 RAY_CLUSTERS = ("RayService", "RayCluster")
 
 
@@ -68,7 +69,14 @@ def _ray_heads(skipped: list[Workload]) -> list[Workload]:
 def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
            checked: list[Workload]) -> list[str]:
     notes: list[str] = []
-    if not any(w.is_gpu for w in checked):
+    if not inv.workloads:
+        kinds = sorted({o.kind for o in (*inv.secrets, *inv.configmaps, *inv.services,
+                                         *inv.pdbs, *inv.priority_classes, *inv.hpas,
+                                         *inv.ignored)})
+        notes.append("no workload in the input (only " + ", ".join(kinds) + "): the checks that "
+                     "apply to these objects ran (committed Secrets); pass the workload's "
+                     "manifests with them to check its pods")
+    elif not any(w.is_gpu for w in checked):
         notes.append("no workload requests a GPU: every workload was checked as the GPU server")
     heads = _ray_heads(skipped)
     if heads:
@@ -135,12 +143,15 @@ def check_manifests(
     checked, skipped = _targets(inv)
     heads = _ray_heads(skipped)
     ctx = Context(inv, measured, startup_margin, [*checked, *heads])
+    for obj, key, path, value in secret_literals(inv.secrets):
+        ctx.secret_literals.setdefault(value, []).append((obj, key, path))
     if image is not None:
         ctx.notes += _attach_image(image, checked)
-    findings = _unique([
+    workload_findings = [
         *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
-          for f in check(w, ctx))])
+          for f in check(w, ctx))]
+    findings = _unique([*workload_findings, *committed_secrets(ctx)])
     return FindingsReport(
         tool=TOOL,
         findings=findings,

@@ -324,6 +324,10 @@ class Inventory:
     services: list[K8sObject] = field(default_factory=list)
     #: ConfigMaps: launch scripts mounted into containers, environment values
     configmaps: list[K8sObject] = field(default_factory=list)
+    #: Secrets written in the manifests (their literal data is committed with them)
+    secrets: list[K8sObject] = field(default_factory=list)
+    #: HorizontalPodAutoscalers: they own the replica count of the workload they target
+    hpas: list[K8sObject] = field(default_factory=list)
     ignored: list[K8sObject] = field(default_factory=list)
     #: Objects of kinds k8s-check cannot read that may run pods (named in the report)
     unread: list[K8sObject] = field(default_factory=list)
