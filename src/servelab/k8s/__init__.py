@@ -24,10 +24,10 @@ TOOL = "servelab k8s-check"
 
 #: The rule ids in the order the documentation lists them.
 RULE_ORDER = (
-    "image-not-digest", "image-digest-mismatch", "gpu-limit", "gpu-toleration", "gpu-placement",
-    "startup-probe-budget", "probe-target", "security-context", "host-path", "plaintext-secret",
-    "model-mount", "start-install", "resources", "shm", "driver-compat", "disruption",
-    "priority", "rollout", "service-port",
+    "image-not-digest", "image-digest-mismatch", "image-provenance", "gpu-limit",
+    "gpu-visibility", "gpu-toleration", "gpu-placement", "startup-probe-budget", "probe-target",
+    "security-context", "host-path", "plaintext-secret", "model-mount", "start-install",
+    "resources", "shm", "driver-compat", "disruption", "priority", "rollout", "service-port",
 )
 #: The rules about serving a model on GPUs (the ones whose precision docs/k8s-check.md states).
 SERVING_RULES = frozenset({

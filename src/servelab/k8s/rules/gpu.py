@@ -10,6 +10,7 @@ from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.rules.model_source import model_refs
+from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
 
 #: Node labels that name the GPU model.
@@ -78,6 +79,54 @@ def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
         yield hit("gpu-limit", w, f"the serving container {c.name!r} requests no GPU "
                   "(no nvidia.com/gpu or other */gpu resource in limits)",
                   (*c.path, "resources", "limits"), container=c)
+
+
+#: Values of NVIDIA_VISIBLE_DEVICES that show no GPU, or leave the choice to the device plugin.
+NO_DEVICES = {"", "none", "void"}
+
+
+def _visible(value: str) -> int | None:
+    """How many GPUs NVIDIA_VISIBLE_DEVICES=*value* shows: None for ``all``; 0 for none."""
+    value = value.strip()
+    if value.lower() == "all":
+        return None
+    if value.lower() in NO_DEVICES:
+        return 0
+    return len([v for v in value.split(",") if v.strip()])
+
+
+def _visibility(w: Workload, c: Container) -> Iterator[Finding]:
+    env = c.env()
+    if "NVIDIA_VISIBLE_DEVICES" not in env:
+        return
+    value = env["NVIDIA_VISIBLE_DEVICES"]
+    shown = _visible(value)
+    limit = c.gpu_count()
+    if shown is not None and shown <= limit:
+        return
+    what = "every GPU of the node" if shown is None else f"{shown} GPU(s)"
+    yield hit("gpu-visibility", w, f"NVIDIA_VISIBLE_DEVICES={value.strip()} shows {what} to "
+              f"container {c.name!r}, whose nvidia.com/gpu limit is {limit}: the device "
+              "plugin's isolation is bypassed, the process can use GPUs given to other pods",
+              env_path(c, "NVIDIA_VISIBLE_DEVICES"), container=c)
+
+
+@rule(
+    "gpu-visibility",
+    Severity.ERROR,
+    "NVIDIA_VISIBLE_DEVICES=all (or more devices than the container's GPU limit) is set in the "
+    "manifest",
+    rationale="The NVIDIA device plugin gives a container the GPUs its limit asks for by "
+    "setting NVIDIA_VISIBLE_DEVICES itself. A value written in the manifest (all, or a list "
+    "longer than the limit) is honoured by the container toolkit on most clusters: the "
+    "process sees every GPU of the node, uses memory on GPUs scheduled to other pods, and the "
+    "scheduler's accounting no longer matches what runs.",
+    fix="remove NVIDIA_VISIBLE_DEVICES from env and set resources.limits.nvidia.com/gpu to the "
+    "number of GPUs the server needs",
+)
+def gpu_visibility(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.containers, *w.init_containers):
+        yield from _visibility(w, c)
 
 
 def _tolerates_gpu(t: dict[str, Any]) -> bool:
