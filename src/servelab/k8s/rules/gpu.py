@@ -12,6 +12,7 @@ from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.rules.model_source import model_refs
 from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
+from servelab.k8s.servers import cpu_reason, gpu_server, known_server
 
 #: Node labels that name the GPU model.
 PRODUCT_KEYS = {
@@ -76,9 +77,37 @@ def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
     c = w.serving
     if not c.gpu_resources() and w.serves and w.part != "head" and not w.template and not (
             c.inherits("resources")):
-        yield hit("gpu-limit", w, f"the serving container {c.name!r} requests no GPU "
-                  "(no nvidia.com/gpu or other */gpu resource in limits)",
-                  (*c.path, "resources", "limits"), container=c)
+        yield from _no_gpu(w, c, ctx)
+
+
+def _node_keys(w: Workload) -> list[str]:
+    keys = [str(k) for k in as_dict(w.pod.get("nodeSelector"))]
+    return keys + [r.key for alt in node_alternatives(w) for r in alt]
+
+
+def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
+    """A serving container without a GPU: an error for a GPU server (a known one, or one the
+    experiment measured on a GPU), nothing for a CPU server by design, else an info."""
+    image, argv = str(c.data.get("image") or ""), c.argv()
+    at = (*c.path, "resources", "limits")
+    said = f"the serving container {c.name!r} requests no GPU (no nvidia.com/gpu or other */gpu " \
+           "resource in limits)"
+    server = gpu_server(image, argv)
+    measured = ctx.measured.gpu_name if ctx.measured else None
+    if server is not None or measured:
+        why = f"it runs {server.name}, a GPU server" if server else (
+            f"the experiment measured it on {measured}")
+        yield hit("gpu-limit", w, f"{said}: {why}", at, container=c)
+        return
+    reason = cpu_reason(image, argv, _node_keys(w))
+    if reason is not None:
+        ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU and is a CPU server "
+                 f"by design ({reason}): not reported")
+        return
+    yield hit("gpu-limit", w, f"{said}; whether it needs one is unknown (not a server servelab "
+              "knows, no GPU measured, no CPU-only build seen)", at, container=c,
+              severity=Severity.INFO, fix="if it serves on a GPU, set resources.limits."
+              "nvidia.com/gpu; if it is a CPU server, nothing to do")
 
 
 #: Values of NVIDIA_VISIBLE_DEVICES that show no GPU, or leave the choice to the device plugin.
@@ -307,13 +336,50 @@ def _shm_size(w: Workload, c: Container, i: int, mount: dict[str, Any]) -> Itera
               "limits.memory by the shared memory the server needs")
 
 
+#: Flags (and variables) that set tensor or pipeline parallelism: vLLM, SGLang, TGI, LMDeploy.
+PARALLEL_FLAGS = {"--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--pipeline-parallel-size",
+                  "-pp", "--pp", "--pp-size", "--num-shard", "--data-parallel-size", "-dp",
+                  "--dp-size"}
+PARALLEL_ENV = ("NUM_SHARD", "TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE")
+
+
+def _parallel(c: Container) -> str | None:
+    """``--tensor-parallel-size 2`` (or ``=2``, or NUM_SHARD=2) as written, when above 1."""
+    words = [x for a in c.argv() for x in a.split()]
+    for i, word in enumerate(words):
+        flag, _, value = word.partition("=")
+        if flag in PARALLEL_FLAGS:
+            n = as_int(value if value else (words[i + 1] if i + 1 < len(words) else ""))
+            if n is not None and n > 1:
+                return f"{flag} {n}"
+    env = c.env()
+    return next((f"{k}={env[k]}" for k in PARALLEL_ENV if (as_int(env.get(k)) or 0) > 1), None)
+
+
+def shm_need(w: Workload, c: Container) -> str | None:
+    """Why the serving container needs more than the default /dev/shm, or None: tensor or
+    pipeline parallelism, more than one GPU, or a server known to use it with one GPU."""
+    parallel = _parallel(c)
+    if parallel is not None:
+        return f"tensor or pipeline parallelism is on ({parallel}): NCCL uses it"
+    if c.gpu_count() > 1:
+        return f"the container has {c.gpu_count()} GPUs: NCCL between them uses it"
+    server = known_server(str(c.data.get("image") or ""), c.argv())
+    if server is not None and server.shm:
+        return f"it runs {server.name}, whose worker processes share memory through it"
+    return None
+
+
 @rule(
     "shm",
     Severity.WARNING,
     "no memory-backed emptyDir at /dev/shm for a GPU inference server, or one larger than the "
     "memory limit",
-    rationale="Containers get a 64 MB /dev/shm; PyTorch data loading, multi-GPU NCCL and "
-    "servers such as vLLM or Triton fail or slow down with it (error with more than one GPU). "
+    rationale="Containers get a 64 MB /dev/shm; multi-GPU NCCL (tensor or pipeline "
+    "parallelism, more than one GPU: an error) and servers that share tensors between worker "
+    "processes with one GPU too (vLLM, SGLang, Triton's Python backend: a warning) fail or "
+    "slow down with it. A single-GPU server not known to use it (Ollama, llama.cpp, TF "
+    "Serving, an unknown server) is not reported. "
     "Memory-backed /dev/shm counts against the container's memory limit: a sizeLimit above "
     "it is never reached, the container is OOM-killed first.",
     fix="add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}} and mount it at "
@@ -326,12 +392,15 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     gpus = c.gpu_count()
     if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx):
         return  # a single-GPU job that loads no model (a CUDA test or benchmark)
-    severity = Severity.ERROR if gpus > 1 else None
+    why = shm_need(w, c)
+    if why is None:
+        return
+    severity = Severity.ERROR if gpus > 1 or why.startswith("tensor") else None
     found = _shm_mount(c)
     if found is None:
         if not c.inherits("mounts"):
-            yield hit("shm", w, "no memory-backed volume at /dev/shm: the 64 MB default breaks "
-                      "NCCL and many servers", (*c.path, "volumeMounts"), container=c,
+            yield hit("shm", w, f"no memory-backed volume at /dev/shm, and {why}: the 64 MB "
+                      "default breaks it", (*c.path, "volumeMounts"), container=c,
                       severity=severity)
         return
     i, mount = found

@@ -11,6 +11,7 @@ from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.measured import Measured
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.selectors import service_selects
+from servelab.k8s.servers import known_server
 
 PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
 
@@ -58,6 +59,11 @@ def _without_startup(w: Workload, c: Container, ctx: Context) -> Iterator[Findin
     liveness = _probe(c, "livenessProbe")
     if c.inherits("probes"):
         return  # the runtime, base config or operator may add the startupProbe
+    server = known_server(str(c.data.get("image") or ""), c.argv())
+    if server is not None and server.lazy and worst is None:
+        ctx.note(f"startup-probe-budget: {w.ref}: {server.name} answers health at once and "
+                 "loads models on first request: its livenessProbe does not run during a load")
+        return
     if liveness is None:
         if need is not None:
             yield hit("startup-probe-budget", w, f"no startupProbe: the measured startup takes up "
