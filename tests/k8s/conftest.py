@@ -42,6 +42,16 @@ class Fixture:
     never_says: list[str] = field(default_factory=list)
 
 
+def _read_message(fx: Fixture, key: str, value: str) -> None:
+    """``# says: rule@line text`` and ``# never-says: text``."""
+    if key == "never-says":
+        fx.never_says.append(value)
+        return
+    j = re.match(r"^([a-z0-9-]+)@(\d+)\s+(\S.*)$", value)
+    assert j, f"{fx.path.name}: bad says line {value!r} (rule@line text)"
+    fx.says.append((j.group(1), int(j.group(2)), j.group(3)))
+
+
 def read_fixture(path: Path) -> Fixture:
     fx = Fixture(path)
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -66,12 +76,8 @@ def read_fixture(path: Path) -> Fixture:
             fx.container = value
         elif key == "only":
             fx.only = {r.strip() for r in value.split(",")}
-        elif key == "says":
-            j = re.match(r"^([a-z0-9-]+)@(\d+)\s+(\S.*)$", value)
-            assert j, f"{path.name}: bad says line {value!r} (rule@line text)"
-            fx.says.append((j.group(1), int(j.group(2)), j.group(3)))
-        elif key == "never-says":
-            fx.never_says.append(value)
+        elif key in ("says", "never-says"):
+            _read_message(fx, key, value)
         elif key == "error":
             fx.errors.append(value)
         elif key in ("wrong", "missed"):

@@ -111,18 +111,28 @@ def _attach_image(image: str, workloads: list[Workload]) -> list[str]:
     """Give the checked image to the containers that run it (same digest, or same repository
     without a digest); when none names it, to every serving container. The notes to add."""
     from servelab.k8s.imagefiles import read_image
+    from servelab.k8s.provenance import read_history
 
     files = read_image(image)
+    history = read_history(image)
     everyone = [c for w in workloads for c in (*w.init_containers, *w.containers)]
     named = [c for c in everyone if files.names(str(c.data.get("image") or ""))]
     chosen = named or [w.serving for w in workloads]
     for c in chosen:
         c.image_files = files
+        c.image_history = history
     shown = ", ".join(sorted({c.name for c in chosen}))
     how = "" if named else (" (no container image names it by digest or repository: read as "
                             "the image of every serving container)")
-    return [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its layers "
-            f"(every blob verified) for container(s) {shown}{how}"]
+    notes = [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its layers "
+             f"(every blob verified) for container(s) {shown}{how}"]
+    if history.no_history:
+        notes.append(f"--image {files.name}: its config has no history: whether every layer was "
+                     "built from an instruction is not checked")
+    if history.mismatch:
+        notes.append(f"--image {files.name}: not fully checked: {history.mismatch} (the layers "
+                     "past the history are not judged)")
+    return notes
 
 
 def check_manifests(

@@ -11,6 +11,7 @@ from servelab.yamlsafe import Document, JsonPath, Position
 
 if TYPE_CHECKING:
     from servelab.k8s.imagefiles import ImageFiles
+    from servelab.k8s.provenance import ImageHistory
 
 #: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices.
 _GPU_RESOURCE = re.compile(r"^[^/\s]+/gpu$|^nvidia\.com/mig-[\w.-]+$")
@@ -143,6 +144,8 @@ class Container:
     origins: Origins = field(default_factory=dict)
     #: The checked image (--image) when it is this container's: its scripts are read
     image_files: ImageFiles | None = None
+    #: How the checked image (--image) was made, when it is this container's
+    image_history: ImageHistory | None = None
 
     def where(self, path: JsonPath) -> tuple[K8sObject, JsonPath] | None:
         """The object and field that wrote *path* of a merged container; None otherwise."""

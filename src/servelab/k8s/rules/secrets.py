@@ -296,7 +296,7 @@ def committed_secrets(ctx: Context) -> Iterator[Finding]:
     for items in by_secret.values():
         obj, _, path, _ = items[0]
         keys = ", ".join(dict.fromkeys(k for _, k, _, _ in items))
-        sections = " and ".join(dict.fromkeys(p[0] for _, _, p, _ in items))
+        sections = " and ".join(dict.fromkeys(str(p[0]) for _, _, p, _ in items))
         known = [secret_kind("TOKEN", v) for _, _, _, v in items]
         severity = Severity.ERROR if any(k and k[1] is Severity.ERROR for k in known) else (
             Severity.WARNING)
