@@ -121,18 +121,19 @@ def _last_layer(ref: str, tmp_path: Path) -> tuple[str, int, int]:
 
 @pytest.mark.docker
 @pytest.mark.parametrize(
-    ("options", "command", "commit_args", "how"),
+    ("case", "how"),
     [
-        (["--entrypoint", "/bin/bash"], [], [], "no created_by"),  # the commit has no command
-        ([], ["/bin/bash"], ["-m", "fixed the config by hand"],
+        # (docker create options, its command, docker commit options): the commit has no command
+        ((["--entrypoint", "/bin/bash"], [], []), "no created_by"),
+        (([], ["/bin/bash"], ["-m", "fixed the config by hand"]),
          "created_by '/bin/bash', a shell session, comment 'fixed the config by hand'"),
     ],
     ids=["empty-created-by", "shell-session"],
 )
 def test_a_committed_layer_makes_the_image_not_rebuildable(
         committed: Callable[[list[str], list[str], list[str]], str], tmp_path: Path,
-        options: list[str], command: list[str], commit_args: list[str], how: str) -> None:
-    ref = committed(options, command, commit_args)
+        case: tuple[list[str], list[str], list[str]], how: str) -> None:
+    ref = committed(*case)
     digest, size, count = _last_layer(ref, tmp_path)
     found = _provenance(f"docker-daemon:{ref}")
     errors = [f for f in found if f.severity.value == "error"]
