@@ -13,6 +13,7 @@ Without ``only``, the findings must equal the expectations exactly, over every r
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -95,3 +96,17 @@ def test_a_file_without_workload_is_checked_and_says_so() -> None:
     assert any(n.startswith("no workload in the input (only ConfigMap, Service)")
                for n in report.notes), report.notes
     assert not any("requests a GPU" in n for n in report.notes)
+
+
+#: "Service" as a word of its own ("Service/x", "the Service"), not InferenceService.
+SERVICE_WORD = re.compile(r"(?<![A-Za-z])Service\b")
+EVERY = sorted([*POSITIVE, *NEGATIVE, *(DATA / "realistic").glob("*.yaml")])
+
+
+@pytest.mark.parametrize("path", EVERY, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_no_message_names_a_service_the_input_lacks(path: Path, k8s_fixture: Reader) -> None:
+    fx = k8s_fixture(path)
+    if re.search(r"^\s*(-\s+)?kind:\s*Service\s*$", path.read_text(), flags=re.MULTILINE):
+        return
+    said = [f.message for f in _run(fx) if SERVICE_WORD.search(f.message)]
+    assert not said, f"{path.name} has no Service, yet: {said}"

@@ -361,9 +361,11 @@ def shm_need(w: Workload, c: Container) -> str | None:
     pipeline parallelism, more than one GPU, or a server known to use it with one GPU."""
     parallel = _parallel(c)
     if parallel is not None:
-        return f"tensor or pipeline parallelism is on ({parallel}): NCCL uses it"
+        return (f"tensor or pipeline parallelism is on ({parallel}) and NCCL shares memory "
+                "through it")
     if c.gpu_count() > 1:
-        return f"the container has {c.gpu_count()} GPUs: NCCL between them uses it"
+        return (f"the container has {c.gpu_count()} GPUs and NCCL shares memory between them "
+                "through it")
     server = known_server(str(c.data.get("image") or ""), c.argv())
     if server is not None and server.shm:
         return f"it runs {server.name}, whose worker processes share memory through it"
@@ -395,12 +397,12 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     why = shm_need(w, c)
     if why is None:
         return
-    severity = Severity.ERROR if gpus > 1 or why.startswith("tensor") else None
+    severity = None if why.startswith("it runs") else Severity.ERROR
     found = _shm_mount(c)
     if found is None:
         if not c.inherits("mounts"):
-            yield hit("shm", w, f"no memory-backed volume at /dev/shm, and {why}: the 64 MB "
-                      "default breaks it", (*c.path, "volumeMounts"), container=c,
+            yield hit("shm", w, f"no memory-backed volume at /dev/shm, but {why}: the 64 MB "
+                      "default breaks or slows it", (*c.path, "volumeMounts"), container=c,
                       severity=severity)
         return
     i, mount = found
