@@ -91,6 +91,10 @@ def test_default_caches_come_from_the_table() -> None:
         ("python:3.12-slim", ["pip", "install", "torch==2.5.1+cpu"], [], "CPU-only torch wheels"),
         ("registry.example.internal/x/embedder:1", [],
          ["feature.node.kubernetes.io/cpu-cpuid.AVX512F"], "CPU features"),
+        ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", ["vllm", "serve", "m"], [],
+         "a CPU build"),  # vLLM's CPU backend: vllm is in the command, the image says cpu
+        ("vllm/vllm-openai:v0.8.5", ["vllm", "serve", "m", "--device", "cpu"], [],
+         "CPU device"),
     ],
 )
 def test_cpu_servers_by_design(image: str, argv: list[str], nodes: list[str],

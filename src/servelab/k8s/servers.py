@@ -124,6 +124,9 @@ def gpu_server(image: str, argv: list[str]) -> Server | None:
     return server
 
 
+#: An image repository or tag that names a CPU build (vLLM's ``vllm-cpu-release-repo``,
+#: ``...:v0.8.5-cpu``, ``openvino``-style ``-cpu`` variants).
+CPU_BUILD = re.compile(r"(^|[-_./:])cpu([-_./]|$)", re.IGNORECASE)
 #: Pip arguments that install CPU-only torch wheels.
 CPU_WHEELS = re.compile(r"download\.pytorch\.org/whl/cpu|torch[=<>~!]=?[\w.]*\+cpu")
 #: Node labels that select nodes by CPU features (Node Feature Discovery) or CPU model.
@@ -133,11 +136,21 @@ CPU_FEATURE_LABELS = ("feature.node.kubernetes.io/cpu-", "cpu-feature", "node.ku
 def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
     """Why a container that requests no GPU is a CPU server by design, or None when unknown.
 
+    * an image whose repository or tag names a CPU build (``vllm-cpu``, ``-cpu``), or a
+      command that selects the CPU device (``--device cpu``);
     * a known server whose GPU build the image is not (a tag without -gpu/-cuda), or one that
       is CPU or GPU by configuration (Ollama, MLServer) and is given no GPU;
     * CPU-only torch wheels installed by its command;
     * nodes chosen by CPU features (Node Feature Discovery's cpu-* labels).
     """
+    repo, tag = _repository(image) if image else ("", None)
+    if CPU_BUILD.search(f"{repo}:{tag or ''}"):
+        return "a CPU build (the image's name or tag says cpu)"
+    device = next((a for i, a in enumerate(argv) if a in ("--device=cpu", "--device-type=cpu")
+                   or (a in ("--device", "--device-type") and argv[i + 1:i + 2] == ["cpu"])),
+                  None)
+    if device is not None:
+        return "its command selects the CPU device (--device cpu)"
     server = known_server(image, argv)
     if server is not None and server.gpu == GPU_RESOURCES:
         return f"{server.name} runs on CPU when it is given no GPU"

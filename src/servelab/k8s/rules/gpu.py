@@ -92,17 +92,20 @@ def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
     at = (*c.path, "resources", "limits")
     said = f"the serving container {c.name!r} requests no GPU (no nvidia.com/gpu or other */gpu " \
            "resource in limits)"
-    server = gpu_server(image, argv)
     measured = ctx.measured.gpu_name if ctx.measured else None
-    if server is not None or measured:
-        why = f"it runs {server.name}, a GPU server" if server else (
-            f"the experiment measured it on {measured}")
-        yield hit("gpu-limit", w, f"{said}: {why}", at, container=c)
+    if measured:
+        yield hit("gpu-limit", w, f"{said}: the experiment measured it on {measured}", at,
+                  container=c)
         return
     reason = cpu_reason(image, argv, _node_keys(w))
     if reason is not None:
         ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU and is a CPU server "
                  f"by design ({reason}): not reported")
+        return
+    server = gpu_server(image, argv)
+    if server is not None:
+        yield hit("gpu-limit", w, f"{said}: it runs {server.name}, a GPU server", at,
+                  container=c)
         return
     yield hit("gpu-limit", w, f"{said}; whether it needs one is unknown (not a server servelab "
               "knows, no GPU measured, no CPU-only build seen)", at, container=c,
