@@ -9,6 +9,7 @@ from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import K8sObject, Workload, as_dict, as_int, as_list
 from servelab.k8s.selectors import scaled, selector_matches, service_selects
+from servelab.k8s.servers import known_server
 
 #: PriorityClasses every cluster has.
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
@@ -184,8 +185,11 @@ def rollout(w: Workload, ctx: Context) -> Iterator[Finding]:
     if strategy.get("type", "RollingUpdate") == "Recreate":
         worst = ctx.measured.worst_startup_s if ctx.measured else None
         said = f" (measured: up to {worst:g}s)" if worst is not None else ""
+        server = known_server(str(w.serving.data.get("image") or ""), w.serving.argv())
+        load = "the new pod's start" if server is not None and server.lazy and worst is None \
+            else "the model load"
         yield hit("rollout", w, f"strategy Recreate stops every pod before starting new ones: an "
-                  f"outage as long as the model load{said}", ("spec", "strategy", "type"))
+                  f"outage as long as {load}{said}", ("spec", "strategy", "type"))
         return
     yield from _rolling(w, ctx, strategy)
 
