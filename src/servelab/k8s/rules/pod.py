@@ -95,6 +95,9 @@ CREATING = {"DirectoryOrCreate", "FileOrCreate"}
 
 
 def _pod_checks(w: Workload) -> Iterator[Finding]:
+    psc = as_dict(w.pod.get("securityContext"))
+    if as_dict(psc.get("seccompProfile")).get("type") == "Unconfined":
+        yield _unconfined(w, w.pod_field("securityContext"), None)
     for key, what in HOST_NAMESPACES.items():
         if w.pod.get(key) is True:
             yield hit("security-context", w, f"{key}: true shares {what}", w.pod_field(key),
@@ -159,11 +162,36 @@ def _capabilities(w: Workload, c: Container, caps: dict[str, Any],
                   "none (RDMA memory registration needs IPC_LOCK only)")
 
 
+def _unconfined(w: Workload, at: JsonPath, c: Container | None) -> Finding:
+    return hit("security-context", w, "seccompProfile Unconfined turns off the runtime's "
+               "system-call filter", (*at, "seccompProfile", "type"), container=c,
+               fix="use seccompProfile: {type: RuntimeDefault}")
+
+
+def _baseline(w: Workload, c: Container, sc: dict[str, Any]) -> Iterator[Finding]:
+    """What the baseline Pod Security profile forbids: host ports, an unconfined seccomp
+    profile, an unmasked /proc."""
+    for i, p in enumerate(as_list(c.data.get("ports"))):
+        port = as_int(as_dict(p).get("hostPort"))
+        if port:
+            yield hit("security-context", w, f"hostPort {port} binds the node's port {port} to "
+                      "this container: the pod reaches (and is reached on) the node's network, "
+                      "and two such pods cannot share a node", (*c.path, "ports", i, "hostPort"),
+                      container=c, fix="remove hostPort and reach the pods through a Service")
+    if as_dict(sc.get("seccompProfile")).get("type") == "Unconfined":
+        yield _unconfined(w, (*c.path, "securityContext"), c)
+    if sc.get("procMount") == "Unmasked":
+        yield hit("security-context", w, "procMount: Unmasked shows the container the node's "
+                  "masked /proc paths", (*c.path, "securityContext", "procMount"), container=c,
+                  fix="remove procMount (Default masks them)")
+
+
 def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
     if c.inherits("securityContext"):
         return
     sc = as_dict(c.data.get("securityContext"))
     base = (*c.path, "securityContext")
+    yield from _baseline(w, c, sc)
     yield from _user_checks(w, c, sc)
     if sc.get("privileged") is True:
         yield hit("security-context", w, "privileged: true gives the container the whole node",
@@ -183,8 +211,9 @@ def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
     "security-context",
     Severity.WARNING,
     "not runAsNonRoot, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true and "
-    "capabilities.drop: [ALL]; writable paths without a volume; host namespaces; hostPath "
-    "DirectoryOrCreate",
+    "capabilities.drop: [ALL]; capabilities added beyond NET_BIND_SERVICE; hostPort, seccomp "
+    "Unconfined, procMount Unmasked; writable paths without a volume; host namespaces; "
+    "hostPath DirectoryOrCreate",
     rationale="An inference server parses untrusted input next to valuable weights and a GPU. "
     "The restricted Pod Security profile asks for these settings; a read-only root filesystem "
     "also proves the image writes only where volumes are mounted. hostNetwork, hostPID and "
