@@ -16,7 +16,7 @@ from servelab.k8s.checks import CHECKS, RULES, Context
 from servelab.k8s.load import expand_paths, load_inventory, unread_refs
 from servelab.k8s.measured import Measured, read_measured
 from servelab.k8s.model import Inventory, Workload
-from servelab.k8s.rules.secrets import committed_secrets, secret_literals
+from servelab.k8s.rules.secrets import committed_secrets, configmap_secrets, secret_literals
 
 __all__ = ["RULES", "RULE_ORDER", "SERVING_RULES", "TOOL", "all_rules", "check_manifests"]
 
@@ -74,7 +74,8 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
                                          *inv.pdbs, *inv.priority_classes, *inv.hpas,
                                          *inv.ignored)})
         notes.append("no workload in the input (only " + ", ".join(kinds) + "): the checks that "
-                     "apply to these objects ran (committed Secrets); pass the workload's "
+                     "apply to these objects ran (credentials in Secrets and ConfigMaps); pass "
+                     "the workload's "
                      "manifests with them to check its pods")
     elif not any(w.is_gpu for w in checked):
         notes.append("no workload requests a GPU: every workload was checked as the GPU server")
@@ -161,7 +162,7 @@ def check_manifests(
         *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
           for f in check(w, ctx))]
-    findings = _unique([*workload_findings, *committed_secrets(ctx)])
+    findings = _unique([*workload_findings, *committed_secrets(ctx), *configmap_secrets(ctx)])
     return FindingsReport(
         tool=TOOL,
         findings=findings,

@@ -245,6 +245,8 @@ def plaintext_secret(w: Workload, ctx: Context) -> Iterator[Finding]:
         if kind is None:
             continue
         what, severity = kind
+        if v.obj is not None and v.obj.kind == "ConfigMap":
+            ctx.secrets_told.add((v.obj.ref, v.name))
         yield _also(hit("plaintext-secret", w, _said(v, what), v.path, container=c, at=v.obj,
                         line=v.line, severity=severity, fix=FIX.replace("NAME", v.name)), v, ctx)
     for c in (*w.containers, *w.init_containers):
@@ -304,3 +306,22 @@ def committed_secrets(ctx: Context) -> Iterator[Finding]:
                          f"{sections} (key(s): {keys}): it is committed with the manifests, so "
                          "the values are in git for anyone who can read the repository",
                          path, severity=severity, fix=COMMITTED_FIX)
+
+
+def configmap_secrets(ctx: Context) -> Iterator[Finding]:
+    """Secrets in ConfigMaps that no checked container's finding named already (a ConfigMap
+    given alone, or read by no workload here): a ConfigMap is not secret, whoever reads it."""
+    for cm in ctx.inventory.configmaps:
+        for key, value in as_dict(cm.data.get("data")).items():
+            if not isinstance(value, str) or (cm.ref, str(key)) in ctx.secrets_told:
+                continue
+            kind = secret_kind(str(key), value)
+            if kind is None:
+                continue
+            what, severity = kind
+            v = Value(str(key), value, cm, ("data", str(key)))
+            yield object_hit("plaintext-secret", cm, f"{cm.ref}: {_said(v, what)}; a ConfigMap "
+                             "is readable by anyone who can read the namespace's "
+                             "configuration, and it is committed with the manifests",
+                             ("data", str(key)), severity=severity,
+                             fix=FIX.replace("NAME", str(key)))
