@@ -40,16 +40,22 @@ def sensitive(path: str) -> str | None:
     return None
 
 
-def _mounts_of(w: Workload, name: Any) -> list[tuple[bool, str]]:
-    """(read-only, container name) of every mount of volume *name*."""
-    return [(m.get("readOnly") is True, c.name) for c in (*w.containers, *w.init_containers)
-            for _, m in c.mounts if m.get("name") == name]
+Mounts = dict[str, list[tuple[bool, str]]]
 
 
-def _one(w: Workload, i: int, v: dict[str, Any]) -> Iterator[Finding]:
+def _mounts_by_volume(w: Workload) -> Mounts:
+    """Volume name -> (read-only, container name) of each mount of it: one pass."""
+    out: Mounts = {}
+    for c in (*w.containers, *w.init_containers):
+        for _, m in c.mounts:
+            out.setdefault(str(m.get("name")), []).append((m.get("readOnly") is True, c.name))
+    return out
+
+
+def _one(w: Workload, i: int, v: dict[str, Any], by_volume: Mounts) -> Iterator[Finding]:
     host = as_dict(v.get("hostPath"))
     path, kind = str(host.get("path") or ""), str(host.get("type") or "")
-    mounts = _mounts_of(w, v.get("name"))
+    mounts = by_volume.get(str(v.get("name")), [])
     at = w.pod_field("volumes", i, "hostPath", "path")
     why = sensitive(path)
     if why is not None:
@@ -91,6 +97,7 @@ def _one(w: Workload, i: int, v: dict[str, Any]) -> Iterator[Finding]:
 def host_path(w: Workload, ctx: Context) -> Iterator[Finding]:
     if w.scheduling_from is not None:
         return
+    by_volume = _mounts_by_volume(w)
     for i, v in enumerate(as_list(w.pod.get("volumes"))):
         if isinstance(v, dict) and isinstance(v.get("hostPath"), dict):
-            yield from _one(w, i, v)
+            yield from _one(w, i, v, by_volume)
