@@ -176,6 +176,26 @@ def _target(w: Workload, c: Container, kind: str, probe: dict[str, Any],
                   container=c, severity=Severity.WARNING if handler != "exec" else Severity.INFO)
 
 
+PROBES = ("readinessProbe", "startupProbe", "livenessProbe")
+
+
+def _unknown_port(w: Workload, c: Container, kind: str) -> Iterator[Finding]:
+    """A probe whose port is a name none of the container's ports has: it always fails (with
+    --result, readiness and startup ports are judged against the measured port instead)."""
+    probe = _probe(c, kind)
+    handler = next((h for h in ("httpGet", "tcpSocket", "grpc") if isinstance(
+        as_dict(probe).get(h), dict)), None) if probe is not None else None
+    if probe is None or handler is None or c.inherits("probes"):
+        return
+    port = as_dict(probe[handler]).get("port")
+    if port is None or as_int(port) is not None or c.port_number(port) is not None:
+        return
+    yield hit("probe-target", w, f"{kind} targets port {port!r}, a name none of the "
+              "container's ports has: the kubelet cannot resolve it and the probe always fails",
+              (*c.path, kind, handler, "port"), container=c, severity=Severity.ERROR,
+              fix=f"name the containerPort {port!r} in ports, or give the port number")
+
+
 def _selecting_services(w: Workload, ctx: Context) -> list[str]:
     return [svc.ref for svc in ctx.inventory.services if svc.same_namespace(w.obj)
             and service_selects(as_dict(svc.data.get("spec")).get("selector"), w.pod_labels)]
@@ -220,6 +240,9 @@ def probe_target(w: Workload, ctx: Context) -> Iterator[Finding]:
         probe = _probe(c, kind)
         if probe is not None:
             yield from _target(w, c, kind, probe, ctx.measured)
+    measured_port = ctx.measured is not None and ctx.measured.port is not None
+    for kind in ("livenessProbe",) if measured_port else PROBES:
+        yield from _unknown_port(w, c, kind)
     liveness = _probe(c, "livenessProbe")
     if liveness is not None and readiness is not None and (
             effective(c, liveness) == effective(c, readiness)):
