@@ -175,15 +175,16 @@ def _argv_values(c: Container) -> Iterator[Value]:
         words = [str(a) for a in as_list(c.data.get(key))]
         for i, word in enumerate(words):
             m = TOKEN_FLAG.match(word)
+            at = i  # the index of the value: the flag's own, or the next word's
             if m and m.group(2) is not None:
                 found = [(m.group(1), m.group(2))]
             elif m and i + 1 < len(words):
-                found, i = [(m.group(1), words[i + 1])], i + 1  # noqa: PLW2901 (the value's index)
+                found, at = [(m.group(1), words[i + 1])], i + 1
             else:
                 found = [(f.lstrip("-"), v) for f, v in TOKEN_IN_TEXT.findall(word)]
             for flag, value in found:
                 if _flag_value(value):
-                    yield Value(f"--{flag}", value.strip().strip("\"'"), None, (*c.path, key, i))
+                    yield Value(f"--{flag}", value.strip().strip("\"'"), None, (*c.path, key, at))
 
 
 def _said(v: Value, what: str) -> str:
