@@ -159,3 +159,40 @@ def test_a_committed_layer_makes_the_image_not_rebuildable(
 def test_what_counts_as_no_build_instruction(created_by: str, made_by_hand: bool) -> None:
     assert hand_made({"created_by": created_by}) is made_by_hand
     assert bool(SHELL_SESSION.match("/usr/bin/zsh"))
+
+
+def _pm(layers: int, annotations: dict[str, str] | None = None) -> Any:
+    from servelab.image.oci import Descriptor, PlatformManifest
+
+    blobs = [Descriptor("application/vnd.oci.image.layer.v1.tar+gzip", "sha256:" + f"{i}" * 64,
+                        1500 * (i + 1)) for i in range(layers)]
+    config = Descriptor("application/vnd.oci.image.config.v1+json", "sha256:" + "c" * 64, 100)
+    manifest = Descriptor("application/vnd.oci.image.manifest.v1+json", "sha256:" + "d" * 64,
+                          500, annotations or {})
+    return PlatformManifest(manifest, "linux/amd64", {}, config, blobs)
+
+
+def test_history_entries_match_layers_past_empty_ones() -> None:
+    """Entries with empty_layer (ENV, CMD) make no layer: the second layer is the commit."""
+    from servelab.k8s.provenance import judge
+
+    cfg = {"history": [{"created_by": "COPY rootfs/ / # buildkit"},
+                       {"created_by": "ENV A=1", "empty_layer": True},
+                       {"created_by": "", "comment": "hot fix"}],
+           "config": {"Labels": {"org.opencontainers.image.source": SOURCE}}}
+    h = judge("img", _pm(2), cfg)
+    assert [(x.index, x.size) for x in h.hand_layers] == [(1, 3000)]
+    assert "layer 2 of 2" in h.hand_layers[0].describe()
+    assert "3.0 KB" in h.hand_layers[0].describe() and "hot fix" in h.hand_layers[0].describe()
+    assert h.sources == {"org.opencontainers.image.source": SOURCE}  # revision missing
+    assert not h.mismatch and not h.no_history
+
+
+def test_a_history_that_does_not_line_up_is_said_and_none_is_not_judged() -> None:
+    from servelab.k8s.provenance import judge
+
+    short = judge("img", _pm(3, {"org.opencontainers.image.revision": REVISION}),
+                  {"history": [{"created_by": "COPY a /a # buildkit"}]})
+    assert short.mismatch == "1 history entries make layers but the manifest has 3 layers"
+    assert short.sources == {"org.opencontainers.image.revision": REVISION}
+    assert judge("img", _pm(1), {}).no_history
