@@ -13,7 +13,7 @@ import pytest
 DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
 
 _HEADER = re.compile(
-    r"^#\s*(expect|result|margin|container|only|error|wrong|missed):\s*(.+?)\s*$")
+    r"^#\s*(expect|result|margin|container|only|error|wrong|missed|says|never-says):\s*(.+?)\s*$")
 _EXPECT = re.compile(r"^([a-z0-9-]+)@(\d+)(?:\s+(error|warning|info))?$")
 #: ``rule@line why``: a finding the tool gives and should not (wrong), or misses (missed)
 _JUDGED = re.compile(r"^([a-z0-9-]+)@(\d+)\s+\S.*$")
@@ -36,6 +36,20 @@ class Fixture:
     wrong: Counter[tuple[str, int]] = field(default_factory=Counter)
     #: Real problems the tool does not report (false negatives), each with why
     missed: Counter[tuple[str, int]] = field(default_factory=Counter)
+    #: (rule, line, text): a finding of that rule at that line says this (its message)
+    says: list[tuple[str, int, str]] = field(default_factory=list)
+    #: Text no message may contain (what the input does not have: "Service", "not dropped")
+    never_says: list[str] = field(default_factory=list)
+
+
+def _read_message(fx: Fixture, key: str, value: str) -> None:
+    """``# says: rule@line text`` and ``# never-says: text``."""
+    if key == "never-says":
+        fx.never_says.append(value)
+        return
+    j = re.match(r"^([a-z0-9-]+)@(\d+)\s+(\S.*)$", value)
+    assert j, f"{fx.path.name}: bad says line {value!r} (rule@line text)"
+    fx.says.append((j.group(1), int(j.group(2)), j.group(3)))
 
 
 def read_fixture(path: Path) -> Fixture:
@@ -62,6 +76,8 @@ def read_fixture(path: Path) -> Fixture:
             fx.container = value
         elif key == "only":
             fx.only = {r.strip() for r in value.split(",")}
+        elif key in ("says", "never-says"):
+            _read_message(fx, key, value)
         elif key == "error":
             fx.errors.append(value)
         elif key in ("wrong", "missed"):

@@ -76,13 +76,13 @@ def test_sarif_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["ruleId"] == "shm"
     assert ids[result["ruleIndex"]] == "shm"
     region = result["locations"][0]["physicalLocation"]["region"]
-    assert region["startLine"] == 119
+    assert region["startLine"] == 120
 
 
 def test_github_output(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = _run(capsys, str(WARNING_CASE), "-f", "github")
     assert out.startswith("::warning file=")
-    assert ",line=119," in out
+    assert ",line=120," in out
     assert "title=servelab shm::" in out
 
 
@@ -180,3 +180,28 @@ def test_missing_result_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     code, _, err = _run(capsys, str(CLEAN), "--result", str(tmp_path / "none.json"))
     assert code == 2
     assert "no such file" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("negative/no-workload-service-only.yaml", 0),
+     ("positive/plaintext-secret-secret-only.yaml", 1)],
+)
+def test_a_file_without_workload_is_valid_input(capsys: pytest.CaptureFixture[str], name: str,
+                                                code: int) -> None:
+    """Only Services and ConfigMaps: exit 0; only a Secret with a token: exit 1 for it. Never
+    exit 2, and the output says that no workload was in the input."""
+    got, out, err = _run(capsys, str(DATA / name))
+    assert got == code, out + err
+    assert "no workload in the input" in out + err
+    assert "Traceback" not in err
+
+
+def test_a_committed_secret_and_the_same_token_in_env_are_one_finding(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "positive" / "plaintext-secret-same-token-secret.yaml"
+    code, out, _ = _run(capsys, str(path), "--result", str(SUMMARY), "-f", "json")
+    assert code == 1
+    found = [f for f in json.loads(out)["findings"] if f["rule"] == "plaintext-secret"]
+    assert len(found) == 1
+    assert "Secret/hf-token key 'HF_TOKEN'" in found[0]["context"]["also"]

@@ -204,7 +204,9 @@ def test_known_kinds_without_pods_are_only_counted(tmp_path: Path) -> None:
             "\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\n---\n"
     inv = _inv(tmp_path, extra + yaml.safe_dump(doc))
     assert not inv.unread
-    assert sorted(o.kind for o in inv.ignored) == ["HorizontalPodAutoscaler", "Secret"]
+    assert not inv.ignored  # read for what they say: the Secret's data, the HPA's replica range
+    assert [o.kind for o in inv.secrets] == ["Secret"]
+    assert [o.kind for o in inv.hpas] == ["HorizontalPodAutoscaler"]
 
 
 def _script_user(kind: str) -> str:

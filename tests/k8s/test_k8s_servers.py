@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from servelab.k8s.servers import KNOWN_SERVERS, default_cache, gpu_server, known_server
+from servelab.k8s.servers import (
+    KNOWN_SERVERS,
+    cpu_reason,
+    default_cache,
+    gpu_server,
+    known_server,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "k8s-check.md"
 
@@ -71,3 +77,47 @@ def test_default_caches_come_from_the_table() -> None:
     assert default_cache("docker.io/ollama/ollama:0.5.4") == "/root/.ollama"
     assert default_cache("vllm/vllm-openai:v0.8.5") is None
     assert default_cache("") is None
+
+
+@pytest.mark.parametrize(
+    ("image", "argv", "nodes", "reason"),
+    [
+        ("ghcr.io/ggml-org/llama.cpp:server", [], [], "llama.cpp server's CPU build"),
+        ("docker.io/tensorflow/serving:2.14.1", [], [], "TensorFlow Serving's CPU build"),
+        ("docker.io/ollama/ollama:0.5.4", [], [], "Ollama runs on CPU"),
+        ("python:3.12-slim", ["sh", "-c", "pip install torch --index-url "
+                              "https://download.pytorch.org/whl/cpu && python serve.py"], [],
+         "CPU-only torch wheels"),
+        ("python:3.12-slim", ["pip", "install", "torch==2.5.1+cpu"], [], "CPU-only torch wheels"),
+        ("registry.example.internal/x/embedder:1", [],
+         ["feature.node.kubernetes.io/cpu-cpuid.AVX512F"], "CPU features"),
+        ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", ["vllm", "serve", "m"], [],
+         "a CPU build"),  # vLLM's CPU backend: vllm is in the command, the image says cpu
+        ("vllm/vllm-openai:v0.8.5", ["vllm", "serve", "m", "--device", "cpu"], [],
+         "CPU device"),
+    ],
+)
+def test_cpu_servers_by_design(image: str, argv: list[str], nodes: list[str],
+                               reason: str) -> None:
+    found = cpu_reason(image, argv, nodes)
+    assert found is not None and reason in found
+
+
+@pytest.mark.parametrize(
+    ("image", "argv"),
+    [
+        ("ghcr.io/ggml-org/llama.cpp:server-cuda", []),  # the CUDA build is a GPU server
+        ("tensorflow/serving:2.14.1-gpu", []),
+        ("registry.example.internal/x/embedder:1", []),  # unknown: not CPU by design
+        ("registry.example.internal/llm/serve:1", ["--gpu-memory-utilization", "0.9"]),  # vLLM
+    ],
+)
+def test_not_cpu_by_design(image: str, argv: list[str]) -> None:
+    assert cpu_reason(image, argv, []) is None
+
+
+def test_the_table_says_who_uses_shm_and_who_loads_lazily() -> None:
+    vllm = known_server("", ["--gpu-memory-utilization=0.9"])
+    ollama = known_server("docker.io/ollama/ollama:0.5.4", [])
+    assert vllm is not None and vllm.shm and not vllm.lazy
+    assert ollama is not None and ollama.lazy and not ollama.shm and ollama.store

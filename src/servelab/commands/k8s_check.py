@@ -30,15 +30,17 @@ The serving container is the one that requests a GPU, else the first one; --cont
 overrides. Workloads without a GPU are skipped when another workload has one (a Ray head is
 still checked for image pinning, security context and secrets).
 
-Rules: image-not-digest, image-digest-mismatch, gpu-limit, gpu-toleration, gpu-placement,
-startup-probe-budget, probe-target, security-context, plaintext-secret, model-mount,
-start-install, resources, shm, driver-compat, disruption, priority, rollout, service-port
-(see docs/k8s-check.md).
+Rules: image-not-digest, image-digest-mismatch, image-provenance, gpu-limit, gpu-visibility,
+gpu-toleration, gpu-placement, startup-probe-budget, probe-target, security-context,
+host-path, plaintext-secret, model-mount, start-install, resources, shm, driver-compat,
+disruption, priority, rollout, service-port (see docs/k8s-check.md).
 
 Exit codes: 0 no finding at or above --fail-on; 1 findings at or above --fail-on (default
 error); 2 bad input (unreadable or malformed YAML, a document that is not a Kubernetes
-object, no pod template k8s-check reads, an unreadable --result, an unknown --container, an
---image that is not on this machine).
+object, an empty input or only kinds k8s-check cannot read, an unreadable --result, an
+unknown --container, an --image that is not on this machine). A file with only Secrets,
+ConfigMaps or Services is valid input: its Secrets are checked and a note says no workload
+was in it.
 
 Examples:
   servelab k8s-check deploy/*.yaml

@@ -17,6 +17,7 @@ from servelab.k8s.checks import CHECKS, RULES, Context
 from servelab.k8s.load import expand_paths, load_inventory, unread_refs
 from servelab.k8s.measured import Measured, read_measured
 from servelab.k8s.model import Inventory, Workload
+from servelab.k8s.rules.secrets import committed_secrets, configmap_secrets, secret_literals
 
 if TYPE_CHECKING:
     from servelab.k8s.imagefiles import ImageFiles
@@ -27,10 +28,10 @@ TOOL = "servelab k8s-check"
 
 #: The rule ids in the order the documentation lists them.
 RULE_ORDER = (
-    "image-not-digest", "image-digest-mismatch", "gpu-limit", "gpu-toleration", "gpu-placement",
-    "startup-probe-budget", "probe-target", "security-context", "plaintext-secret",
-    "model-mount", "start-install", "resources", "shm", "driver-compat", "disruption",
-    "priority", "rollout", "service-port",
+    "image-not-digest", "image-digest-mismatch", "image-provenance", "gpu-limit",
+    "gpu-visibility", "gpu-toleration", "gpu-placement", "startup-probe-budget", "probe-target",
+    "security-context", "host-path", "plaintext-secret", "model-mount", "start-install",
+    "resources", "shm", "driver-compat", "disruption", "priority", "rollout", "service-port",
 )
 #: The rules about serving a model on GPUs (the ones whose precision docs/k8s-check.md states).
 SERVING_RULES = frozenset({
@@ -50,7 +51,7 @@ def _rank(rule_id: str) -> int:
 
 #: The rules that also judge a CPU Ray head next to GPU workers: it runs the Serve proxy (the
 #: HTTP entry of a RayService) and the GCS, so what it runs and how it is locked down matter.
-HEAD_RULES = frozenset({"image-not-digest", "security-context", "plaintext-secret"})
+HEAD_RULES = frozenset({"image-not-digest", "security-context", "host-path", "plaintext-secret"})
 RAY_CLUSTERS = ("RayService", "RayCluster")
 
 
@@ -72,7 +73,15 @@ def _ray_heads(skipped: list[Workload]) -> list[Workload]:
 def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
            checked: list[Workload]) -> list[str]:
     notes: list[str] = []
-    if not any(w.is_gpu for w in checked):
+    if not inv.workloads:
+        kinds = sorted({o.kind for o in (*inv.secrets, *inv.configmaps, *inv.services,
+                                         *inv.pdbs, *inv.priority_classes, *inv.hpas,
+                                         *inv.ignored)})
+        notes.append("no workload in the input (only " + ", ".join(kinds) + "): the checks that "
+                     "apply to these objects ran (credentials in Secrets and ConfigMaps); pass "
+                     "the workload's "
+                     "manifests with them to check its pods")
+    elif not any(w.is_gpu for w in checked):
         notes.append("no workload requests a GPU: every workload was checked as the GPU server")
     heads = _ray_heads(skipped)
     if heads:
@@ -106,8 +115,11 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
 def _attach_image(image: str, workloads: list[Workload]) -> ImageFiles:
     """Give the checked image to the containers that run it (same digest, or same repository
     without a digest); when none names it, to every serving container. Its files (the note
-    of what was read is the first of its notes)."""
+    of what was read is the first of its notes; what its history could not tell is a
+    coverage note)."""
+    from servelab.findings import CoverageNote
     from servelab.k8s.imagefiles import as_list, read_image
+    from servelab.k8s.provenance import read_history
 
     everyone = [c for w in workloads for c in (*w.init_containers, *w.containers)]
     words = [str(v) for c in everyone for key in ("command", "args")
@@ -120,8 +132,17 @@ def _attach_image(image: str, workloads: list[Workload]) -> ImageFiles:
     shown = ", ".join(sorted({c.name for c in chosen}))
     how = "" if named else (" (no container image names it by digest or repository: read as "
                             "the image of every serving container)")
+    history = read_history(image)
+    for c in chosen:
+        c.image_history = history
     files.notes = [f"--image {files.name}: read {len(files.scripts)} shell script(s) from its "
                    f"layers (every blob verified) for container(s) {shown}{how}"]
+    if history.no_history:
+        files.notes.append(f"--image {files.name}: its config has no history: whether every "
+                           "layer was built from an instruction is not checked")
+    if history.mismatch:
+        files.coverage.append(CoverageNote(f"--image {files.name}: the layers past its history",
+                                           f"{history.mismatch}; they are not judged"))
     return files
 
 
@@ -143,13 +164,16 @@ def check_manifests(
     checked, skipped = _targets(inv)
     heads = _ray_heads(skipped)
     ctx = Context(inv, measured, startup_margin, [*checked, *heads])
+    for obj, key, path, value in secret_literals(inv.secrets):
+        ctx.secret_literals.setdefault(value, []).append((obj, key, path))
     files = _attach_image(image, checked) if image is not None else None
     if files is not None:
         ctx.notes += files.notes
-    findings = _unique([
+    workload_findings = [
         *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
-          for f in check(w, ctx))])
+          for f in check(w, ctx))]
+    findings = _unique([*workload_findings, *committed_secrets(ctx), *configmap_secrets(ctx)])
     return FindingsReport(
         tool=TOOL,
         findings=findings,

@@ -11,6 +11,9 @@ from servelab.k8s.measured import Measured
 from servelab.k8s.model import Container, Inventory, K8sObject, Workload, json_path
 from servelab.yamlsafe import JsonPath
 
+#: A literal value of a committed Secret: the Secret, its key, and the path of the value.
+SecretLiteral = tuple[K8sObject, str, JsonPath]
+
 DOCS_URI = "https://github.com/servelab/servelab/blob/main/docs/k8s-check.md"
 
 
@@ -25,6 +28,10 @@ class Context:
     checked: list[Workload] = field(default_factory=list)
     #: What a check could not decide (a value not in the manifests, ...), for the report
     notes: list[str] = field(default_factory=list)
+    #: The literal values of the Secrets in the manifests (value -> where each is written)
+    secret_literals: dict[str, list[SecretLiteral]] = field(default_factory=dict)
+    #: (Secret ref, key) already named by a finding on a workload that holds the same value
+    secrets_told: set[tuple[str, str]] = field(default_factory=set)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -44,6 +51,16 @@ RULES = REGISTRY.rules
 #: (rule, check) pairs, run for each checked workload.
 CHECKS = REGISTRY.checks
 rule = REGISTRY.rule
+
+
+def object_hit(rule_id: str, obj: K8sObject, message: str, path: JsonPath, *,
+               severity: Severity | None = None, fix: str | None = None) -> Finding:
+    """A finding on an object that is no workload (a Secret), at *path* of it."""
+    meta = RULES[rule_id]
+    pos = obj.locate(path)
+    return Finding(rule_id=rule_id, severity=severity or meta.severity, message=message,
+                   file=obj.source.file, line=pos.line, column=pos.column,
+                   fix=fix or meta.fix, context={"object": obj.ref, "path": json_path(path)})
 
 
 def hit(

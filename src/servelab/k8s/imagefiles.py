@@ -136,7 +136,7 @@ def _is_run_dir(text: str) -> bool:
     return p.is_dir() and (p / "summary.json").is_file()
 
 
-def _open(text: str) -> tuple[ImageSource, set[str]]:
+def open_source(text: str) -> tuple[ImageSource, set[str]]:
     """The image source for *text*, and the repositories the text names."""
     if _is_run_dir(text):
         from servelab.image.oci import OciArchive
@@ -172,7 +172,7 @@ def _open(text: str) -> tuple[ImageSource, set[str]]:
         ) from e
 
 
-def _pick(manifests: list[PlatformManifest]) -> PlatformManifest:
+def pick_platform(manifests: list[PlatformManifest]) -> PlatformManifest:
     for pm in manifests:
         if pm.platform in ("linux/amd64", "linux/amd64/v1"):
             return pm
@@ -203,9 +203,9 @@ def read_image(text: str, named: Iterable[str] = ()) -> ImageFiles:
     """Read the checked image's config and shell scripts (see the module docstring);
     *named*: words of the commands that run it (a manifest's command and args), whose files
     are read whatever their name or mode, as the image's ENTRYPOINT and CMD are."""
-    source, repos = _open(text)
+    source, repos = open_source(text)
     with source:
-        pm = _pick(source.platform_manifests())
+        pm = pick_platform(source.platform_manifests())
         cfg = source.read_config(pm.config)
         conf = as_dict(cfg.get("config"))
         env = dict(str(e).split("=", 1) for e in as_list(conf.get("Env")) if "=" in str(e))

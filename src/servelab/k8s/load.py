@@ -12,6 +12,7 @@ from servelab.k8s.kinds import (
     READ_KINDS,
     Index,
     PodTemplate,
+    api_group,
     base_part,
     dig,
     missing,
@@ -212,6 +213,10 @@ def _sort(inv: Inventory, obj: K8sObject, serving_container: str | None, index: 
         inv.services.append(obj)
     elif obj.kind == "ConfigMap":
         inv.configmaps.append(obj)
+    elif obj.kind == "Secret" and api_group(obj) == "":
+        inv.secrets.append(obj)
+    elif obj.kind == "HorizontalPodAutoscaler":
+        inv.hpas.append(obj)
     elif runs_no_pods(obj) or reads(obj):
         inv.ignored.append(obj)
     else:
@@ -259,7 +264,7 @@ def load_inventory(paths: Iterable[str], serving_container: str | None = None) -
         _sort(inv, obj, serving_container, index)
     _link(inv)
     inv.duplicates = _duplicates(objects)
-    if not inv.workloads:
+    if not inv.workloads and (inv.unread or not objects):
         unread = f" (kinds it cannot read: {', '.join(unread_refs(inv))})" if inv.unread else ""
         raise InputError(
             "no workload found: none of the manifests is a kind whose pods k8s-check reads"

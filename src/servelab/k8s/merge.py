@@ -99,12 +99,12 @@ class _Merge:
                over_side: tuple[list[Any], Loc | None], rel: JsonPath, key: str) -> list[Any]:
         """Items with the same *key* merged, the base's order first, the new ones after."""
         (base, base_at), (over, over_at) = base_side, over_side
-        keys = [as_dict(o).get(key) for o in over]
+        first = _first_by_key(over, key)
         out: list[Any] = []
         used: set[int] = set()
         whole = rel[-1] in RETAIN_KEYS
         for i, item in enumerate(base):
-            j = keys.index(as_dict(item).get(key)) if as_dict(item).get(key) in keys else None
+            j = _lookup(first, as_dict(item).get(key))
             if j is not None:
                 used.add(j)
             kept = None if whole and j is not None else item
@@ -115,6 +115,27 @@ class _Merge:
             if j not in used:
                 out.append(self.value(None, None, item, _sub(over_at, j), (*rel, len(out))))
         return out
+
+
+def _first_by_key(items: list[Any], key: str) -> dict[Any, int]:
+    """Merge-key value -> index of the first item with it: one pass, so that a merge of n base
+    items onto m patch items costs n + m lookups, not n x m scans. A key value that is a
+    mapping or a list (no valid Kubernetes object has one) matches nothing."""
+    first: dict[Any, int] = {}
+    for j, item in enumerate(items):
+        value = as_dict(item).get(key)
+        try:
+            first.setdefault(value, j)
+        except TypeError:
+            continue
+    return first
+
+
+def _lookup(first: dict[Any, int], value: Any) -> int | None:
+    try:
+        return first.get(value)
+    except TypeError:
+        return None
 
 
 def _sub(at: Loc | None, key: str | int | None) -> Loc | None:

@@ -11,6 +11,7 @@ from servelab.yamlsafe import Document, JsonPath, Position
 
 if TYPE_CHECKING:
     from servelab.k8s.imagefiles import ImageFiles
+    from servelab.k8s.provenance import ImageHistory
 
 #: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices.
 _GPU_RESOURCE = re.compile(r"^[^/\s]+/gpu$|^nvidia\.com/mig-[\w.-]+$")
@@ -143,6 +144,8 @@ class Container:
     origins: Origins = field(default_factory=dict)
     #: The checked image (--image) when it is this container's: its scripts are read
     image_files: ImageFiles | None = None
+    #: How the checked image (--image) was made, when it is this container's
+    image_history: ImageHistory | None = None
 
     def where(self, path: JsonPath) -> tuple[K8sObject, JsonPath] | None:
         """The object and field that wrote *path* of a merged container; None otherwise."""
@@ -324,6 +327,10 @@ class Inventory:
     services: list[K8sObject] = field(default_factory=list)
     #: ConfigMaps: launch scripts mounted into containers, environment values
     configmaps: list[K8sObject] = field(default_factory=list)
+    #: Secrets written in the manifests (their literal data is committed with them)
+    secrets: list[K8sObject] = field(default_factory=list)
+    #: HorizontalPodAutoscalers: they own the replica count of the workload they target
+    hpas: list[K8sObject] = field(default_factory=list)
     ignored: list[K8sObject] = field(default_factory=list)
     #: Objects of kinds k8s-check cannot read that may run pods (named in the report)
     unread: list[K8sObject] = field(default_factory=list)

@@ -10,7 +10,9 @@ from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.rules.model_source import model_refs
+from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
+from servelab.k8s.servers import cpu_reason, gpu_server, known_server
 
 #: Node labels that name the GPU model.
 PRODUCT_KEYS = {
@@ -75,9 +77,88 @@ def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
     c = w.serving
     if not c.gpu_resources() and w.serves and w.part != "head" and not w.template and not (
             c.inherits("resources")):
-        yield hit("gpu-limit", w, f"the serving container {c.name!r} requests no GPU "
-                  "(no nvidia.com/gpu or other */gpu resource in limits)",
-                  (*c.path, "resources", "limits"), container=c)
+        yield from _no_gpu(w, c, ctx)
+
+
+def _node_keys(w: Workload) -> list[str]:
+    keys = [str(k) for k in as_dict(w.pod.get("nodeSelector"))]
+    return keys + [r.key for alt in node_alternatives(w) for r in alt]
+
+
+def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
+    """A serving container without a GPU: an error for a GPU server (a known one, or one the
+    experiment measured on a GPU), nothing for a CPU server by design, else an info."""
+    image, argv = str(c.data.get("image") or ""), c.argv()
+    at = (*c.path, "resources", "limits")
+    said = f"the serving container {c.name!r} requests no GPU (no nvidia.com/gpu or other */gpu " \
+           "resource in limits)"
+    measured = ctx.measured.gpu_name if ctx.measured else None
+    if measured:
+        yield hit("gpu-limit", w, f"{said}: the experiment measured it on {measured}", at,
+                  container=c)
+        return
+    reason = cpu_reason(image, argv, _node_keys(w))
+    if reason is not None:
+        ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU and is a CPU server "
+                 f"by design ({reason}): not reported")
+        return
+    server = gpu_server(image, argv)
+    if server is not None:
+        yield hit("gpu-limit", w, f"{said}: it runs {server.name}, a GPU server", at,
+                  container=c)
+        return
+    yield hit("gpu-limit", w, f"{said}; whether it needs one is unknown (not a server servelab "
+              "knows, no GPU measured, no CPU-only build seen)", at, container=c,
+              severity=Severity.INFO, fix="if it serves on a GPU, set resources.limits."
+              "nvidia.com/gpu; if it is a CPU server, nothing to do")
+
+
+#: Values of NVIDIA_VISIBLE_DEVICES that show no GPU, or leave the choice to the device plugin.
+NO_DEVICES = {"", "none", "void"}
+
+
+def _visible(value: str) -> int | None:
+    """How many GPUs NVIDIA_VISIBLE_DEVICES=*value* shows: None for ``all``; 0 for none."""
+    value = value.strip()
+    if value.lower() == "all":
+        return None
+    if value.lower() in NO_DEVICES:
+        return 0
+    return len([v for v in value.split(",") if v.strip()])
+
+
+def _visibility(w: Workload, c: Container) -> Iterator[Finding]:
+    env = c.env()
+    if "NVIDIA_VISIBLE_DEVICES" not in env:
+        return
+    value = env["NVIDIA_VISIBLE_DEVICES"]
+    shown = _visible(value)
+    limit = c.gpu_count()
+    if shown is not None and shown <= limit:
+        return
+    what = "every GPU of the node" if shown is None else f"{shown} GPU(s)"
+    yield hit("gpu-visibility", w, f"NVIDIA_VISIBLE_DEVICES={value.strip()} shows {what} to "
+              f"container {c.name!r}, whose nvidia.com/gpu limit is {limit}: the device "
+              "plugin's isolation is bypassed, the process can use GPUs given to other pods",
+              env_path(c, "NVIDIA_VISIBLE_DEVICES"), container=c)
+
+
+@rule(
+    "gpu-visibility",
+    Severity.ERROR,
+    "NVIDIA_VISIBLE_DEVICES=all (or more devices than the container's GPU limit) is set in the "
+    "manifest",
+    rationale="The NVIDIA device plugin gives a container the GPUs its limit asks for by "
+    "setting NVIDIA_VISIBLE_DEVICES itself. A value written in the manifest (all, or a list "
+    "longer than the limit) is honoured by the container toolkit on most clusters: the "
+    "process sees every GPU of the node, uses memory on GPUs scheduled to other pods, and the "
+    "scheduler's accounting no longer matches what runs.",
+    fix="remove NVIDIA_VISIBLE_DEVICES from env and set resources.limits.nvidia.com/gpu to the "
+    "number of GPUs the server needs",
+)
+def gpu_visibility(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.containers, *w.init_containers):
+        yield from _visibility(w, c)
 
 
 def _tolerates_gpu(t: dict[str, Any]) -> bool:
@@ -258,13 +339,52 @@ def _shm_size(w: Workload, c: Container, i: int, mount: dict[str, Any]) -> Itera
               "limits.memory by the shared memory the server needs")
 
 
+#: Flags (and variables) that set tensor or pipeline parallelism: vLLM, SGLang, TGI, LMDeploy.
+PARALLEL_FLAGS = {"--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--pipeline-parallel-size",
+                  "-pp", "--pp", "--pp-size", "--num-shard", "--data-parallel-size", "-dp",
+                  "--dp-size"}
+PARALLEL_ENV = ("NUM_SHARD", "TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE")
+
+
+def _parallel(c: Container) -> str | None:
+    """``--tensor-parallel-size 2`` (or ``=2``, or NUM_SHARD=2) as written, when above 1."""
+    words = [x for a in c.argv() for x in a.split()]
+    for i, word in enumerate(words):
+        flag, _, value = word.partition("=")
+        if flag in PARALLEL_FLAGS:
+            n = as_int(value if value else (words[i + 1] if i + 1 < len(words) else ""))
+            if n is not None and n > 1:
+                return f"{flag} {n}"
+    env = c.env()
+    return next((f"{k}={env[k]}" for k in PARALLEL_ENV if (as_int(env.get(k)) or 0) > 1), None)
+
+
+def shm_need(w: Workload, c: Container) -> str | None:
+    """Why the serving container needs more than the default /dev/shm, or None: tensor or
+    pipeline parallelism, more than one GPU, or a server known to use it with one GPU."""
+    parallel = _parallel(c)
+    if parallel is not None:
+        return (f"tensor or pipeline parallelism is on ({parallel}) and NCCL shares memory "
+                "through it")
+    if c.gpu_count() > 1:
+        return (f"the container has {c.gpu_count()} GPUs and NCCL shares memory between them "
+                "through it")
+    server = known_server(str(c.data.get("image") or ""), c.argv())
+    if server is not None and server.shm:
+        return f"it runs {server.name}, whose worker processes share memory through it"
+    return None
+
+
 @rule(
     "shm",
     Severity.WARNING,
     "no memory-backed emptyDir at /dev/shm for a GPU inference server, or one larger than the "
     "memory limit",
-    rationale="Containers get a 64 MB /dev/shm; PyTorch data loading, multi-GPU NCCL and "
-    "servers such as vLLM or Triton fail or slow down with it (error with more than one GPU). "
+    rationale="Containers get a 64 MB /dev/shm; multi-GPU NCCL (tensor or pipeline "
+    "parallelism, more than one GPU: an error) and servers that share tensors between worker "
+    "processes with one GPU too (vLLM, SGLang, Triton's Python backend: a warning) fail or "
+    "slow down with it. A single-GPU server not known to use it (Ollama, llama.cpp, TF "
+    "Serving, an unknown server) is not reported. "
     "Memory-backed /dev/shm counts against the container's memory limit: a sizeLimit above "
     "it is never reached, the container is OOM-killed first.",
     fix="add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}} and mount it at "
@@ -277,12 +397,15 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     gpus = c.gpu_count()
     if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx):
         return  # a single-GPU job that loads no model (a CUDA test or benchmark)
-    severity = Severity.ERROR if gpus > 1 else None
+    why = shm_need(w, c)
+    if why is None:
+        return
+    severity = None if why.startswith("it runs") else Severity.ERROR
     found = _shm_mount(c)
     if found is None:
         if not c.inherits("mounts"):
-            yield hit("shm", w, "no memory-backed volume at /dev/shm: the 64 MB default breaks "
-                      "NCCL and many servers", (*c.path, "volumeMounts"), container=c,
+            yield hit("shm", w, f"no memory-backed volume at /dev/shm, but {why}: the 64 MB "
+                      "default breaks or slows it", (*c.path, "volumeMounts"), container=c,
                       severity=severity)
         return
     i, mount = found

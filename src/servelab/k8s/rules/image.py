@@ -9,6 +9,7 @@ from servelab.findings import Finding, Severity
 from servelab.image.ref import ImageRef, pinned_digest
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload
+from servelab.k8s.provenance import SOURCE_KEYS
 
 #: Tags that name whatever was pushed last, not one build.
 MOVING_TAGS = re.compile(
@@ -107,3 +108,46 @@ def image_digest_mismatch(w: Workload, ctx: Context) -> Iterator[Finding]:
         fix=f"deploy {image.split('@')[0]}@{sorted(m.digests)[0]}, or rerun the experiment on "
         "this image",
     )
+
+
+PROVENANCE_FIX = ("rebuild the image from its Dockerfile in CI (no docker commit) and label it "
+                  "with org.opencontainers.image.source and org.opencontainers.image.revision "
+                  "(docker/metadata-action, or --label / --annotation at build)")
+
+
+def _history(w: Workload, c: Container) -> Iterator[Finding]:
+    h = c.image_history
+    if h is None:
+        return
+    at = (*c.path, "image")
+    for layer in h.hand_layers:
+        yield hit("image-provenance", w, f"the image {h.name} is not rebuildable: "
+                  f"{layer.describe()} was made by no build instruction (docker commit of a "
+                  "container): its changes exist only in this image", at, container=c,
+                  severity=Severity.ERROR)
+    missing = [k for k in SOURCE_KEYS if k not in h.sources]
+    if missing:
+        said = ("carries neither " + " nor ".join(missing) if len(missing) == 2
+                else f"carries no {missing[0]}")
+        yield hit("image-provenance", w, f"the image {h.name} {said} (annotation or label): it "
+                  "cannot be traced to the commit it was built from", at, container=c,
+                  severity=Severity.INFO)
+
+
+@rule(
+    "image-provenance",
+    Severity.WARNING,
+    "with --image: a layer made by no build instruction (docker commit, an empty or "
+    "shell-session created_by), or no source annotations",
+    rationale="An experiment answers whether the image can be rebuilt, not whether one "
+    "container that someone once changed by hand still runs. The image config's history has "
+    "one entry per layer: an empty created_by (docker commit) or a bare shell (the commit of "
+    "an interactive session) means the layer's changes were made inside a running container "
+    "and nothing rebuilds them (an error, naming the layer and its size). Without "
+    "org.opencontainers.image.source and revision (annotations or labels) the image cannot be "
+    "traced to the commit it was built from (an info).",
+    fix=PROVENANCE_FIX,
+)
+def image_provenance(w: Workload, ctx: Context) -> Iterator[Finding]:
+    for c in (*w.init_containers, *w.containers):
+        yield from _history(w, c)

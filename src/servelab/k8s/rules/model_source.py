@@ -13,7 +13,7 @@ from servelab.k8s.model import Container, K8sObject, Workload, as_dict, as_list
 from servelab.k8s.rayenv import runtime_envs, serve_model_args
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
 from servelab.k8s.script import HOOK_NOTE, Command, container_commands, env_values
-from servelab.k8s.servers import default_cache
+from servelab.k8s.servers import default_cache, known_server
 from servelab.yamlsafe import JsonPath
 
 #: Command-line flags whose value names the model (vLLM, SGLang, TGI, Triton, TorchServe,
@@ -300,14 +300,45 @@ def _local(w: Workload, c: Container, local: list[str], fetched: bool,
                   "the image or downloaded at start", (*c.path, "volumeMounts"), container=c,
                   fix=ALTERNATIVES)
         return
+    store = writable_store(w, c)
     for i, m in mounts:
         if self_fetched or m.get("readOnly") is True or is_read_only_source(
                 as_dict(w.volume(m.get("name")))):
             continue
+        if store is not None and covers(str(m.get("mountPath", "")), store[1]):
+            continue  # the server pulls into its store: writable by design (see _store)
         yield hit("model-mount", w, f"model volume {m.get('name')!r} at {m.get('mountPath')} is "
                   "mounted writable: the server could change the weights it was tested with",
                   (*c.path, "volumeMounts", i), container=c,
                   fix="set readOnly: true on the model's volumeMount")
+
+
+def writable_store(w: Workload, c: Container) -> tuple[str, str] | None:
+    """(server, path) of the model store a known server pulls into (Ollama's /root/.ollama, or
+    where OLLAMA_MODELS moves it): it must be writable."""
+    server = known_server(str(c.data.get("image") or ""), c.argv())
+    if server is None or not server.store:
+        return None
+    env = c.env()
+    return server.name, env.get(server.store_env) or server.store
+
+
+def _store(w: Workload, c: Container) -> Iterator[Finding]:
+    """A writable model store must outlive the pod, or every start pulls the models again."""
+    found = writable_store(w, c)
+    if found is None:
+        return
+    name, path = found
+    mount = next(((i, m) for i, m in c.mounts if covers(str(m.get("mountPath", "")), path)), None)
+    if mount is not None and _persistent(w, c, path):
+        return
+    where = (f"an emptyDir (volume {mount[1].get('name')!r})" if mount is not None else
+             "no volume (the container's own filesystem)")
+    yield hit("model-mount", w, f"{name} pulls models into its store {path}, which is on "
+              f"{where}: every new pod pulls them again at start", (*c.path, "volumeMounts")
+              if mount is None else (*c.path, "volumeMounts", mount[0]), container=c,
+              fix=f"keep {path} on a PersistentVolumeClaim (mounted writable: {name} writes "
+              "into it), or bake the models into an image volume")
 
 
 def _uri(w: Workload, ctx: Context) -> Iterator[Finding]:
@@ -349,9 +380,12 @@ def model_mount(w: Workload, ctx: Context) -> Iterator[Finding]:
     if not loads_model(w):
         return
     yield from _uri(w, ctx)
-    yield from _init_downloads(w, ctx)
+    init = list(_init_downloads(w, ctx))
+    yield from init
     script = list(_script_downloads(w, w.serving, ctx))
     yield from script
+    if not init and not script:  # a pull at start is already the finding
+        yield from _store(w, w.serving)
     yield from _named(w, ctx, script=bool(script))
 
 

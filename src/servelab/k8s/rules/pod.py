@@ -95,6 +95,9 @@ CREATING = {"DirectoryOrCreate", "FileOrCreate"}
 
 
 def _pod_checks(w: Workload) -> Iterator[Finding]:
+    psc = as_dict(w.pod.get("securityContext"))
+    if as_dict(psc.get("seccompProfile")).get("type") == "Unconfined":
+        yield _unconfined(w, w.pod_field("securityContext"), None)
     for key, what in HOST_NAMESPACES.items():
         if w.pod.get(key) is True:
             yield hit("security-context", w, f"{key}: true shares {what}", w.pod_field(key),
@@ -110,11 +113,85 @@ def _pod_checks(w: Workload) -> Iterator[Finding]:
                       "a PersistentVolumeClaim")
 
 
+#: The capabilities a container runtime gives a container by default (containerd, CRI-O and
+#: Docker agree on this set).
+DEFAULT_CAPS = ("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID",
+                "SYS_CHROOT")
+#: The one capability the restricted Pod Security profile lets a container add.
+RESTRICTED_ADD = {"NET_BIND_SERVICE"}
+#: Added capabilities that give the node away (an error; the others are warnings).
+NODE_CAPS = {"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH",
+             "SYS_RAWIO", "BPF", "PERFMON", "SYS_BOOT", "SYS_TIME", "MAC_ADMIN",
+             "MAC_OVERRIDE", "SYSLOG", "SYS_RESOURCE", "NET_RAW"}
+
+
+def _caps(value: Any) -> list[str]:
+    """Capability names as the runtime reads them (``cap_sys_admin`` is ``SYS_ADMIN``)."""
+    return [str(x).upper().removeprefix("CAP_") for x in as_list(value)]
+
+
+def _capabilities(w: Workload, c: Container, caps: dict[str, Any],
+                  at: JsonPath) -> Iterator[Finding]:
+    """drop: [ALL] (which ones remain when it lists some), and what add gives back, also when
+    drop: [ALL] is set (add is applied after drop)."""
+    drops = set(_caps(caps.get("drop")))
+    if "ALL" not in drops:
+        remain = [x for x in DEFAULT_CAPS if x not in drops]
+        if drops and remain:
+            yield hit("security-context", w, f"capabilities.drop lists {', '.join(sorted(drops))}"
+                      f" but not ALL: the runtime's other default capabilities remain "
+                      f"({', '.join(remain)})", (*at, "drop"), container=c,
+                      fix="set securityContext.capabilities.drop: [ALL] (and add back only "
+                      "NET_BIND_SERVICE if the server binds a port below 1024)")
+        elif not drops:
+            yield hit("security-context", w, "capabilities are not dropped: the container keeps "
+                      f"the runtime's default capabilities ({', '.join(DEFAULT_CAPS)})", at,
+                      container=c, fix="set securityContext.capabilities.drop: [ALL]")
+    added = [x for x in dict.fromkeys(_caps(caps.get("add"))) if x not in RESTRICTED_ADD]
+    if added:
+        node = [x for x in added if x in NODE_CAPS]
+        rdma_only = set(added) == {"IPC_LOCK"}
+        also = " (after drop: [ALL], add gives them back)" if "ALL" in drops else ""
+        yield hit("security-context", w, f"capabilities.add gives {', '.join(added)}{also}: the "
+                  "restricted Pod Security profile allows adding only NET_BIND_SERVICE",
+                  (*at, "add"), container=c,
+                  severity=Severity.ERROR if node else (
+                      Severity.INFO if rdma_only else Severity.WARNING),
+                  fix="remove them from capabilities.add: GPUs through the device plugin need "
+                  "none (RDMA memory registration needs IPC_LOCK only)")
+
+
+def _unconfined(w: Workload, at: JsonPath, c: Container | None) -> Finding:
+    return hit("security-context", w, "seccompProfile Unconfined turns off the runtime's "
+               "system-call filter", (*at, "seccompProfile", "type"), container=c,
+               fix="use seccompProfile: {type: RuntimeDefault}")
+
+
+def _baseline(w: Workload, c: Container, sc: dict[str, Any]) -> Iterator[Finding]:
+    """What the baseline Pod Security profile forbids: host ports, an unconfined seccomp
+    profile, an unmasked /proc."""
+    for i, p in enumerate(as_list(c.data.get("ports"))):
+        port = as_int(as_dict(p).get("hostPort"))
+        if port:
+            yield hit("security-context", w, f"hostPort {port} binds the node's port {port} to "
+                      "this container: the pod reaches (and is reached on) the node's network, "
+                      "and two such pods cannot share a node", (*c.path, "ports", i, "hostPort"),
+                      container=c, fix="remove hostPort and reach the pods through a Service")
+    if as_dict(sc.get("seccompProfile")).get("type") == "Unconfined":
+        yield _unconfined(w, (*c.path, "securityContext"), c)
+    if sc.get("procMount") == "Unmasked":
+        yield hit("security-context", w, "procMount: Unmasked shows the container the node's "
+                  "masked /proc paths", (*c.path, "securityContext", "procMount"), container=c,
+                  fix="remove procMount (Default masks them)")
+
+
 def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
     if c.inherits("securityContext"):
         return
     sc = as_dict(c.data.get("securityContext"))
     base = (*c.path, "securityContext")
+    yield from _baseline(w, c, sc)
     yield from _user_checks(w, c, sc)
     if sc.get("privileged") is True:
         yield hit("security-context", w, "privileged: true gives the container the whole node",
@@ -125,11 +202,7 @@ def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
         if sc.get(key) is not value:
             yield hit("security-context", w, f"{key} is not {str(value).lower()}", (*base, key),
                       container=c, fix=f"set securityContext.{key}: {str(value).lower()}")
-    drops = {str(d).upper() for d in as_list(as_dict(sc.get("capabilities")).get("drop"))}
-    if "ALL" not in drops:
-        yield hit("security-context", w, "capabilities are not dropped (drop: [ALL])",
-                  (*base, "capabilities"), container=c,
-                  fix="set securityContext.capabilities.drop: [ALL]")
+    yield from _capabilities(w, c, as_dict(sc.get("capabilities")), (*base, "capabilities"))
     if sc.get("readOnlyRootFilesystem") is True:
         yield from _writable_paths(w, c)
 
@@ -138,8 +211,9 @@ def _container_checks(w: Workload, c: Container) -> Iterator[Finding]:
     "security-context",
     Severity.WARNING,
     "not runAsNonRoot, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true and "
-    "capabilities.drop: [ALL]; writable paths without a volume; host namespaces; hostPath "
-    "DirectoryOrCreate",
+    "capabilities.drop: [ALL]; capabilities added beyond NET_BIND_SERVICE; hostPort, seccomp "
+    "Unconfined, procMount Unmasked; writable paths without a volume; host namespaces; "
+    "hostPath DirectoryOrCreate",
     rationale="An inference server parses untrusted input next to valuable weights and a GPU. "
     "The restricted Pod Security profile asks for these settings; a read-only root filesystem "
     "also proves the image writes only where volumes are mounted. hostNetwork, hostPID and "

@@ -9,7 +9,9 @@ from typing import Any
 from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.measured import Measured
-from servelab.k8s.model import Container, Workload, as_dict, as_int
+from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
+from servelab.k8s.selectors import service_selects
+from servelab.k8s.servers import known_server
 
 PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
 
@@ -57,6 +59,11 @@ def _without_startup(w: Workload, c: Container, ctx: Context) -> Iterator[Findin
     liveness = _probe(c, "livenessProbe")
     if c.inherits("probes"):
         return  # the runtime, base config or operator may add the startupProbe
+    server = known_server(str(c.data.get("image") or ""), c.argv())
+    if server is not None and server.lazy and worst is None:
+        ctx.note(f"startup-probe-budget: {w.ref}: {server.name} answers health at once and "
+                 "loads models on first request: its livenessProbe does not run during a load")
+        return
     if liveness is None:
         if need is not None:
             yield hit("startup-probe-budget", w, f"no startupProbe: the measured startup takes up "
@@ -96,6 +103,42 @@ def startup_probe_budget(w: Workload, ctx: Context) -> Iterator[Finding]:
         yield from _with_startup(w, c, startup, worst * ctx.startup_margin, worst)
 
 
+#: What the API server fills in for a probe's fields left out.
+PROBE_API_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1,
+                      "failureThreshold": 3, "successThreshold": 1}
+
+
+def _handler(c: Container, probe: dict[str, Any]) -> tuple[Any, ...]:
+    """The probe's handler as the kubelet runs it: the scheme defaulted, a named port resolved
+    against the container's ports, numbers and strings read the same way."""
+    http = probe.get("httpGet")
+    if isinstance(http, dict):
+        headers = sorted((str(as_dict(h).get("name")).lower(), str(as_dict(h).get("value")))
+                         for h in as_list(http.get("httpHeaders")))
+        port = c.port_number(http.get("port"))
+        return ("httpGet", str(http.get("scheme") or "HTTP").upper(), str(http.get("host") or ""),
+                port if port is not None else str(http.get("port")),
+                str(http.get("path") or "/"), tuple(headers))
+    for kind in ("tcpSocket", "grpc"):
+        if isinstance(probe.get(kind), dict):
+            h = as_dict(probe[kind])
+            port = c.port_number(h.get("port"))
+            return (kind, port if port is not None else str(h.get("port")),
+                    str(h.get("host") or h.get("service") or ""))
+    if isinstance(probe.get("exec"), dict):
+        return ("exec", tuple(str(x) for x in as_list(as_dict(probe["exec"]).get("command"))))
+    return ("none",)
+
+
+def effective(c: Container, probe: dict[str, Any]) -> tuple[Any, ...]:
+    """The probe after the API server's defaults (periodSeconds 10, timeoutSeconds 1,
+    failureThreshold 3, successThreshold 1, scheme HTTP): two probes written differently (key
+    order, quoting, a named port, a default spelled out) that run the same are equal."""
+    timing = tuple(as_int(probe.get(k)) if as_int(probe.get(k)) is not None else d
+                   for k, d in PROBE_API_DEFAULTS.items())
+    return (_handler(c, probe), timing)
+
+
 def _norm_path(path: Any) -> str:
     text = str(path or "/").split("?", 1)[0].strip()
     text = text if text.startswith("/") else "/" + text
@@ -133,15 +176,43 @@ def _target(w: Workload, c: Container, kind: str, probe: dict[str, Any],
                   container=c, severity=Severity.WARNING if handler != "exec" else Severity.INFO)
 
 
-def _no_readiness(w: Workload, c: Container) -> Finding:
+PROBES = ("readinessProbe", "startupProbe", "livenessProbe")
+
+
+def _unknown_port(w: Workload, c: Container, kind: str) -> Iterator[Finding]:
+    """A probe whose port is a name none of the container's ports has: it always fails (with
+    --result, readiness and startup ports are judged against the measured port instead)."""
+    probe = _probe(c, kind)
+    handler = next((h for h in ("httpGet", "tcpSocket", "grpc") if isinstance(
+        as_dict(probe).get(h), dict)), None) if probe is not None else None
+    if probe is None or handler is None or c.inherits("probes"):
+        return
+    port = as_dict(probe[handler]).get("port")
+    if port is None or as_int(port) is not None or c.port_number(port) is not None:
+        return
+    yield hit("probe-target", w, f"{kind} targets port {port!r}, a name none of the "
+              "container's ports has: the kubelet cannot resolve it and the probe always fails",
+              (*c.path, kind, handler, "port"), container=c, severity=Severity.ERROR,
+              fix=f"name the containerPort {port!r} in ports, or give the port number")
+
+
+def _selecting_services(w: Workload, ctx: Context) -> list[str]:
+    return [svc.ref for svc in ctx.inventory.services if svc.same_namespace(w.obj)
+            and service_selects(as_dict(svc.data.get("spec")).get("selector"), w.pod_labels)]
+
+
+def _no_readiness(w: Workload, c: Container, ctx: Context) -> Finding:
     path = (*c.path, "readinessProbe")
+    services = _selecting_services(w, ctx)
     if w.obj.api_version.startswith("serving.kserve.io/"):
         return hit("probe-target", w, "no readinessProbe: in KServe's Serverless mode Knative "
                    "then probes the port over TCP (the process is up, not the model loaded); in "
                    "RawDeployment mode requests arrive before the model is loaded", path,
                    container=c)
-    return hit("probe-target", w, "no readinessProbe: the Service sends requests as soon as the "
-               "container runs, before the model is loaded", path, container=c,
+    who = (f"{', '.join(services)} sends requests" if services else
+           "traffic routed to the pods arrives")
+    return hit("probe-target", w, "no readinessProbe: the pods count as ready as soon as the "
+               f"container runs, so {who} before the model is loaded", path, container=c,
                severity=Severity.ERROR)
 
 
@@ -164,13 +235,17 @@ def probe_target(w: Workload, ctx: Context) -> Iterator[Finding]:
     c = w.serving
     readiness = _probe(c, "readinessProbe")
     if readiness is None and not c.inherits("probes"):
-        yield _no_readiness(w, c)
+        yield _no_readiness(w, c, ctx)
     for kind in ("readinessProbe", "startupProbe"):
         probe = _probe(c, kind)
         if probe is not None:
             yield from _target(w, c, kind, probe, ctx.measured)
+    measured_port = ctx.measured is not None and ctx.measured.port is not None
+    for kind in ("livenessProbe",) if measured_port else PROBES:
+        yield from _unknown_port(w, c, kind)
     liveness = _probe(c, "livenessProbe")
-    if liveness is not None and readiness is not None and as_dict(liveness) == readiness:
+    if liveness is not None and readiness is not None and (
+            effective(c, liveness) == effective(c, readiness)):
         yield hit("probe-target", w, "livenessProbe is identical to readinessProbe: a busy or "
                   "briefly unready server is restarted instead of being taken out of rotation",
                   (*c.path, "livenessProbe"), container=c)

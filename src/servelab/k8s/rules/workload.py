@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
-from servelab.k8s.model import K8sObject, Workload, as_dict, as_list
+from servelab.k8s.model import K8sObject, Workload, as_dict, as_int, as_list
 from servelab.k8s.selectors import scaled, selector_matches, service_selects
+from servelab.k8s.servers import known_server
 
 #: PriorityClasses every cluster has.
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
@@ -16,16 +17,57 @@ BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
 REPLICATED = {"Deployment", "StatefulSet", "ReplicaSet"}
 
 
-def _pdb_blocks(pdb: K8sObject, replicas: int | None) -> str | None:
-    """Why *pdb* allows no voluntary eviction at all, or None."""
+class Replicas(NamedTuple):
+    """How many pods the workload runs: a fixed count, or an autoscaler's range."""
+
+    low: int
+    high: int
+    #: How the count is known, for messages ("2 replica(s)", "HPA/x: 2 to 8 replicas")
+    said: str
+
+
+def _hpa_of(w: Workload, ctx: Context) -> K8sObject | None:
+    for hpa in ctx.inventory.hpas:
+        target = as_dict(as_dict(hpa.data.get("spec")).get("scaleTargetRef"))
+        if (hpa.same_namespace(w.obj) and target.get("name") == w.obj.name
+                and target.get("kind") in (None, w.kind)):
+            return hpa
+    return None
+
+
+def replicas(w: Workload, ctx: Context) -> Replicas:
+    """The replica count an HPA gives the workload (its minReplicas to maxReplicas), else
+    ``spec.replicas``, else Kubernetes' default of 1."""
+    hpa = _hpa_of(w, ctx)
+    if hpa is not None:
+        spec = as_dict(hpa.data.get("spec"))
+        low = as_int(spec.get("minReplicas"))
+        low = 1 if low is None else low
+        high = as_int(spec.get("maxReplicas"))
+        high = low if high is None or high < low else high
+        return Replicas(low, high, f"{hpa.ref} scales it from {low} to {high} replica(s)")
+    if w.replicas is not None:
+        return Replicas(w.replicas, w.replicas, f"{w.replicas} replica(s)")
+    return Replicas(1, 1, "replicas unset (Kubernetes' default: 1)")
+
+
+def _pdb_blocks(pdb: K8sObject, count: Replicas) -> tuple[str, bool] | None:
+    """Why *pdb* allows no voluntary eviction, and whether at every replica count (or only at
+    the autoscaler's lower counts); None when it allows one."""
     spec = as_dict(pdb.data.get("spec"))
     if "maxUnavailable" in spec:
-        n = scaled(spec["maxUnavailable"], replicas or 1, round_up=True)
-        return f"maxUnavailable {spec['maxUnavailable']}" if n == 0 else None
-    if "minAvailable" in spec and replicas is not None:
-        n = scaled(spec["minAvailable"], replicas, round_up=True)
-        if n is not None and n >= replicas:
-            return f"minAvailable {spec['minAvailable']} with {replicas} replica(s)"
+        value = spec["maxUnavailable"]
+        n = scaled(value, count.high, round_up=True)
+        return (f"maxUnavailable {value}", True) if n == 0 else None
+    if "minAvailable" not in spec:
+        return None
+    value = spec["minAvailable"]
+    at_high = scaled(value, count.high, round_up=True)
+    at_low = scaled(value, count.low, round_up=True)
+    if at_high is not None and at_high >= count.high:
+        return f"minAvailable {value} with {count.said}", True
+    if at_low is not None and at_low >= count.low:
+        return f"minAvailable {value} with {count.said}: at {count.low} replica(s)", False
     return None
 
 
@@ -55,14 +97,20 @@ def disruption(w: Workload, ctx: Context) -> Iterator[Finding]:
         yield hit("disruption", w, f"{len(distinct)} PodDisruptionBudgets select these pods "
                   f"({names}): the eviction API refuses to evict them", ("metadata", "name"),
                   fix="keep exactly one PodDisruptionBudget per set of pods")
+    count = replicas(w, ctx)
     for p in pdbs:
-        why = _pdb_blocks(p, w.replicas)
-        if why:
-            key = "maxUnavailable" if "maxUnavailable" in as_dict(p.data.get("spec")) else (
-                "minAvailable")
-            yield hit("disruption", w, f"{p.ref} blocks every eviction ({why}): node drains hang",
-                      ("spec", key), at=p, fix="allow one eviction: maxUnavailable: 1, with at "
-                      "least 2 replicas")
+        found = _pdb_blocks(p, count)
+        if found is None:
+            continue
+        why, always = found
+        key = "maxUnavailable" if "maxUnavailable" in as_dict(p.data.get("spec")) else (
+            "minAvailable")
+        said = (f"{p.ref} blocks every eviction ({why}): node drains hang" if always else
+                f"{p.ref} blocks evictions while the autoscaler runs the fewest pods ({why}): "
+                "node drains hang until it scales up")
+        yield hit("disruption", w, said, ("spec", key), at=p,
+                  fix="allow one eviction: maxUnavailable: 1, with at least 2 replicas (an "
+                  "HPA's minReplicas above the PDB's minAvailable)")
 
 
 @rule(
@@ -96,13 +144,13 @@ def priority(w: Workload, ctx: Context) -> Iterator[Finding]:
 
 
 def _rolling(w: Workload, ctx: Context, strategy: dict[str, Any]) -> Iterator[Finding]:
-    replicas = w.replicas if w.replicas is not None else 1
+    count = replicas(w, ctx).low
     ru = as_dict(strategy.get("rollingUpdate"))
     base = ("spec", "strategy", "rollingUpdate")
-    unavailable = scaled(ru.get("maxUnavailable", "25%"), replicas, round_up=False)
-    surge = scaled(ru.get("maxSurge", "25%"), replicas, round_up=True)
-    if unavailable is not None and unavailable >= replicas:
-        yield hit("rollout", w, f"maxUnavailable {ru.get('maxUnavailable')} with {replicas} "
+    unavailable = scaled(ru.get("maxUnavailable", "25%"), count, round_up=False)
+    surge = scaled(ru.get("maxSurge", "25%"), count, round_up=True)
+    if unavailable is not None and unavailable >= count:
+        yield hit("rollout", w, f"maxUnavailable {ru.get('maxUnavailable')} with {count} "
                   "replica(s): a rollout stops every old pod before a new one is ready, an outage "
                   "as long as the model load", (*base, "maxUnavailable"),
                   fix="set maxUnavailable: 0 and maxSurge: 1 (with a free GPU), or run more "
@@ -137,8 +185,11 @@ def rollout(w: Workload, ctx: Context) -> Iterator[Finding]:
     if strategy.get("type", "RollingUpdate") == "Recreate":
         worst = ctx.measured.worst_startup_s if ctx.measured else None
         said = f" (measured: up to {worst:g}s)" if worst is not None else ""
+        server = known_server(str(w.serving.data.get("image") or ""), w.serving.argv())
+        load = "the new pod's start" if server is not None and server.lazy and worst is None \
+            else "the model load"
         yield hit("rollout", w, f"strategy Recreate stops every pod before starting new ones: an "
-                  f"outage as long as the model load{said}", ("spec", "strategy", "type"))
+                  f"outage as long as {load}{said}", ("spec", "strategy", "type"))
         return
     yield from _rolling(w, ctx, strategy)
 
