@@ -148,8 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_module(args._module).run(args))
     except ServelabError as e:
-        from servelab.github.escape import untrusted_block
-        from servelab.report import log_block  # a message may quote input: no line it starts
+        from servelab.escape import (
+            log_block,  # a message may quote input: no line it starts
+            untrusted_block,
+        )
 
         # a tool's output quoted in it (a build log tail, Trivy's stderr) cannot issue a
         # workflow command under GitHub Actions either: it goes inside ::stop-commands::

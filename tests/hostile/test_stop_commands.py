@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ocitest import E, tar_bytes, write_layout
-from servelab.github.escape import untrusted_block
+from servelab.escape import untrusted_block
 
 #: a Dockerfile with findings, whose words (workflow commands among them) lint quotes
 DATA = Path(__file__).resolve().parents[1] / "data"

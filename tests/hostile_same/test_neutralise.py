@@ -21,9 +21,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hostile.harness import run_servelab
-from servelab.github.escape import command_data, command_property, log_text
+from servelab.escape import (
+    command_data,
+    command_property,
+    log_text,
+    md_code,
+    md_text,
+    no_mentions,
+    terminal_text,
+)
 from servelab.github.prcomment import comment_body
-from servelab.report import md_code, md_text, no_mentions, terminal_text
 
 from .runs import D1, result, write_run
 

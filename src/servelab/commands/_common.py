@@ -99,7 +99,7 @@ def emit(report_text: str, output: str | None, fmt: str = "") -> None:
     from servelab.report import write_output
 
     if fmt == "text" and output in (None, "-"):
-        from servelab.github.escape import untrusted_block
+        from servelab.escape import untrusted_block
 
         report_text = untrusted_block(report_text, sys.stdout)
     write_output(report_text, output, sys.stdout.write)

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(merged.markdown)
     if merged.exit_code == 2:
-        from servelab.report import terminal_text
+        from servelab.escape import terminal_text
 
         sys.stderr.write("servelab report: not comparable: "
                          + terminal_text("; ".join(merged.data["missing"])) + "\n"

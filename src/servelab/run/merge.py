@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servelab.report import md_code, md_text
+from servelab.escape import md_code, md_text
 from servelab.run import aggregate, results
 from servelab.run.aggregate import _get
 from servelab.run.summary import _fmt

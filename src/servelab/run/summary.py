@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from servelab.report import md_text, terminal_text
+from servelab.escape import md_text, terminal_text
 from servelab.run import lazyview
 from servelab.run.aggregate import (
     ALL_METRICS,
