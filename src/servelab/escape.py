@@ -11,7 +11,7 @@ workflow command         :func:`command_data`, :func:`command_property`
 job log line / block     :func:`log_text`, :func:`untrusted_block`, :func:`log_block`
 terminal                 :func:`terminal_text`
 progress line            :func:`progress_text`
-Markdown inline          :func:`md_text`
+Markdown inline          :func:`md_text`, :func:`md_prose` (servelab's sentences with code)
 Markdown table cell      :func:`md_cell`, :func:`md_code` (inline code)
 Markdown quoted log      :func:`md_fence` (a fence the quoted text cannot close)
 PR comment               :func:`no_mentions` (the whole comment, a second line of defence)
@@ -157,12 +157,15 @@ _MD = {ord("\\"): "\\\\", ord("`"): "\\`", ord("|"): "\\|", ord("["): "\\[",
        ord("*"): "\\*", ord("_"): "\\_", ord("~"): "\\~", ord("#"): "\\#", ord("!"): "\\!"}
 #: @mentions and references GitHub would notify or cross-link (``#12``, ``org/r#12``,
 #: ``GH-12``): a zero-width space after the ``@``, ``#`` or ``GH-``
-_MENTION = re.compile(r"(@(?=[A-Za-z0-9])|#(?=[0-9])|\bGH-(?=[0-9]))", re.IGNORECASE)
+_MENTION = re.compile(r"((?<![\w`])@(?=[A-Za-z0-9])|#(?=[0-9])|\bGH-(?=[0-9]))", re.IGNORECASE)
+#: the same in Markdown, where ``&#124;`` is an entity, not a reference
+_MENTION_MD = re.compile(r"((?<![\w`])@(?=[A-Za-z0-9])|(?<!&)#(?=[0-9])|\bGH-(?=[0-9]))",
+                         re.IGNORECASE)
 _ZWSP = "\u200b"
 
 
-def _unmention(text: str) -> str:
-    return _MENTION.sub(lambda m: m.group(1) + _ZWSP, text)
+def _unmention(text: str, pattern: re.Pattern[str] = _MENTION) -> str:
+    return pattern.sub(lambda m: m.group(1) + _ZWSP, text)
 
 
 def md_text(text: object) -> str:
@@ -191,6 +194,25 @@ def md_code(text: object, *, table: bool = True) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
+_SPAN = re.compile(r"`([^`]*)`")
+
+
+def md_prose(text: object) -> str:
+    """servelab's own sentence that quotes inputs (a reason, a piece of evidence, a note)
+    as Markdown on one line: each ```code``` span it holds stays a code span (rebuilt by
+    :func:`md_code`, so its content cannot close it), everything else as :func:`md_text`.
+    Whatever backticks an input brought, every backtick of the result belongs to a code
+    span made here or is escaped."""
+    s = str(text)
+    out: list[str] = []
+    pos = 0
+    for m in _SPAN.finditer(s):
+        out += [md_text(s[pos:m.start()]), md_code(m.group(1), table=False)]
+        pos = m.end()
+    out.append(md_text(s[pos:]))
+    return "".join(out)
+
+
 def md_fence(text: object, *, indent: int = 0, info: str = "text") -> list[str]:
     """*text* (a build or server log) as the lines of a fenced code block that it cannot
     close: the fence is backticks, longer than any run of backticks in it (and at least 3);
@@ -204,32 +226,42 @@ def md_fence(text: object, *, indent: int = 0, info: str = "text") -> list[str]:
 
 
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
+#: a code span: a backtick run, then the same run again, within one paragraph
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(?:(?!\n[ \t]*\n)[\s\S])*?(?<!`)\1(?!`)")
+
+
+def _unmention_prose(text: str) -> str:
+    """:func:`_unmention` outside the code spans of *text* (lines outside fenced blocks)."""
+    pos, kept = 0, []
+    for span in _CODE_SPAN.finditer(text):
+        kept += [_unmention(text[pos:span.start()], _MENTION_MD), span.group(0)]
+        pos = span.end()
+    return "".join([*kept, _unmention(text[pos:], _MENTION_MD)])
 
 
 def no_mentions(markdown: str) -> str:
     """*markdown* for a PR comment: ``@name``, ``#123`` and ``GH-123`` outside code no longer
     notify anyone or link an issue (a zero-width space after ``@``/``#``/``GH-``); fenced code
-    blocks (of any fence length) and code spans kept as they are."""
+    blocks (of any fence length) and code spans (also over several lines) kept as they are."""
     out: list[str] = []
+    prose: list[str] = []
     fence: str | None = None
     for line in markdown.split("\n"):
         m = _FENCE_LINE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
-                    and not line.strip().strip(fence[0]):
-                fence = None
-            out.append(line)
+        if fence is None and not m:
+            prose.append(line)
             continue
-        if m:
+        if prose:
+            out.append(_unmention_prose("\n".join(prose)))
+            prose = []
+        if fence is None and m:
             fence = m.group(1)
-            out.append(line)
-            continue
-        pos, kept = 0, []
-        for span in _CODE_SPAN.finditer(line):
-            kept += [_unmention(line[pos:span.start()]), span.group(0)]
-            pos = span.end()
-        out.append("".join([*kept, _unmention(line[pos:])]))
+        elif m and fence is not None and m.group(1)[0] == fence[0] \
+                and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+            fence = None
+        out.append(line)
+    if prose:
+        out.append(_unmention_prose("\n".join(prose)))
     return "\n".join(out)
 
 
