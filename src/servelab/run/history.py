@@ -185,8 +185,6 @@ def _reason(e: InputError, one_line: bool = False) -> str:
 
 def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
     from servelab import textio
-    from servelab.spec import validator
-
     entries: list[Entry] = []
     skipped: list[Skipped] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -201,7 +199,7 @@ def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
         if isinstance(data, dict) and data.get("schemaVersion") != 1:
             skipped.append(Skipped(where, _other_version(data.get("schemaVersion"))))
             continue
-        problems = _problems(validator("history"), data)
+        problems = _problems("history", data)
         if problems:
             skipped.append(Skipped(where, "not a history entry: " + problems))
             continue
@@ -214,8 +212,10 @@ def _other_version(v: Any) -> str:
             "(written by another servelab version)")
 
 
-def _problems(v: Any, data: Any) -> str:
-    errors = sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path))
+def _problems(schema: str, data: Any) -> str:
+    from servelab.spec import schema_errors
+
+    errors = schema_errors(schema, data)
     if not errors:
         return ""
     e = errors[0]
@@ -231,13 +231,11 @@ NEEDED = (("run", "id"), ("run", "started_at"), ("experiment", "name"), ("verdic
 def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
     """The history entry of one run's summary.json, or why it cannot be one."""
     from servelab.run.results import validate_result
-    from servelab.spec import validator
-
     if not isinstance(data, dict):
         return Skipped(source, "not a JSON object")
     if data.get("schemaVersion", 1) != 1:
         return Skipped(source, _other_version(data.get("schemaVersion")))
-    problems = _problems(validator("summary"), data)
+    problems = _problems("summary", data)
     if problems:
         return Skipped(source, "not a summary.json of servelab: " + problems)
     if "groups" in data and "verdict" not in data:
@@ -251,7 +249,7 @@ def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
         if bad:
             return Skipped(source, f"results[{i}]: {bad[0]}")
     entry = _entry(data)
-    problems = _problems(validator("history"), entry)
+    problems = _problems("history", entry)
     if problems:  # e.g. a started_at that is not a date
         return Skipped(source, "cannot be a history entry: " + problems)
     return Entry(entry, source)
