@@ -657,7 +657,8 @@ def write_file(path: Path, data: str | bytes, *, what: str = "the output",
     place for a named pipe, a character device or a standard stream (``-o /dev/stdout``);
     never onto an input (unless *onto_input*: ``pin --write`` rewrites its Dockerfile). A
     replaced file keeps its mode."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    # a lone surrogate left in a JSON report is written as its escape (valid JSON)
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     fd = _fd_of(path)
     if fd is not None:
         _write_fd(fd, path, raw, what)
@@ -728,6 +729,47 @@ def append_file(path: Path, text: str, *, what: str = "the output") -> int:
     finally:
         os.close(fd)
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def append_locked(path: Path, more: Any, *, max_bytes: int | Limit, what: str = "the output"
+                  ) -> int:
+    """Append to the regular file *path* (created when missing) what ``more(old_text)``
+    returns, *old_text* being the file as it is: read and appended under an exclusive
+    ``flock`` on the file, in one ``write`` at its end, then fsync'd. Two servelabs appending
+    to one file (``history --append-to`` from parallel jobs) both land, none reads the file
+    half-written by the other. The file's lines are kept as they are (a missing last newline
+    is added first). Returns how many bytes were appended. Errors as :func:`write_file`'s;
+    InputError when the file is over *max_bytes* or not UTF-8."""
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW
+    try:
+        fd = os.open(_real(path), flags, 0o666)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"is {_kind(st.st_mode)}: servelab appends only to a regular file",
+                             file=str(path), hint="give a file path")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        cap, hint = _cap(max_bytes)
+        old = decode(_read_capped(fd, cap, str(path), what, hint), str(path), what=what)
+        note_input(os.fstat(fd))
+        text = more(old)
+        if not text:
+            return 0
+        if old and not old.endswith("\n"):
+            text = "\n" + text
+        raw = text.encode("utf-8", "backslashreplace")
+        os.lseek(fd, 0, os.SEEK_END)
+        _write_all(fd, raw)
+        os.fsync(fd)
+        return len(raw)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def write_text_atomic(path: Path, text: str) -> None:
