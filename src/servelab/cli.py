@@ -139,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
+        from servelab.commands._common import check_outputs
+
+        with contextlib.suppress(Exception):  # forget this line's outputs: nothing runs
+            check_outputs()
         return int(e.code) if isinstance(e.code, int) else int(ExitCode.BAD_INPUT)
     if not getattr(args, "_module", None):
         parser.print_help(sys.stderr)
@@ -152,6 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(args.verbose, quiet=bool(getattr(args, "quiet", False)))
     previous = _sigterm_raises()
     try:
+        from servelab.commands._common import check_outputs
+
+        check_outputs()  # no output option names an input (noted as the line was parsed)
         code = int(_module(args._module).run(args))
         sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is said
         return code

@@ -1131,11 +1131,39 @@ def summary_results(path: Path, data: dict[str, Any]) -> list[Any]:
     return results
 
 
+#: the largest magnitude a number in servelab's own documents may have: a petabyte, or 30
+#: million years in seconds. Beyond it (``1e308``) sums and medians overflow to infinity
+#: and the JSON written would not be JSON: such a file is refused, named, exit 2.
+MAX_DOCUMENT_NUMBER = 1e15
+
+
+def out_of_range(data: Any, limit: float = MAX_DOCUMENT_NUMBER) -> str | None:
+    """The JSON path of the first number in *data* beyond +-*limit* (or not finite), else None;
+    one pass over the document."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{where}/{k}", x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{where}/{i}", x) for i, x in enumerate(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and not abs(v) <= limit:
+            return f"{where or '$'} = {str(v)[:40]}"
+    return None
+
+
 def checked_result(path: Path, data: Any, where: str = "") -> dict[str, Any]:
-    """*data* (read from *path*) when it is a result.json object its schema accepts."""
+    """*data* (read from *path*) when it is a result.json object its schema accepts and every
+    number in it is within :data:`MAX_DOCUMENT_NUMBER`."""
     at = f"{where}: " if where else ""
     if not isinstance(data, dict):
         raise InputError(f"{at}not a servelab result (a JSON object)", file=str(path))
+    big = out_of_range(data)
+    if big is not None:
+        raise InputError(f"{at}a number out of range: {big.lstrip('/')} (at most "
+                         f"{MAX_DOCUMENT_NUMBER:g} in magnitude)", file=str(path),
+                         hint="was the file edited? servelab writes no such number")
     problems = [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
                 for e in schema_errors("result", data)]
     if problems:

@@ -106,6 +106,7 @@ class PathPolicy(NamedTuple):
         returns, never *value* itself (a symbolic link could be swapped in between)."""
         resolved = Path(os.path.realpath(base / value))
         if self.permits(resolved, kind):
+            note_input_path(resolved)  # a file the experiment names: never an output
             return resolved
         lexical = Path(os.path.normpath(Path(os.path.realpath(base)) / value))
         how = "" if lexical == resolved else f" (through a symbolic link, to {resolved})"
@@ -510,6 +511,19 @@ def note_input(st: os.stat_result) -> None:
     _INPUTS.add((st.st_dev, st.st_ino))
 
 
+def note_input_path(path: Path | str) -> None:
+    """Remember the file at *path* as an input of this command although servelab itself may
+    not read it (a VEX document handed to Trivy, a Dockerfile the experiment names that
+    ``validate`` only checks): no output of the command may replace it. Every path option of
+    the command line that names an input goes through this (``commands._common.input_path``),
+    and so does every path an experiment names (:meth:`PathPolicy.confine`). Nothing happens
+    for a path that is not a regular file yet."""
+    with contextlib.suppress(OSError, ValueError):
+        st = Path(path).stat()
+        if stat.S_ISREG(st.st_mode):
+            note_input(st)
+
+
 def is_disk_fault(e: OSError) -> bool:
     """The disk's fault (full, over quota, read-only, I/O error): exit 3, not the user's."""
     return e.errno in _DISK_ERRNOS
@@ -649,6 +663,17 @@ def _real(path: Path) -> Path:
     """A symbolic link the user named is followed (as a shell's ``>`` follows it): the
     rename lands on its target, and the link stays."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def check_output(path: Path, *, what: str = "the output") -> None:
+    """Refuse now (exit 2) an output path that :func:`write_file` would refuse later: an input
+    of this command, a directory, a block device or a socket. The CLI calls it for every
+    output option once the command line is parsed (every input option noted by then), so a
+    long scan or build never ends in "would replace an input"."""
+    if _fd_of(path) is not None or str(path) == STDIN:
+        return
+    real = _real(path)
+    _check_target(real, _stat_or_none(real, what), what, False)
 
 
 def write_file(path: Path, data: str | bytes, *, what: str = "the output",

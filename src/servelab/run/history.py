@@ -207,6 +207,7 @@ def _reason(e: InputError, one_line: bool = False) -> str:
 
 def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
     from servelab import textio
+    from servelab.spec import out_of_range
     entries: list[Entry] = []
     skipped: list[Skipped] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -224,6 +225,10 @@ def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
         problems = _problems("history", data)
         if problems:
             skipped.append(Skipped(where, "not a history entry: " + problems))
+            continue
+        big = out_of_range(data)
+        if big is not None:
+            skipped.append(Skipped(where, f"a number out of range: {big.lstrip('/')}"))
             continue
         entries.append(Entry(data, where))
     return entries, skipped
