@@ -210,7 +210,10 @@ def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
     from servelab.spec import out_of_range
     entries: list[Entry] = []
     skipped: list[Skipped] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # JSON Lines end a line at LF (CRLF too) only: str.splitlines would also split inside a
+    # string holding U+2028, U+0085 or \x1c, which another tool may have written raw
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.removesuffix("\r")
         if not line.strip():
             continue
         where = f"{path}:{n}"
