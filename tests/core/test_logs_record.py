@@ -1,5 +1,6 @@
 """Logging configured on first use (servelab.logs), the Record base (servelab.findings.Record),
-and what `servelab lint` does not import: the start-time budget of bench/lint_speed.py rests on these."""
+and what `servelab lint` does not import: the start-time budget of bench/lint_speed.py rests on
+these."""
 
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH",
+    from servelab.commands._common import input_path
+    parser.add_argument("paths", type=input_path, nargs="+", metavar="PATH",
                         help="run directories, summary.json or history (.jsonl) files, or "
                         "folders of them")
     parser.add_argument("--format", choices=["text", "markdown", "json"], default="text",

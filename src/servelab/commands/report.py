@@ -27,7 +27,8 @@ from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH",
+    from servelab.commands._common import input_path
+    parser.add_argument("paths", type=input_path, nargs="+", metavar="PATH",
                         help="artifact directories, summary.json or result.json files")
     parser.add_argument("--out", metavar="DIR",
                         help="write the merged summary.md and summary.json here")
