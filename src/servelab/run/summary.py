@@ -54,7 +54,7 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def _short(digest: str | None) -> str:
-    return f"`{digest[:19]}…`" if digest else "–"
+    return f"`{digest[:19]}…`" if digest else "unknown"  # a failed build: no digest
 
 
 def _arm_row(label: str, a: ArmStats | None) -> str:
