@@ -438,6 +438,38 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
+#: a string schema (``type: string`` with lengths, a pattern): one predicate, made once, for the
+#: values that come by the million (the recorded inputs of a history line)
+_LEAVES: dict[int, tuple[Any, Callable[[Any], bool]]] = {}
+_LEAF_KEYS = frozenset({"type", "maxLength", "minLength", "pattern"}) | _NOTES
+
+
+def _leaf(schema: Any) -> Callable[[Any], bool] | None:
+    if not isinstance(schema, dict) or schema.get("type") != "string" \
+            or not set(schema) <= _LEAF_KEYS:
+        return None
+    held = _LEAVES.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
+
+    def known(v: Any) -> bool:
+        return (type(v) is str and len(v) >= low and (high is None or len(v) <= high)
+                and (pattern is None or pattern.search(v) is not None))
+
+    _LEAVES[id(schema)] = (schema, known)
+    return known
+
+
+def _all(schema: Any, values: Any, root: dict[str, Any]) -> bool:
+    """Every value of *values* valid against *schema*: a string schema by its predicate."""
+    leaf = _leaf(schema)
+    if leaf is not None:
+        return all(map(leaf, values))
+    return all(_quick(schema, x, root) for x in values)
+
+
 def _quick(schema: Any, v: Any, root: dict[str, Any]) -> bool:  # noqa: PLR0912
     if schema is True:
         return True
@@ -504,7 +536,7 @@ def _array_ok(key: str, want: Any, v: list[Any], root: dict[str, Any]) -> bool:
         return bool(len(v) >= want)
     if key == "maxItems":
         return bool(len(v) <= want)
-    return all(_quick(want, x, root) for x in v)
+    return _all(want, v, root)
 
 
 def _object_ok(key: str, want: Any, v: dict[str, Any], schema: dict[str, Any],
@@ -520,7 +552,7 @@ def _object_ok(key: str, want: Any, v: dict[str, Any], schema: dict[str, Any],
     if "patternProperties" in schema:
         raise _Unknown("patternProperties")
     known = schema.get("properties", {})
-    return all(_quick(want, x, root) for k, x in v.items() if k not in known)
+    return _all(want, (x for k, x in v.items() if k not in known), root)
 
 
 def quick_valid(name: str, data: Any) -> bool:
@@ -1137,9 +1169,26 @@ def summary_results(path: Path, data: dict[str, Any]) -> list[Any]:
 MAX_DOCUMENT_NUMBER = 1e15
 
 
+def _has_big(data: Any, limit: float) -> bool:
+    """Whether *data* holds a number beyond +-*limit*: one pass, no path built."""
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        kind = type(v)
+        if kind is dict:
+            stack.extend(x for x in v.values() if type(x) is not str)
+        elif kind is list:
+            stack.extend(x for x in v if type(x) is not str)
+        elif (kind is float or kind is int) and not abs(v) <= limit:
+            return True
+    return False
+
+
 def out_of_range(data: Any, limit: float = MAX_DOCUMENT_NUMBER) -> str | None:
     """The JSON path of the first number in *data* beyond +-*limit* (or not finite), else None;
     one pass over the document."""
+    if not _has_big(data, limit):
+        return None
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         where, v = stack.pop()
