@@ -192,14 +192,21 @@ def unknown_inputs(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[str
     return [k for k in RECORDED if is_unknown(a.get(k)) or is_unknown(b.get(k))]
 
 
+def _by_arm(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The results indexed by arm, in one pass."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r["arm"], []).append(r)
+    return out
+
+
 def compare_runs(a: Path, b: Path) -> Merged:
     """The arms of runs *a* and *b* side by side. Only what both measured is compared: the
     verdict needs the treatment's digest on both sides, else it is "not comparable" (exit 2)
     and ``missing`` says what is absent."""
-    ra, rb = results.load_results(a), results.load_results(b)
-    arms = sorted({r["arm"] for r in ra} | {r["arm"] for r in rb})
-    rows = [_compare_arm(arm, [r for r in ra if r["arm"] == arm],
-                         [r for r in rb if r["arm"] == arm]) for arm in arms]
+    ra, rb = _by_arm(results.load_results(a)), _by_arm(results.load_results(b))
+    arms = sorted(set(ra) | set(rb))
+    rows = [_compare_arm(arm, ra.get(arm, []), rb.get(arm, [])) for arm in arms]
     missing = [m for row in rows for m in row["missing"]]
     judged = next((row for row in rows if row["arm"] == JUDGED_ARM), None)
     if judged is None:
