@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from servelab.escape import md_cell, mermaid_text, terminal_text
+from servelab.escape import log_block, md_cell, mermaid_text, terminal_text
 from servelab.run.history import series
 
 if TYPE_CHECKING:
@@ -26,7 +26,9 @@ def render_end(summary: Mapping[str, Any], out_dir: Path, *, fmt: str = "text",
         return json.dumps({k: v for k, v in summary.items() if k != "results"},
                           indent=2, default=str) + "\n"
     lines = [f"verdict: {summary['verdict']}"]
-    lines += [f"  - {reason}" for reason in summary["reasons"]]
+    # a reason may quote a build's log tail: shown, never obeyed (escape sequences, controls)
+    lines += [f"  - {log_block(reason)}".replace("\n", "\n    ")
+              for reason in summary["reasons"]]
     if kept:
         refs = sorted({f"{r['arm']}: {r['image']['ref']}" for r in summary.get("results", [])
                        if r["image"].get("ref")})
