@@ -218,10 +218,7 @@ def _stream_fault(e: BaseException) -> ServelabError | None:
         err = textio.write_error(e, "<stdout>", "the standard output")
     else:
         return None
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+    textio.drop_stdout()
     return err
 
 

@@ -665,6 +665,16 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def drop_stdout() -> None:
+    """Point standard output's descriptor at /dev/null, after a write to it failed (a full
+    disk, a pipe whose reader is gone): what is still buffered goes nowhere, so Python's own
+    flush at exit does not fail a second time with a traceback."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def check_output(path: Path, *, what: str = "the output") -> None:
     """Refuse now (exit 2) an output path that :func:`write_file` would refuse later: an input
     of this command, a directory, a block device or a socket. The CLI calls it for every
