@@ -60,7 +60,7 @@ def _engine_ok() -> str | None:
 @pytest.fixture(autouse=True)
 def _not_under_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests run as on a developer's machine even inside a GitHub Actions job: there servelab
-    wraps text reports and errors in ``::stop-commands::`` (github.escape.untrusted_block)
+    wraps text reports and errors in ``::stop-commands::`` (servelab.escape.untrusted_block)
     and changes its progress lines. A test that wants GitHub's behaviour sets
     GITHUB_ACTIONS=true itself."""
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

@@ -8,6 +8,7 @@ Each subcommand lives in ``servelab.commands.<module>`` and provides ``configure
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -138,18 +139,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
+        from servelab.commands._common import check_outputs
+
+        with contextlib.suppress(Exception):  # forget this line's outputs: nothing runs
+            check_outputs()
         return int(e.code) if isinstance(e.code, int) else int(ExitCode.BAD_INPUT)
     if not getattr(args, "_module", None):
         parser.print_help(sys.stderr)
         return int(ExitCode.BAD_INPUT)
+    # a lone surrogate (a name that was not UTF-8) that reached a JSON report is written
+    # as its escape (``\\udc80``, valid JSON), never an encoding error
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     # applied when a module first logs; progress on stderr unless the command's --quiet
     logs.configure(args.verbose, quiet=bool(getattr(args, "quiet", False)))
     previous = _sigterm_raises()
     try:
-        return int(_module(args._module).run(args))
+        from servelab.commands._common import check_outputs
+
+        check_outputs()  # no output option names an input (noted as the line was parsed)
+        code = int(_module(args._module).run(args))
+        sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is said
+        return code
     except ServelabError as e:
-        from servelab.github.escape import untrusted_block
-        from servelab.report import log_block  # a message may quote input: no line it starts
+        from servelab.escape import (
+            log_block,  # a message may quote input: no line it starts
+            untrusted_block,
+        )
 
         # a tool's output quoted in it (a build log tail, Trivy's stderr) cannot issue a
         # workflow command under GitHub Actions either: it goes inside ::stop-commands::
@@ -161,9 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"servelab {args.command}: "
               f"{'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}", file=sys.stderr)
         return 143 if term else 130
-    except BrokenPipeError:
-        return int(ExitCode.OK)
     except Exception as e:  # a bug: say so plainly, traceback only on request
+        stream = _stream_fault(e)
+        if stream is not None:  # standard output full, closed or failing: exit 2 or 3
+            print(f"servelab {args.command}: {stream}", file=sys.stderr)
+            return int(stream.exit_code)
         if os.environ.get("SERVELAB_DEBUG"):
             raise
         disk = _disk_fault(e)
@@ -180,6 +199,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _stream_fault(e: BaseException) -> ServelabError | None:
+    """A write to standard output that failed (no file name: the stream, not a path): the
+    disk full or failing under it (``> /dev/full``: exit 3), or its reader gone (EPIPE:
+    exit 2). What is still buffered is dropped, so Python's exit does not fail again."""
+    import errno
+
+    from servelab import textio
+
+    if not isinstance(e, OSError) or e.filename is not None:
+        return None
+    if e.errno == errno.EPIPE:
+        err: ServelabError = textio.write_error(e, "<stdout>", "the standard output")
+        err.hint = "the pipe's reader exited before servelab finished writing: read all of it"
+    elif textio.is_disk_fault(e):
+        err = textio.write_error(e, "<stdout>", "the standard output")
+    else:
+        return None
+    textio.drop_stdout()
+    return err
 
 
 def _disk_fault(e: BaseException) -> ServelabError | None:

@@ -93,26 +93,10 @@ def progress_mode(stream: TextIO | None = None) -> str:
 
 
 def neutral(text: str, limit: int = FIELD_MAX) -> str:
-    """*text* made safe for one progress line: terminal escape sequences dropped, every other
-    control character (CR, LF, ESC, ...) and line separator a space, runs of spaces one, at
-    most *limit* characters. A progress line starts with ``servelab: ``, so build text never
-    starts a workflow command (``::``)."""
-    text = text[:limit * 4]  # a megabyte-long log line costs no more than a short one
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        i += 1
-        if c == "\x1b" and text[i:i + 1] == "[":  # ESC [ parameters final-byte: dropped
-            i += 1
-            while i < len(text) and not "@" <= text[i] <= "~":
-                i += 1
-            i += 1
-            continue
-        bad = c < " " or "\x7f" <= c <= "\x9f" or c in "\u2028\u2029"
-        out.append(" " if bad else c)
-    joined = " ".join("".join(out).split())
-    return joined if len(joined) <= limit else joined[:limit - 1] + "\u2026"
+    """*text* made safe for one progress line: :func:`servelab.escape.progress_text`."""
+    from servelab.escape import progress_text
+
+    return progress_text(text, limit)
 
 
 def size(n: float) -> str:

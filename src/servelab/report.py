@@ -12,7 +12,6 @@ subclassing :class:`Reporter` and decorating it with :func:`register`.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from servelab import __version__
 from servelab.errors import UsageError
+from servelab.escape import command_data, command_property, md_code, md_text, terminal_text
 from servelab.findings import (
     VERDICT_PARTLY,
     CoverageNote,
@@ -29,7 +29,6 @@ from servelab.findings import (
     Rule,
     Severity,
 )
-from servelab.github.escape import command_data, command_property
 from servelab.textio import write_text_atomic
 
 _REGISTRY: dict[str, type[Reporter]] = {}
@@ -171,79 +170,6 @@ class JsonReporter(Reporter):
         import json  # only for this format: text output needs no json (3 ms of lint's start)
 
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
-# ------------------------------------------------------------- text from inputs, per medium
-# One small set of functions neutralises text that came from inputs (names, messages, paths)
-# for where it is shown: the terminal and log (terminal_text), a Markdown cell or paragraph
-# (md_text), inline code (md_code), a pull-request comment (no_mentions). Workflow commands
-# are escaped by servelab.github.escape.
-
-#: ESC sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks) up to BEL or ST, and
-#: the two-character ones; the 8-bit CSI (U+009B) too
-_ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
-                      r"|\x1b[ -~]?")
-#: C0 and C1 controls, DEL, bidi overrides and isolates: shown as visible escapes
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
-_CONTROLS.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A),
-                                              0x2028, 0x2029)})
-_CONTROLS.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
-#: lone surrogates: the bytes of a name that was not UTF-8 (a tar member read with
-#: surrogateescape, U+DC80..U+DCFF) as ``\\xNN``, any other as ``\\uXXXX``
-_CONTROLS.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
-_CONTROLS.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
-_KEEP_LINES = {c: v for c, v in _CONTROLS.items() if c not in (0x09, 0x0A)}
-_MD = {ord("\\"): "\\\\", ord("`"): "\\`", ord("|"): "\\|", ord("["): "\\[",
-       ord("]"): "\\]", ord("<"): "&lt;", ord(">"): "&gt;", ord("&"): "&amp;"}
-#: @mentions and #123 references outside code: GitHub would notify or cross-link them
-_MENTION = re.compile(r"(?<![\w`&/])(@(?=[A-Za-z0-9])|#(?=[0-9]))")
-_CODE = re.compile(r"(```[\s\S]*?```|`+[^`\n]*`+)")
-
-
-def terminal_text(text: object, *, one_line: bool = True, show_escapes: bool = False) -> str:
-    """*text* safe for a terminal or a log: escape sequences removed, other C0/C1 controls,
-    bidi overrides and lone surrogates shown escaped (``\\x07``, ``\\u202e``; bytes that were
-    not UTF-8 as ``\\xff``); with *one_line* (the default) line breaks and tabs too, so text
-    from an input never starts a line of its own (a ``::error::`` workflow command).
-    *show_escapes* shows an escape sequence's ESC as ``\\x1b`` instead of removing the
-    sequence: for names that must stay told apart (``servelab diff``'s file names)."""
-    s = str(text)
-    if s.isprintable():
-        return s
-    if not show_escapes:
-        s = _ESCAPES.sub("", s)
-    return s.translate(_CONTROLS if one_line else _KEEP_LINES)
-
-
-def log_block(text: object) -> str:
-    """*text* of several lines for a log (an error message with a program's output): each line
-    as :func:`terminal_text` keeps it, and a line that would begin with ``::`` (a workflow
-    command; the runner ignores leading blanks) is shown behind ``| ``."""
-    lines = terminal_text(text, one_line=False).split("\n")
-    return "\n".join(f"| {ln}" if ln.lstrip().startswith("::") else ln for ln in lines)
-
-
-def md_text(text: object) -> str:
-    """*text* as literal Markdown on one line (a table cell, a heading, a list item): ``|``,
-    backticks, brackets and HTML escaped, controls and line breaks as for the terminal."""
-    return terminal_text(text).translate(_MD)
-
-
-def md_code(text: object) -> str:
-    """*text* as inline code in a table cell: a fence longer than any run of backticks in it,
-    ``|`` escaped (GitHub splits cells on it even in code), controls and line breaks shown."""
-    s = terminal_text(text).replace("|", "\\|")
-    runs = re.findall(r"`+", s)
-    fence = "`" * (max((len(r) for r in runs), default=0) + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
-
-
-def no_mentions(markdown: str) -> str:
-    """*markdown* for a PR comment: ``@name`` and ``#123`` outside code no longer notify anyone
-    or link an issue (a zero-width space after ``@``/``#``); code spans and blocks kept."""
-    parts = _CODE.split(markdown)
-    return "".join(p if i % 2 else _MENTION.sub("\\1&#8203;", p) for i, p in enumerate(parts))
 
 
 _md_cell = md_text

@@ -106,6 +106,7 @@ class PathPolicy(NamedTuple):
         returns, never *value* itself (a symbolic link could be swapped in between)."""
         resolved = Path(os.path.realpath(base / value))
         if self.permits(resolved, kind):
+            note_input_path(resolved)  # a file the experiment names: never an output
             return resolved
         lexical = Path(os.path.normpath(Path(os.path.realpath(base)) / value))
         how = "" if lexical == resolved else f" (through a symbolic link, to {resolved})"
@@ -510,6 +511,19 @@ def note_input(st: os.stat_result) -> None:
     _INPUTS.add((st.st_dev, st.st_ino))
 
 
+def note_input_path(path: Path | str) -> None:
+    """Remember the file at *path* as an input of this command although servelab itself may
+    not read it (a VEX document handed to Trivy, a Dockerfile the experiment names that
+    ``validate`` only checks): no output of the command may replace it. Every path option of
+    the command line that names an input goes through this (``commands._common.input_path``),
+    and so does every path an experiment names (:meth:`PathPolicy.confine`). Nothing happens
+    for a path that is not a regular file yet."""
+    with contextlib.suppress(OSError, ValueError):
+        st = Path(path).stat()
+        if stat.S_ISREG(st.st_mode):
+            note_input(st)
+
+
 def is_disk_fault(e: OSError) -> bool:
     """The disk's fault (full, over quota, read-only, I/O error): exit 3, not the user's."""
     return e.errno in _DISK_ERRNOS
@@ -651,13 +665,35 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def drop_stdout() -> None:
+    """Point standard output's descriptor at /dev/null, after a write to it failed (a full
+    disk, a pipe whose reader is gone): what is still buffered goes nowhere, so Python's own
+    flush at exit does not fail a second time with a traceback."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def check_output(path: Path, *, what: str = "the output") -> None:
+    """Refuse now (exit 2) an output path that :func:`write_file` would refuse later: an input
+    of this command, a directory, a block device or a socket. The CLI calls it for every
+    output option once the command line is parsed (every input option noted by then), so a
+    long scan or build never ends in "would replace an input"."""
+    if _fd_of(path) is not None or str(path) == STDIN:
+        return
+    real = _real(path)
+    _check_target(real, _stat_or_none(real, what), what, False)
+
+
 def write_file(path: Path, data: str | bytes, *, what: str = "the output",
                onto_input: bool = False) -> None:
     """Write *data* (text is UTF-8) to *path*: atomically for a regular or new file, in
     place for a named pipe, a character device or a standard stream (``-o /dev/stdout``);
     never onto an input (unless *onto_input*: ``pin --write`` rewrites its Dockerfile). A
     replaced file keeps its mode."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    # a lone surrogate left in a JSON report is written as its escape (valid JSON)
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     fd = _fd_of(path)
     if fd is not None:
         _write_fd(fd, path, raw, what)
@@ -728,6 +764,47 @@ def append_file(path: Path, text: str, *, what: str = "the output") -> int:
     finally:
         os.close(fd)
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def append_locked(path: Path, more: Any, *, max_bytes: int | Limit, what: str = "the output"
+                  ) -> int:
+    """Append to the regular file *path* (created when missing) what ``more(old_text)``
+    returns, *old_text* being the file as it is: read and appended under an exclusive
+    ``flock`` on the file, in one ``write`` at its end, then fsync'd. Two servelabs appending
+    to one file (``history --append-to`` from parallel jobs) both land, none reads the file
+    half-written by the other. The file's lines are kept as they are (a missing last newline
+    is added first). Returns how many bytes were appended. Errors as :func:`write_file`'s;
+    InputError when the file is over *max_bytes* or not UTF-8."""
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW
+    try:
+        fd = os.open(_real(path), flags, 0o666)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"is {_kind(st.st_mode)}: servelab appends only to a regular file",
+                             file=str(path), hint="give a file path")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        cap, hint = _cap(max_bytes)
+        old = decode(_read_capped(fd, cap, str(path), what, hint), str(path), what=what)
+        note_input(os.fstat(fd))
+        text = more(old)
+        if not text:
+            return 0
+        if old and not old.endswith("\n"):
+            text = "\n" + text
+        raw = text.encode("utf-8", "backslashreplace")
+        os.lseek(fd, 0, os.SEEK_END)
+        _write_all(fd, raw)
+        os.fsync(fd)
+        return len(raw)
+    except OSError as e:
+        raise write_error(e, path, what) from e
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def write_text_atomic(path: Path, text: str) -> None:

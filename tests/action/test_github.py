@@ -539,4 +539,10 @@ def test_a_stop_without_an_error_message_shows_the_log_tail(tmp_path: Path) -> N
 def test_a_log_cannot_close_the_summary_code_block() -> None:
     md = github.stop_report(3, "servelab run: bad ```\n```\n# injected heading\n").markdown()
     body = md.split("**What stopped it:**", 1)[1].split("**Fix:**", 1)[0]
-    assert body.count("```") == 2  # the block's own fences only
+    # a fence longer than any backtick run of the log (servelab.escape.md_fence): CommonMark
+    # reads one code block holding the log, and no heading
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(body)
+    assert [t.type for t in tokens if t.type in ("fence", "heading_open")] == ["fence"]
+    assert "# injected heading" in next(t.content for t in tokens if t.type == "fence")

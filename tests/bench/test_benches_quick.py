@@ -24,6 +24,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "lint_speed.py": ("servelab lint (20 files, 1 call)", ()),
     "lint_precision.py": ("corpus: 3 Dockerfiles", ()),
     "lint_scaling.py": ("[findings] N=200", ()),
+    "hostile_sizes.py": ("against the budgets: not judged (--quick)", ()),
     "build_overhead.py": ("own time: mean", ("docker", "registry")),
     "big_image.py": ("median ratio of 1 pairs", ("docker", "registry")),
     "smoke_precision.py": ("first TCP accept - logged listen()", ("docker", "registry")),

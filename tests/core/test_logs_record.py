@@ -1,5 +1,6 @@
-"""Logging configured on first use (servelab.logs), the Record base (servelab.record), and what
-`servelab lint` does not import: the start-time budget of bench/lint_speed.py rests on these."""
+"""Logging configured on first use (servelab.logs), the Record base (servelab.findings.Record),
+and what `servelab lint` does not import: the start-time budget of bench/lint_speed.py rests on
+these."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servelab.record import Record
+from servelab.findings import Record
 
 
 def _py(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -298,5 +298,6 @@ def test_input_text_cannot_start_a_line_of_its_own(capsys: pytest.CaptureFixture
     code, out, _ = run(capsys, path)
     assert code == 0
     assert not any(line.startswith("::") for line in out.splitlines())
-    assert "passed?::error title=x::injected?" in out
+    # servelab.escape.terminal_text: the break and the bidi override shown, not obeyed
+    assert "passed\\n::error title=x::injected\\u202e" in out
     assert f"skipped: {path}:1: not a history entry: run/started_at" in out

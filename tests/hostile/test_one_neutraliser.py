@@ -14,8 +14,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from servelab.escape import terminal_text
 from servelab.image import diff
-from servelab.report import terminal_text
 
 DIFF_SOURCE = Path(diff.__file__)
 

@@ -5,7 +5,7 @@ with ``::`` (``::add-mask::``, ``::error::``, ``::stop-commands::``). Blocks of 
 from an input or a tool (a text report quoting the PR's files, Trivy's stderr quoted in an
 error, a build's or a container's log tail) are printed between ``::stop-commands::TOKEN`` and
 ``::TOKEN::`` with a fresh random token when ``GITHUB_ACTIONS=true``, through one function
-(``github.escape.untrusted_block``) used by the CLI's error printer and the text emitter.
+(``servelab.escape.untrusted_block``) used by the CLI's error printer and the text emitter.
 
 The runner is played by :func:`obeyed`: the workflow commands it would act on in a log.
 Commands run in child processes whose output is a pipe, as under the runner.
@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ocitest import E, tar_bytes, write_layout
-from servelab.github.escape import untrusted_block
+from servelab.escape import untrusted_block
 
 #: a Dockerfile with findings, whose words (workflow commands among them) lint quotes
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -21,9 +21,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hostile.harness import run_servelab
-from servelab.github.escape import command_data, command_property, log_text
+from servelab.escape import (
+    command_data,
+    command_property,
+    log_text,
+    md_code,
+    md_text,
+    no_mentions,
+    terminal_text,
+)
 from servelab.github.prcomment import comment_body
-from servelab.report import md_code, md_text, no_mentions, terminal_text
 
 from .runs import D1, result, write_run
 
@@ -114,7 +121,11 @@ def test_hostile_same_escape_property(text: str) -> None:
 @pytest.mark.parametrize(("markdown", "kept", "gone"), [
     ("object @octocat asked for #12", [], ["@octocat", "#12"]),
     ("team @org/admins, see #3 and GH#4", [], ["@org/admins", "#3 "]),
-    ("digest `img@sha256:ab` and ```\n@x #5\n```", ["`img@sha256:ab`", "@x #5"], []),
+    ("digest `img@sha256:ab` and\n```\n@x #5\n```", ["`img@sha256:ab`", "@x #5"], []),
+    # CommonMark: a ``` line starts a fenced block, so the first ``` has no closer and
+    # @x #5 is live text (markdown-it-py reads it so)
+    ("digest `img@sha256:ab` and ```\n@x #5\n```", ["`img@sha256:ab`"], ["@x #5"]),
+    ("in ````\n```\n@y\n````", ["@y"], []),
     ("mail a@b.example, heading\n# Title, entity &#124;", ["a@b.example", "# Title", "&#124;"],
      []),
     ("see [why](#why) and #section-name", ["(#why)", "#section-name"], []),

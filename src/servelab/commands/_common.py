@@ -7,6 +7,42 @@ import argparse
 FORMATS_HELP = "output format: text (default), json, markdown, sarif or github (annotations)"
 
 
+#: the output files named on this command line (``output_path``), checked by
+#: :func:`check_outputs` once it is parsed
+_OUTPUTS: list[str] = []
+
+
+def input_path(text: str) -> str:
+    """argparse type of every option that names an input file (read by servelab or handed to
+    a tool: ``--vex``, ``--ignore-file``, ``--spec``, targets): the file is an input of the
+    command (:func:`servelab.textio.note_input_path`), so no output option may name it."""
+    from servelab.textio import note_input_path
+
+    if text and text != "-":
+        note_input_path(text)
+    return text
+
+
+def output_path(text: str) -> str:
+    """argparse type of every option that names an output file (``-o``, ``--sarif``): checked
+    against every input once the whole command line is parsed (:func:`check_outputs`)."""
+    _OUTPUTS.append(text)
+    return text
+
+
+def check_outputs() -> None:
+    """Refuse (exit 2, before any work) an output option that names an input of the command,
+    whichever option came first on the command line (``cli.main`` calls it after parsing)."""
+    from pathlib import Path
+
+    from servelab.textio import check_output
+
+    named, _OUTPUTS[:] = list(_OUTPUTS), []  # one command line's (tests call main often)
+    for text in named:
+        if text and text != "-":
+            check_output(Path(text))
+
+
 def add_format(parser: argparse.ArgumentParser, default: str = "text") -> None:
     """``-f/--format`` of a findings command: every Reporter registered in servelab.report."""
     from servelab.report import reporter_names
@@ -16,7 +52,7 @@ def add_format(parser: argparse.ArgumentParser, default: str = "text") -> None:
         help=FORMATS_HELP,
     )
     parser.add_argument(
-        "-o", "--output", metavar="FILE",
+        "-o", "--output", metavar="FILE", type=output_path,
         help="write the report to FILE instead of standard output",
     )
 
@@ -92,14 +128,14 @@ def add_fail_on(parser: argparse._ActionsContainer, default: str | None = "error
 def emit(report_text: str, output: str | None, fmt: str = "") -> None:
     """Print (or write to *output*) a command's report. A ``text`` report on standard output
     quotes inputs and tools (names, log tails): under GitHub Actions it goes inside
-    ``::stop-commands::`` (github.escape.untrusted_block), so that nothing in it is taken for
+    ``::stop-commands::`` (servelab.escape.untrusted_block), so that nothing in it is taken for
     a workflow command. Other formats (json, sarif, github annotations) are left as they are."""
     import sys
 
     from servelab.report import write_output
 
     if fmt == "text" and output in (None, "-"):
-        from servelab.github.escape import untrusted_block
+        from servelab.escape import untrusted_block
 
         report_text = untrusted_block(report_text, sys.stdout)
     write_output(report_text, output, sys.stdout.write)

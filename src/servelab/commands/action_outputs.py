@@ -41,7 +41,7 @@ def _env_int(name: str, default: int) -> int:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import ascii_int
+    from servelab.commands._common import ascii_int, input_path
     parser.add_argument("--results-dir", required=True, metavar="DIR",
                         help="the --out directory of servelab run")
     parser.add_argument("--prefix", default="servelab",
@@ -59,7 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="true (any case) to plan the uploads; else no slot is filled")
     parser.add_argument("--exit-code", default="", metavar="N",
                         help="servelab run's exit code; with no summary.json, report the stop")
-    parser.add_argument("--log", metavar="FILE",
+    parser.add_argument("--log", type=input_path, metavar="FILE",
                         help="servelab run's captured output (what ran, what stopped it)")
     parser.add_argument("--working-directory", default=".", metavar="DIR",
                         help="where servelab run ran (a file an error names is looked up there)")

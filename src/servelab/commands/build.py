@@ -33,11 +33,18 @@ import argparse
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from servelab.build.render import FORMATS
-    from servelab.commands._common import add_allow_path, add_quiet, ascii_int
+    from servelab.commands._common import (
+        add_allow_path,
+        add_quiet,
+        ascii_int,
+        input_path,
+        output_path,
+    )
 
     add_quiet(parser)
 
-    parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
+    parser.add_argument("experiment", type=input_path, metavar="EXPERIMENT",
+                        help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="the metadata.name of the experiment in a multi-document file")
     add_allow_path(parser)
@@ -49,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="keep the loaded images and print name@sha256 of each")
     parser.add_argument("-f", "--format", default="text", choices=FORMATS,
                         help="output format (default text)")
-    parser.add_argument("-o", "--output", metavar="FILE",
+    parser.add_argument("-o", "--output", type=output_path, metavar="FILE",
                         help="write the report to FILE instead of standard output")
 
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(cmp.markdown)
     if cmp.exit_code == 2:
-        from servelab.report import terminal_text
+        from servelab.escape import terminal_text
 
         sys.stderr.write("servelab compare: not comparable: "
                          + terminal_text("; ".join(cmp.data["missing"])) + "\n"

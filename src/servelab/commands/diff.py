@@ -33,7 +33,7 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import ascii_int
+    from servelab.commands._common import ascii_int, output_path
     parser.add_argument("a", metavar="A", help="first image: archive, layout dir or reference")
     parser.add_argument("b", metavar="B", help="second image: archive, layout dir or reference")
     parser.add_argument(
@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "times its compressed bytes (default 100 or SERVELAB_MAX_EXPANSION)")
     parser.add_argument("-f", "--format", default="text", choices=["text", "json", "markdown"],
                         help="output format (default text)")
-    parser.add_argument("-o", "--output", metavar="FILE",
+    parser.add_argument("-o", "--output", type=output_path, metavar="FILE",
                         help="write the report to FILE instead of standard output")
 
 

@@ -31,8 +31,9 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import input_path, output_path
     parser.add_argument(
-        "--image-env", metavar="FILE",
+        "--image-env", type=input_path, metavar="FILE",
         help="an image's environment: KEY=VALUE lines or `docker image inspect` JSON "
         "('-' reads standard input)",
     )
@@ -44,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="report for CDI mode, where the NVIDIA stack skips NVIDIA_REQUIRE_*")
     parser.add_argument("--require-gpu", action="store_true",
                         help="exit 3 when no GPU is usable (default: report it and exit 0)")
-    parser.add_argument("--python", metavar="PATH",
+    parser.add_argument("--python", type=input_path, metavar="PATH",
                         help="the interpreter to probe torch with (default: this one)")
     parser.add_argument("--no-python-probe", action="store_true",
                         help="skip the Python/torch probe")
@@ -53,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="limit for the Python probe (default 180; CUDA init can hang)")
     parser.add_argument("-f", "--format", default="text", choices=["text", "json"],
                         help="output format (default: text)")
-    parser.add_argument("-o", "--output", metavar="FILE",
+    parser.add_argument("-o", "--output", type=output_path, metavar="FILE",
                         help="write the report to FILE instead of standard output")
     from servelab.commands._common import add_fail_on
 

@@ -18,8 +18,9 @@ a run read twice is counted once, and each file or line not used is named with i
 is claimed for the command like run --out: a second servelab writing there, or one of these
 files already there, is exit 2 and nothing is written.
 --append-to FILE adds the runs that FILE does not hold yet to it (created when missing),
-keeping its lines as they are: the way to carry a history forward from run to run. Writes are
-atomic and never replace an input.
+keeping its lines as they are: the way to carry a history forward from run to run. The file
+is read and appended to under a lock, in one write, so parallel jobs appending to one file all
+land; each run is one JSON record on one line (ASCII).
 
 Exit codes: 0 the trend was written, 2 bad usage or no run could be read.
 """
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH",
+    from servelab.commands._common import input_path
+    parser.add_argument("paths", type=input_path, nargs="+", metavar="PATH",
                         help="run directories, summary.json or history (.jsonl) files, or "
                         "folders of them")
     parser.add_argument("--format", choices=["text", "markdown", "json"], default="text",
@@ -53,9 +55,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from servelab.run.history import appended, read_history
+    from servelab.run.history import append, read_history
     from servelab.run.render import render_history
-    from servelab.textio import write_file
 
     out = _out_dir(args.out) if args.out else None
     history = read_history([Path(p) for p in args.paths], args.experiment)
@@ -63,10 +64,9 @@ def run(args: argparse.Namespace) -> int:
         _write_out(out, history)
     if args.append_to:
         target = Path(args.append_to)
-        text, added = appended(target, history, history.inputs)
-        # the history file is read, then rewritten with its lines kept: on purpose onto an
-        # input (textio's writer refuses that otherwise); a summary.json input never is
-        write_file(target, text, what="the history file", onto_input=True)
+        # the history file may be an input too: its lines are kept, the new ones appended
+        # under a lock in one write; a summary.json input never is the target
+        added = append(target, history)
         sys.stderr.write(f"servelab history: {added} run(s) appended to {target}\n")
     sys.stdout.write(render_history(history, args.format))
     return 0

@@ -70,12 +70,13 @@ def _margin(text: str) -> float:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import input_path
     parser.add_argument(
-        "manifests", nargs="+", metavar="MANIFEST",
+        "manifests", type=input_path, nargs="+", metavar="MANIFEST",
         help="Kubernetes YAML files or directories (multi-document allowed); - reads stdin",
     )
     parser.add_argument(
-        "--result", action="append", default=[], metavar="FILE",
+        "--result", type=input_path, action="append", default=[], metavar="FILE",
         help="result.json or summary.json of an experiment run; repeatable",
     )
     parser.add_argument(

@@ -41,10 +41,11 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_allow_path, add_fail_on, add_format
+    from servelab.commands._common import add_allow_path, add_fail_on, add_format, input_path
 
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="Dockerfiles or directories (default: .)"
+        "paths", type=input_path, nargs="*", metavar="PATH",
+        help="Dockerfiles or directories (default: .)",
     )
     parser.add_argument(
         "--build-arg",
@@ -54,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a build argument used to resolve ARGs in FROM (repeatable; wins over the file)",
     )
     parser.add_argument(
-        "--build-args-file",
+        "--build-args-file", type=input_path,
         action="append",
         default=[],
         metavar="FILE",
@@ -66,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a health endpoint is declared elsewhere (the experiment spec): skip no-health",
     )
     parser.add_argument(
-        "--spec",
+        "--spec", type=input_path,
         metavar="EXPERIMENT",
         help="lint each arm of this experiment: its Dockerfile, context and build args "
         "(the spec's health endpoint counts as declared)",
@@ -77,7 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="build context for context-leak and start scripts (default: the Dockerfile's dir)",
     )
     parser.add_argument(
-        "--config",
+        "--config", type=input_path,
         metavar="FILE",
         help="lint settings file (.servelab.yaml or a TOML with [tool.servelab.lint]); "
         "default: the nearest one above the current directory",

@@ -25,9 +25,10 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_format
+    from servelab.commands._common import add_format, input_path
 
-    parser.add_argument("dockerfile", metavar="DOCKERFILE", help="the Dockerfile to pin")
+    parser.add_argument("dockerfile", type=input_path, metavar="DOCKERFILE",
+                        help="the Dockerfile to pin")
     parser.add_argument("--check", action="store_true",
                         help="only list unpinned FROM lines; never write the file; exit 1 if any")
     add_format(parser)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH",
+    from servelab.commands._common import input_path
+    parser.add_argument("paths", type=input_path, nargs="+", metavar="PATH",
                         help="artifact directories, summary.json or result.json files")
     parser.add_argument("--out", metavar="DIR",
                         help="write the merged summary.md and summary.json here")
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(merged.markdown)
     if merged.exit_code == 2:
-        from servelab.report import terminal_text
+        from servelab.escape import terminal_text
 
         sys.stderr.write("servelab report: not comparable: "
                          + terminal_text("; ".join(merged.data["missing"])) + "\n"

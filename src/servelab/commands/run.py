@@ -26,12 +26,19 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_allow_path, add_fail_on, add_quiet, ascii_int
+    from servelab.commands._common import (
+        add_allow_path,
+        add_fail_on,
+        add_quiet,
+        ascii_int,
+        input_path,
+    )
     from servelab.run.render import FORMATS
 
     add_quiet(parser)
 
-    parser.add_argument("experiment", metavar="EXPERIMENT", help="the experiment YAML file")
+    parser.add_argument("experiment", type=input_path, metavar="EXPERIMENT",
+                        help="the experiment YAML file")
     parser.add_argument("--document", metavar="NAME",
                         help="metadata.name of the experiment in a multi-document file")
     add_allow_path(parser)
@@ -70,7 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the cold-start registry's storage root: its blob files are "
                         "evicted from the page cache before each cold pull (default: "
                         "$SERVELAB_REGISTRY_DATA)")
-    parser.add_argument("--registry-log", metavar="FILE",
+    parser.add_argument("--registry-log", type=input_path, metavar="FILE",
                         default=os.environ.get("SERVELAB_REGISTRY_LOG") or None,
                         help="the cold-start registry's access log: each cold pull checks it "
                         "served every blob in full (default: $SERVELAB_REGISTRY_LOG)")
@@ -86,11 +93,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the HTTPS registry the lazy pulls use, serving the same storage "
                         "as the cold-start registry (default: $SERVELAB_LAZY_REGISTRY; unset: "
                         "the cold-start registry itself)")
-    parser.add_argument("--registry-ca", metavar="FILE",
+    parser.add_argument("--registry-ca", type=input_path, metavar="FILE",
                         default=os.environ.get("SERVELAB_REGISTRY_CA") or None,
                         help="the CA that signed the lazy registry's certificate (default: "
                         "$SERVELAB_REGISTRY_CA; unset: the system's CAs)")
-    parser.add_argument("--lazy-registry-log", metavar="FILE",
+    parser.add_argument("--lazy-registry-log", type=input_path, metavar="FILE",
                         default=os.environ.get("SERVELAB_LAZY_REGISTRY_LOG") or None,
                         help="the lazy registry's access log: each lazy pull checks it fetched "
                         "the indexed layers in parts, and counts the bytes fetched")

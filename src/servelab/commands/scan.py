@@ -37,27 +37,36 @@ from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_allow_path, add_fail_on, add_quiet, finite_float
+    from servelab.commands._common import (
+        add_allow_path,
+        add_fail_on,
+        add_quiet,
+        finite_float,
+        input_path,
+        output_path,
+    )
 
     add_quiet(parser)
 
-    parser.add_argument("targets", nargs="+", metavar="TARGET",
+    parser.add_argument("targets", nargs="+", metavar="TARGET", type=input_path,
                         help="image name, OCI layout directory, OCI or docker archive")
     parser.add_argument("--platform", metavar="OS/ARCH[/VARIANT]",
                         help="the platform of a multi-platform image to scan (default: this "
                         "machine's when the image has it, else the image's first)")
     pol = parser.add_argument_group("policy (default: the --spec scan block, else built-ins)")
-    pol.add_argument("--spec", metavar="FILE", help="take the policy from this experiment file")
+    pol.add_argument("--spec", metavar="FILE", type=input_path,
+                     help="take the policy from this experiment file")
     pol.add_argument("--document", metavar="NAME", help="experiment document in --spec")
     add_allow_path(pol)
     add_fail_on(pol, default=None, what="the severities that fail the gate",
                 shown_default="CRITICAL,HIGH, or the --spec's failOn")
     pol.add_argument("--ignore-unfixed", action="store_true", default=None,
                      help="ignore vulnerabilities that have no fixed version")
-    pol.add_argument("--ignore-file", metavar="FILE",
+    pol.add_argument("--ignore-file", metavar="FILE", type=input_path,
                      help="a .trivyignore or .trivyignore.yaml file")
-    pol.add_argument("--vex", metavar="FILE", help="a VEX document (OpenVEX, CycloneDX, CSAF)")
-    pol.add_argument("--baseline", metavar="RESULT|TARGET",
+    pol.add_argument("--vex", metavar="FILE", type=input_path,
+                     help="a VEX document (OpenVEX, CycloneDX, CSAF)")
+    pol.add_argument("--baseline", metavar="RESULT|TARGET", type=input_path,
                      help="compare with a stored result file or with another image")
     db = parser.add_argument_group("Trivy and its DB")
     db.add_argument("--cache-dir", metavar="DIR", help="Trivy cache directory (DB inside)")
@@ -70,14 +79,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     db.add_argument("--timeout", type=finite_float, metavar="SECONDS",
                     help="timeout of each Trivy call (default: 1800)")
     out = parser.add_argument_group("outputs")
-    out.add_argument("--sarif", metavar="FILE", help="write SARIF 2.1.0 here")
-    out.add_argument("--sbom", metavar="FILE", help="write the CycloneDX SBOM here")
-    out.add_argument("--json", metavar="FILE", help="write the parsed result as JSON here")
+    out.add_argument("--sarif", metavar="FILE", type=output_path, help="write SARIF 2.1.0 here")
+    out.add_argument("--sbom", metavar="FILE", type=output_path,
+                     help="write the CycloneDX SBOM here")
+    out.add_argument("--json", metavar="FILE", type=output_path,
+                     help="write the parsed result as JSON here")
     out.add_argument("--out-dir", metavar="DIR",
                      help="keep every file of every scan here (default: a temp dir, removed)")
     out.add_argument("-f", "--format", default="text", choices=["text", "json", "markdown"],
                      help="report format on stdout (default: text)")
-    out.add_argument("-o", "--output", metavar="FILE", help="write the report here instead")
+    out.add_argument("-o", "--output", metavar="FILE", type=output_path,
+                     help="write the report here instead")
 
 
 def _policy(args: argparse.Namespace) -> Any:

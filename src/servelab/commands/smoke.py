@@ -32,7 +32,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from servelab.commands._common import add_allow_path, ascii_int, finite_float
+from servelab.commands._common import (
+    add_allow_path,
+    ascii_int,
+    finite_float,
+    input_path,
+    output_path,
+)
 
 if TYPE_CHECKING:
     from servelab.smoke.stage import SmokeSettings
@@ -58,7 +64,8 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
 
 def _add_model(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (override the experiment's model section)")
-    g.add_argument("--model", metavar="PATH", help="model directory or file to mount read-only")
+    g.add_argument("--model", type=input_path, metavar="PATH",
+                   help="model directory or file to mount read-only")
     g.add_argument("--model-volume", metavar="NAME", help="a named volume holding the model")
     g.add_argument("--model-sha256", metavar="HEX",
                    help="expected sha256 (file bytes, or a directory's sorted manifest)")
@@ -75,7 +82,8 @@ def _add_request(p: argparse.ArgumentParser) -> None:
                    help="request header (repeatable)")
     body = g.add_mutually_exclusive_group()
     body.add_argument("--request-body", metavar="TEXT", help="request body")
-    body.add_argument("--request-body-file", metavar="FILE", help="read the body from FILE")
+    body.add_argument("--request-body-file", type=input_path, metavar="FILE",
+                      help="read the body from FILE")
     g.add_argument("--request-count", type=ascii_int, metavar="N",
                    help="times to send it after ready (default 5)")
     g.add_argument("--expect-status", type=ascii_int, metavar="CODE", help="default 200")
@@ -88,7 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_quiet(parser)
     parser.add_argument("image", metavar="IMAGE", help="image reference or ID (local)")
-    parser.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
+    parser.add_argument("experiment", type=input_path, metavar="EXPERIMENT", nargs="?",
                         help="experiment file to take the settings from")
     parser.add_argument("--document", metavar="NAME",
                         help="the experiment document's name in a multi-document file")
@@ -112,7 +120,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--out", metavar="DIR", help="write result files under DIR")
     g.add_argument("--format", "-f", choices=["text", "json"], default="text",
                    help="report format (default text)")
-    g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    g.add_argument("-o", "--output", type=output_path, metavar="FILE",
+                   help="write the report to FILE")
 
 
 #: what smoke --out writes at its top: a directory already holding one of these is refused

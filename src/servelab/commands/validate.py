@@ -18,9 +18,10 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from servelab.commands._common import add_allow_path, add_format
+    from servelab.commands._common import add_allow_path, add_format, input_path
 
-    parser.add_argument("files", nargs="+", metavar="FILE", help="experiment YAML files")
+    parser.add_argument("files", nargs="+", metavar="FILE", type=input_path,
+                        help="experiment YAML files")
     parser.add_argument(
         "--document", metavar="NAME",
         help="the metadata.name of the experiment document in a multi-document file",

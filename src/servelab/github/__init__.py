@@ -3,8 +3,6 @@
 * :mod:`~servelab.github.outputs`: the step files: ``GITHUB_OUTPUT`` (names checked, heredoc
   delimiters drawn until unique), ``GITHUB_STEP_SUMMARY`` (1 MiB cap), the outputs a run's
   summary.json gives.
-* :mod:`~servelab.github.escape`: text from inputs made safe for workflow commands and log
-  lines.
 * :mod:`~servelab.github.annotations`: ``::error``/``::warning`` annotations, ranked and capped
   as GitHub shows them, and ``::stop-commands::`` around untrusted text.
 * :mod:`~servelab.github.stop`: the report of a run that stopped before its summary.
@@ -43,11 +41,6 @@ if TYPE_CHECKING:
         matrix_leg,
         plan_outputs,
         repeat_dirs,
-    )
-    from servelab.github.escape import (
-        command_data,
-        command_property,
-        log_text,
     )
     from servelab.github.outputs import (
         FINDING_LEVELS,
@@ -89,9 +82,6 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "command_data": "escape",
-    "command_property": "escape",
-    "log_text": "escape",
     "SUMMARY_LIMIT": "outputs",
     "in_github_actions": "outputs",
     "output_text": "outputs",
@@ -162,8 +152,6 @@ __all__ = [
     "artifact_name",
     "artifact_plan",
     "check_annotation",
-    "command_data",
-    "command_property",
     "comment_body",
     "comment_on_pr",
     "failure_annotations",
@@ -171,7 +159,6 @@ __all__ = [
     "in_github_actions",
     "load_event",
     "load_summary",
-    "log_text",
     "matrix_leg",
     "new_delimiter",
     "output_text",

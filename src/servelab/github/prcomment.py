@@ -97,7 +97,7 @@ def comment_body(markdown: str, key: str, run_url: str | None) -> str:
     """The comment: *markdown* (cut to fit, its ``@mentions`` and ``#123`` references
     neutralised: names from the PR must not notify people or link issues), a link to the run,
     and the marker."""
-    from servelab.report import no_mentions
+    from servelab.escape import no_mentions
     from servelab.run.summary import truncate_markdown
 
     markdown = no_mentions(markdown)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from servelab.errors import ExitCode
+from servelab.escape import md_fence, md_prose
 from servelab.github.annotations import Annotation, annotate, workspace_dir
 from servelab.github.outputs import write_summary
 from servelab.run.explain import code
@@ -66,7 +67,6 @@ _STAGE_END = re.compile(r"^(?P<stage>lint|build|scan|smoke): (?P<status>.*)$")
 _INPUT_PLACE = re.compile(r"^(?P<file>[^\s:][^:\n]*?)(?::(?P<line>[0-9]+))?(?::[0-9]+)?: ")
 #: the first line the action's run step writes to the log: the command it ran
 COMMAND_PREFIX = "servelab-action: command: "
-_FENCE = "```"
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,9 @@ def _error_place(error: str, roots: Sequence[Path]) -> tuple[str | None, int | N
 
 
 def _fenced(lines: Sequence[str]) -> list[str]:
-    """*lines* in a text code block that no line of theirs can close."""
-    return [f"{_FENCE}text", *(x.replace(_FENCE, "'''") for x in lines), _FENCE]
+    """*lines* in a text code block that no line of theirs can close
+    (:func:`servelab.escape.md_fence`)."""
+    return md_fence("\n".join(lines))
 
 
 @dataclass(frozen=True)
@@ -198,13 +199,13 @@ class StopReport:
         out = [f"# servelab: ⛔ stopped (exit {self.exit_code}: {self.meaning})", "",
                "servelab run stopped before it could judge the experiment: there is no "
                "verdict.", "", "**What stopped it:**", "", *_fenced(self.cause.splitlines()),
-               "", f"**Fix:** {self.fix}", ""]
+               "", f"**Fix:** {md_prose(self.fix)}", ""]
         if self.log.stopped_in:
-            out += [f"**Where:** in {self.log.stopped_in}.", ""]
+            out += [f"**Where:** in {md_prose(self.log.stopped_in)}.", ""]
         ran = self.log.ran()
         out += ["**What ran:**", ""]
-        out += [f"- {x}" for x in ran] if ran else ["- nothing yet: it stopped before the "
-                                                   "first stage"]
+        out += [f"- {md_prose(x)}" for x in ran] if ran else [
+            "- nothing yet: it stopped before the first stage"]
         out.append("")
         if self.log.command:
             out += [f"**Command:** {code(self.log.command, 600)}", ""]

@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from servelab.errors import InputError
+from servelab.escape import terminal_text
 from servelab.image.blob import Cancelled, Limits
 from servelab.image.entries import (
     ENTRY_FIELDS,
@@ -51,7 +52,6 @@ from servelab.image.entries import (
     verify_layer,
 )
 from servelab.image.oci import Descriptor, ImageSource, PlatformManifest, open_image
-from servelab.report import terminal_text
 
 T = TypeVar("T")
 U = TypeVar("U")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from servelab.findings import Finding, Rule, Severity
-from servelab.record import Record
+from servelab.findings import Finding, Record, Rule, Severity
 
 WIKI = "https://github.com/hadolint/hadolint/wiki/"
 #: hadolint code -> (the servelab rule that judges the same thing, the package managers it

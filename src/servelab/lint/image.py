@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from servelab.errors import InputError
+from servelab.findings import Record
 from servelab.lint.coverage import CoverageNote, Notes, bound
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
 from servelab.lint.words import expand, unquote
-from servelab.record import Record
 from servelab.textio import head_of, read_bytes
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from servelab.errors import InputError
+from servelab.findings import Record
 from servelab.lint.words import PREDEFINED, expand, unquote
-from servelab.record import Record
 from servelab.textio import TEXT_BYTES, Limit, ascii_int, decode, read_bytes
 
 _T = TypeVar("_T")

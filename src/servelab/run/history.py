@@ -20,7 +20,12 @@ from typing import Any
 from servelab.errors import InputError
 from servelab.run import aggregate
 from servelab.run.aggregate import _get
-from servelab.run.merge import BUILD_INPUTS, differing_inputs, recorded_inputs
+from servelab.run.merge import (
+    BUILD_INPUTS,
+    differing_inputs,
+    recorded_inputs,
+    unknown_inputs,
+)
 
 ENTRY_KIND = "servelab-history-entry"
 ARMS = ("control", "treatment")
@@ -64,31 +69,48 @@ class Entry:
 
 @dataclass(frozen=True)
 class Change:
-    """The first run of a new digest of one arm: the digests before, and the recorded inputs
-    that differ from the run before (none: the build is not reproducible)."""
+    """The first run of a new digest of one arm, or a break: the digests before and after
+    (an empty list: unknown, the build failed or recorded none), and the recorded inputs that
+    differ from the run before (none: the build is not reproducible) or that are unknown on
+    one side (then nothing is said about reproducibility)."""
 
     arm: str
     before: list[str]
     after: list[str]
     inputs: list[str]
+    unknown: list[str] = field(default_factory=list)
 
     @property
     def build_inputs(self) -> list[str]:
         return [i for i in self.inputs if i in BUILD_INPUTS]
 
     @property
+    def digest_unknown(self) -> bool:
+        return not self.before or not self.after
+
+    @property
     def reading(self) -> str:
+        if not self.after:
+            return "digest unknown: this run recorded no digest (its build failed or was " \
+                "skipped); not the same as the run before"
+        if not self.before:
+            return "the run before recorded no digest (unknown): not comparable to it"
         build = self.build_inputs
         other = [i for i in self.inputs if i not in BUILD_INPUTS]
         also = f" (also changed, not a build input: {', '.join(other)})" if other else ""
+        unknown = [i for i in self.unknown if i in BUILD_INPUTS]
+        if unknown:
+            changed = f"inputs changed: {', '.join(build)}; " if build else ""
+            return f"{changed}inputs unknown (not recorded): {', '.join(unknown)}" + also
         if not build:
             return "not reproducible: same build inputs, different digest" + also
         return "inputs changed: " + ", ".join(build) + also
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arm": self.arm, "before": self.before, "after": self.after,
+        return {"arm": self.arm, "before": self.before or None, "after": self.after or None,
+                "digest_unknown": self.digest_unknown,
                 "inputs_that_differ": self.inputs, "build_inputs_that_differ": self.build_inputs,
-                "reading": self.reading}
+                "inputs_unknown": self.unknown, "reading": self.reading}
 
 
 @dataclass(frozen=True)
@@ -185,11 +207,13 @@ def _reason(e: InputError, one_line: bool = False) -> str:
 
 def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
     from servelab import textio
-    from servelab.spec import validator
-
+    from servelab.spec import out_of_range
     entries: list[Entry] = []
     skipped: list[Skipped] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # JSON Lines end a line at LF (CRLF too) only: str.splitlines would also split inside a
+    # string holding U+2028, U+0085 or \x1c, which another tool may have written raw
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.removesuffix("\r")
         if not line.strip():
             continue
         where = f"{path}:{n}"
@@ -201,9 +225,13 @@ def _history_lines(path: Path, text: str) -> tuple[list[Entry], list[Skipped]]:
         if isinstance(data, dict) and data.get("schemaVersion") != 1:
             skipped.append(Skipped(where, _other_version(data.get("schemaVersion"))))
             continue
-        problems = _problems(validator("history"), data)
+        problems = _problems("history", data)
         if problems:
             skipped.append(Skipped(where, "not a history entry: " + problems))
+            continue
+        big = out_of_range(data)
+        if big is not None:
+            skipped.append(Skipped(where, f"a number out of range: {big.lstrip('/')}"))
             continue
         entries.append(Entry(data, where))
     return entries, skipped
@@ -214,8 +242,10 @@ def _other_version(v: Any) -> str:
             "(written by another servelab version)")
 
 
-def _problems(v: Any, data: Any) -> str:
-    errors = sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path))
+def _problems(schema: str, data: Any) -> str:
+    from servelab.spec import schema_errors
+
+    errors = schema_errors(schema, data)
     if not errors:
         return ""
     e = errors[0]
@@ -231,13 +261,11 @@ NEEDED = (("run", "id"), ("run", "started_at"), ("experiment", "name"), ("verdic
 def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
     """The history entry of one run's summary.json, or why it cannot be one."""
     from servelab.run.results import validate_result
-    from servelab.spec import validator
-
     if not isinstance(data, dict):
         return Skipped(source, "not a JSON object")
     if data.get("schemaVersion", 1) != 1:
         return Skipped(source, _other_version(data.get("schemaVersion")))
-    problems = _problems(validator("summary"), data)
+    problems = _problems("summary", data)
     if problems:
         return Skipped(source, "not a summary.json of servelab: " + problems)
     if "groups" in data and "verdict" not in data:
@@ -251,7 +279,7 @@ def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
         if bad:
             return Skipped(source, f"results[{i}]: {bad[0]}")
     entry = _entry(data)
-    problems = _problems(validator("history"), entry)
+    problems = _problems("history", entry)
     if problems:  # e.g. a started_at that is not a date
         return Skipped(source, "cannot be a history entry: " + problems)
     return Entry(entry, source)
@@ -358,14 +386,21 @@ def _dedupe(entries: list[Entry]) -> tuple[list[Entry], list[Skipped]]:
 
 
 def _changes(before: Entry, after: Entry) -> list[Change]:
+    """What changed of each arm from the run before: a new digest, or a break where one side
+    has no digest (unknown is never the same as anything). An arm neither run has is not
+    compared; nor is a run without a digest after another without one (nothing new is known,
+    and the break was marked where it began)."""
     out = []
     for arm in ARMS:
         a, b = before.arm(arm), after.arm(arm)
-        if a is None or b is None or not a["digests"] or not b["digests"]:
+        if a is None and b is None:
             continue
-        if set(b["digests"]) - set(a["digests"]):  # a digest the run before did not give
-            out.append(Change(arm, a["digests"], b["digests"],
-                              differing_inputs(a["inputs"], b["inputs"])))
+        da, db = (a or {}).get("digests") or [], (b or {}).get("digests") or []
+        if not da and not db:
+            continue
+        ia, ib = (a or {}).get("inputs") or {}, (b or {}).get("inputs") or {}
+        if not da or not db or set(db) - set(da):  # a break, or a digest not given before
+            out.append(Change(arm, da, db, differing_inputs(ia, ib), unknown_inputs(ia, ib)))
     return out
 
 
@@ -382,26 +417,53 @@ def same_file(a: Path, b: Path) -> bool:
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
-def appended(path: Path, history: History, inputs: list[Path]) -> tuple[str, int]:
-    """The new text of the history file *path*: its bytes as they are, then one line per run
-    it does not hold yet (this experiment's, oldest first, then the others'); and how many
-    were added. A summary.json given as input is never the target."""
-    from servelab import textio
-
+def check_append_target(path: Path, inputs: list[Path]) -> None:
+    """A summary.json given as input is never the history file appended to."""
     for f in inputs:
         if not f.name.endswith(HISTORY_SUFFIX) and same_file(f, path):
             raise InputError("--append-to names an input summary.json: it would be replaced",
                              file=str(path), hint="give a history file, e.g. history.jsonl")
-    old = ""
-    if path.exists():
-        old = textio.read_text(path, max_bytes=textio.JSON_BYTES, what="history file")
+
+
+def new_lines(path: Path, old: str, history: History) -> list[str]:
+    """The lines to append to the history file *path* that holds *old*: one per run it does
+    not hold yet (this experiment's, oldest first, then the others'), each one JSON record
+    on one line (:func:`servelab.escape.json_line`: ASCII, so U+2028 or a lone surrogate
+    cannot split it)."""
+    from servelab.escape import json_line
+
     held = {e.key for e in _history_lines(path, old)[0]} if old else set()
     new = [e for e in reversed(history.entries()[: len(history.rows)]) if e.key not in held]
     new += [e for e in history.others if e.key not in held]
-    lines = [json.dumps(e.data, ensure_ascii=False, sort_keys=True) for e in new]
-    if old and not old.endswith("\n"):
-        old += "\n"
-    return old + "".join(line + "\n" for line in lines), len(lines)
+    out, seen = [], set()
+    for e in new:
+        if e.key in seen:
+            continue
+        seen.add(e.key)
+        try:
+            out.append(json_line(e.data))
+        except ValueError as err:  # NaN or infinity: the reader refuses them, so never here
+            raise InputError(f"run {e.key[1]} holds a number JSON cannot carry ({err})",
+                             file=e.source, hint="fix or drop that run") from err
+    return out
+
+
+def append(path: Path, history: History) -> int:
+    """Append the runs the history file *path* lacks to it (created when missing), under a
+    lock on the file and in one write (:func:`servelab.textio.append_locked`): concurrent
+    appends from parallel jobs all land. Returns how many runs were added."""
+    from servelab import textio
+
+    check_append_target(path, history.inputs)
+    added: list[int] = []
+
+    def more(old: str) -> str:
+        lines = new_lines(path, old, history)
+        added.append(len(lines))
+        return "".join(line + "\n" for line in lines)
+
+    textio.append_locked(path, more, max_bytes=textio.JSON_BYTES, what="the history file")
+    return added[0] if added else 0
 
 
 # ------------------------------------------------------------------------------ charts

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servelab.report import md_code, md_text
+from servelab.escape import md_code, md_text
 from servelab.run import aggregate, results
 from servelab.run.aggregate import _get
 from servelab.run.summary import _fmt
@@ -76,6 +76,16 @@ def _group(key: tuple[Any, ...], digests: dict[str, set[str]], missing: set[str]
             "same_digest_everywhere": verdict == "same digest"}
 
 
+def _known(value: Any, width: int = 40) -> str:
+    """A recorded value in a Markdown cell; "unknown" when it was not recorded."""
+    return "unknown" if value is None else md_text(str(value)[:width])
+
+
+def _value(value: float | None, unit: str) -> str:
+    """A measured value; "unknown" when one side did not measure it."""
+    return "unknown" if value is None else _fmt(value, unit)
+
+
 _MERGE_HEAD = {"same digest": "same digest on every runner",
                "different digests": "**different digests for the same inputs**",
                "not comparable": "**not comparable**: a runner gave no digest"}
@@ -88,12 +98,13 @@ def _merge_md(data: dict[str, Any]) -> str:
         out += [*(f"- missing: {md_text(m)}" for m in data["missing"]), ""]
     out += ["| arm | commit | SOURCE_DATE_EPOCH | digest | runners |", "|---|---|---|---|---|"]
     for g in data["groups"]:
-        head = f"| {md_text(g['arm'])} | {md_text(str(g['commit'])[:12])} | " \
-               f"{md_text(g['source_date_epoch'])} | "
+        head = f"| {md_text(g['arm'])} | {_known(g['commit'], 12)} | " \
+               f"{_known(g['source_date_epoch'])} | "
         for digest, where in g["digests"].items():
             out.append(f"{head}{md_code(digest)} | {', '.join(map(md_text, where))} |")
         if g["no_digest"]:
-            out.append(f"{head}none (no build) | {', '.join(map(md_text, g['no_digest']))} |")
+            out.append(f"{head}unknown (no build) | "
+                       f"{', '.join(map(md_text, g['no_digest']))} |")
     by_arm: dict[str, list[dict[str, Any]]] = {}
     for r in data["results"]:
         by_arm.setdefault(r["arm"], []).append(r)
@@ -151,26 +162,51 @@ BUILD_INPUTS = frozenset({"dockerfile_sha256", "context_sha256", "commit", "sour
                           "build_args", "base_digest", "builder", "engine", "servelab"})
 
 
+#: a recorded input's value when a result did not record it (``str(None)``, as history files
+#: hold it): unknown, never equal to anything, itself included
+UNKNOWN_VALUE = "None"
+
+
 def recorded_inputs(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     """The distinct values of every recorded input over *rows* (one arm's results), sorted;
-    ``compare`` and ``history`` say which of them differ between two runs."""
+    ``compare`` and ``history`` say which of them differ between two runs. A result that did
+    not record an input gives :data:`UNKNOWN_VALUE`."""
     return {name: sorted({str(get(r)) for r in rows}) for name, get in RECORDED.items()}
 
 
+def is_unknown(values: list[str] | None) -> bool:
+    """Whether an input's recorded values hold an unknown (or none at all)."""
+    return not values or UNKNOWN_VALUE in values
+
+
 def differing_inputs(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[str]:
-    """Names of the recorded inputs whose values differ between *a* and *b* (a name missing
-    from one side, as in an older record, is not counted as a difference)."""
-    return [k for k in RECORDED if k in a and k in b and a[k] != b[k]]
+    """Names of the recorded inputs whose known values differ between *a* and *b* (a name
+    missing from one side, as in an older record, or unknown on one side, is not a known
+    difference: :func:`unknown_inputs` names those)."""
+    return [k for k in RECORDED if k in a and k in b and not is_unknown(a[k])
+            and not is_unknown(b[k]) and a[k] != b[k]]
+
+
+def unknown_inputs(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[str]:
+    """Names of the recorded inputs that are unknown on either side: never the same."""
+    return [k for k in RECORDED if is_unknown(a.get(k)) or is_unknown(b.get(k))]
+
+
+def _by_arm(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The results indexed by arm, in one pass."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r["arm"], []).append(r)
+    return out
 
 
 def compare_runs(a: Path, b: Path) -> Merged:
     """The arms of runs *a* and *b* side by side. Only what both measured is compared: the
     verdict needs the treatment's digest on both sides, else it is "not comparable" (exit 2)
     and ``missing`` says what is absent."""
-    ra, rb = results.load_results(a), results.load_results(b)
-    arms = sorted({r["arm"] for r in ra} | {r["arm"] for r in rb})
-    rows = [_compare_arm(arm, [r for r in ra if r["arm"] == arm],
-                         [r for r in rb if r["arm"] == arm]) for arm in arms]
+    ra, rb = _by_arm(results.load_results(a)), _by_arm(results.load_results(b))
+    arms = sorted(set(ra) | set(rb))
+    rows = [_compare_arm(arm, ra.get(arm, []), rb.get(arm, [])) for arm in arms]
     missing = [m for row in rows for m in row["missing"]]
     judged = next((row for row in rows if row["arm"] == JUDGED_ARM), None)
     if judged is None:
@@ -198,7 +234,9 @@ def _compare_arm(arm: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -
                             "a": x.median if x else None, "b": y.median if y else None,
                             "change": y.median - x.median if x and y else None})
     ia, ib = recorded_inputs(ra), recorded_inputs(rb)
-    inputs = {f: {"a": ia[f], "b": ib[f], "same": ia[f] == ib[f]} for f in RECORDED}
+    unknown = set(unknown_inputs(ia, ib))
+    inputs = {f: {"a": ia[f], "b": ib[f], "unknown": f in unknown,
+                  "same": f not in unknown and ia[f] == ib[f]} for f in RECORDED}
     return {"arm": arm, "digests_a": da, "digests_b": db,
             "digest_changed": bool(da and db and da != db), "metrics": metrics,
             "inputs": inputs, "missing": _arm_missing(arm, (("A", ra, da), ("B", rb, db)), metrics)}
@@ -234,11 +272,16 @@ def _compare_md(data: dict[str, Any]) -> str:
                 *(f"- {md_text(m)}" for m in data["missing"]), ""]
     for row in data["arms"]:
         out += [f"## {md_text(row['arm'])}", "", "| | A | B | B − A |", "|---|---|---|---|",
-                f"| digest | {', '.join(map(md_code, row['digests_a'])) or '–'} | "
-                f"{', '.join(map(md_code, row['digests_b'])) or '–'} | |"]
+                f"| digest | {', '.join(map(md_code, row['digests_a'])) or 'unknown'} | "
+                f"{', '.join(map(md_code, row['digests_b'])) or 'unknown'} | |"]
         for m in row["metrics"]:
-            out.append(f"| {m['label']} | {_fmt(m['a'], m['unit'])} | {_fmt(m['b'], m['unit'])} "
-                       f"| {_fmt(m['change'], m['unit'])} |")
-        changed = [k for k, v in row["inputs"].items() if not v["same"]]
-        out += ["", "Inputs that differ: " + (", ".join(changed) or "none"), ""]
+            out.append(f"| {m['label']} | {_value(m['a'], m['unit'])} | "
+                       f"{_value(m['b'], m['unit'])} | {_value(m['change'], m['unit'])} |")
+        changed = [k for k, v in row["inputs"].items() if not v["same"] and not v["unknown"]]
+        unknown = [k for k, v in row["inputs"].items() if v["unknown"]]
+        out += ["", "Inputs that differ: " + (", ".join(changed) or "none")]
+        if unknown:
+            out += ["", "Inputs unknown (not recorded on a side, never counted as the same): "
+                    + ", ".join(unknown)]
+        out.append("")
     return "\n".join(out) + "\n"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from servelab.escape import log_block, md_cell, mermaid_text, terminal_text
 from servelab.run.history import series
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ def render_end(summary: Mapping[str, Any], out_dir: Path, *, fmt: str = "text",
         return json.dumps({k: v for k, v in summary.items() if k != "results"},
                           indent=2, default=str) + "\n"
     lines = [f"verdict: {summary['verdict']}"]
-    lines += [f"  - {reason}" for reason in summary["reasons"]]
+    # a reason may quote a build's log tail: shown, never obeyed (escape sequences, controls)
+    lines += [f"  - {log_block(reason)}".replace("\n", "\n    ")
+              for reason in summary["reasons"]]
     if kept:
         refs = sorted({f"{r['arm']}: {r['image']['ref']}" for r in summary.get("results", [])
                        if r["image"].get("ref")})
@@ -50,47 +53,56 @@ def render_history(h: History, fmt: str = "text") -> str:
     return _history_text(h)
 
 
+#: a value a run did not record (a failed build has no digest): never shown as a dash or a
+#: zero, never the same as anything
+UNKNOWN = "unknown"
+#: an arm the run did not have
+NO_ARM = "–"
+
+
 def _short_digests(arm: Mapping[str, Any] | None) -> str:
     if arm is None:
-        return "–"
+        return NO_ARM
     ds = arm["digests"]
-    return ", ".join(d.removeprefix("sha256:")[:12] for d in ds) or "–"
+    return ", ".join(d.removeprefix("sha256:")[:12] for d in ds) or UNKNOWN
 
 
 def _repro(arm: Mapping[str, Any] | None) -> str:
-    return {True: "yes", False: "NO", None: "–"}[arm["reproducible"] if arm else None]
+    if arm is None:
+        return NO_ARM
+    return {True: "yes", False: "NO", None: UNKNOWN}[arm["reproducible"]]
 
 
 def _mib(arm: Mapping[str, Any] | None) -> str:
     size = arm.get("size_bytes") if arm else None
-    return f"{size / 1048576:.2f} MiB" if size is not None else "–"
+    return f"{size / 1048576:.2f} MiB" if size is not None else UNKNOWN
 
 
 def _startup(arm: Mapping[str, Any] | None) -> str:
     st = arm.get("startup_s") if arm else None
     if not st:
-        return "–"
+        return UNKNOWN
     return f"{st['median']:.3f} s ({st['min']:.3f}–{st['max']:.3f})"
 
 
 def _sev(arm: Mapping[str, Any] | None) -> str:
     f = arm.get("findings") if arm else None
     if f is None:
-        return "–"
+        return UNKNOWN
     return "/".join(str(f.get(s, 0)) for s in ("CRITICAL", "HIGH", "MEDIUM", "LOW"))
 
 
 def _plain(text: str) -> str:
-    """Text from an input, on one line: control and format characters shown as ``?``, so a
-    value can neither start a new line (a workflow command in a CI log) nor reorder one."""
-    return "".join("?" if not c.isprintable() else c for c in text)
+    """Text from an input, on one line of the terminal: :func:`servelab.escape.terminal_text`
+    (a value can neither start a new line, a workflow command in a CI log, nor reorder one)."""
+    return terminal_text(text)
 
 
 def _cells(row: Row) -> list[str]:
     e = row.entry
     c, t = e.arm("control"), e.arm("treatment")
     mark = "◆ " if row.changes else ""
-    cells = [mark + e.started_at[:16].replace("T", " "), str(e.data.get("commit") or "–")[:12],
+    cells = [mark + e.started_at[:16].replace("T", " "), str(e.data.get("commit") or UNKNOWN)[:12],
              _short_digests(c), _short_digests(t), f"{_repro(c)} / {_repro(t)}", _mib(t),
              _startup(t), _sev(t), str(e.data["verdict"])[:80]]
     return [_plain(x) for x in cells]
@@ -105,8 +117,8 @@ def _change_lines(h: History) -> list[str]:
     out = []
     for r in h.rows:
         for c in r.changes:
-            before = ", ".join(d[:19] for d in c.before)
-            after = ", ".join(d[:19] for d in c.after)
+            before = ", ".join(d[:19] for d in c.before) or UNKNOWN
+            after = ", ".join(d[:19] for d in c.after) or UNKNOWN
             out.append(f"{r.entry.started_at[:16].replace('T', ' ')} {c.arm}: digest "
                        f"{before} -> {after}: {c.reading}")
     return out
@@ -137,31 +149,22 @@ def _history_text(h: History) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def history_markdown(h: History) -> str:
     """The trend as GitHub Markdown: table, digest changes, charts, what was set aside."""
-    out = [f"## servelab history: {_md_cell(str(h.experiment))}", "",
+    out = [f"## servelab history: {md_cell(str(h.experiment))}", "",
            f"{len(h.rows)} run(s), newest first. ◆ marks the first run of a new digest.", "",
            "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(_md_cell(c) for c in _cells(r)) + " |" for r in h.rows]
+    out += ["| " + " | ".join(md_cell(c) for c in _cells(r)) + " |" for r in h.rows]
     changes = _change_lines(h)
     out += ["", "### Digest changes", ""]
-    out += [f"- {_md_cell(c)}" for c in changes] or ["- none"]
+    out += [f"- {md_cell(c)}" for c in changes] or ["- none"]
     out.append("")
     for s in series(h):
         out += mermaid_chart(s)
     aside = _set_aside(h)
     if aside:
-        out += ["### Set aside", "", *(f"- {_md_cell(a)}" for a in aside), ""]
+        out += ["### Set aside", "", *(f"- {md_cell(a)}" for a in aside), ""]
     return "\n".join(out) + "\n"
-
-
-def _mermaid_text(text: str) -> str:
-    """Text safe inside a quoted Mermaid string: no quotes, brackets or line breaks."""
-    return "".join(c for c in text if c.isalnum() or c in " .:-_#/()").strip() or "?"
 
 
 def _nice_max(top: float) -> float:
@@ -176,7 +179,7 @@ def mermaid_chart(s: Series) -> list[str]:
     value are not on the x-axis. A note instead of a chart when no run has a value."""
     if not s.points:
         return [f"*{s.title}: no run recorded it.*", ""]
-    xs = ", ".join(f'"{_mermaid_text(label)}"' for label, _ in s.points)
+    xs = ", ".join(f'"{mermaid_text(label)}"' for label, _ in s.points)
     ys = ", ".join(f"{v:.6g}" for _, v in s.points)
     top = _nice_max(max(v for _, v in s.points))
     kind = "line" if len(s.points) > 1 else "bar"
@@ -184,6 +187,6 @@ def mermaid_chart(s: Series) -> list[str]:
             if s.missing else "")
     return ["```mermaid",
             '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "#0969da"}}}}%%',
-            "xychart-beta", f'    title "{_mermaid_text(s.title)} ({s.unit})"',
+            "xychart-beta", f'    title "{mermaid_text(s.title)} ({s.unit})"',
             f"    x-axis [{xs}]", f'    y-axis "{s.unit}" 0 --> {top:g}', f"    {kind} [{ys}]",
             "```", *([note] if note else []), ""]

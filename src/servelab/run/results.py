@@ -103,10 +103,15 @@ def _metrics(rec: BuildRecord | None, scan: ScanOutcome,
 
 
 def validate_result(data: dict[str, Any]) -> list[str]:
-    from servelab.spec import validator
+    from servelab.spec import MAX_DOCUMENT_NUMBER, out_of_range, schema_errors
 
-    return [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
-            for e in validator("result").iter_errors(data)]
+    problems = [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
+                for e in schema_errors("result", data)]
+    big = out_of_range(data)
+    if big is not None:
+        problems.append(f"a number out of range: {big.lstrip('/')} (at most "
+                        f"{MAX_DOCUMENT_NUMBER:g} in magnitude)")
+    return problems
 
 
 def write_json(path: Path, data: Any) -> None:

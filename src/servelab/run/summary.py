@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from servelab.report import md_text, terminal_text
+from servelab.escape import html_text, md_code, md_fence, md_prose, md_text
 from servelab.run import lazyview
 from servelab.run.aggregate import (
     ALL_METRICS,
@@ -54,7 +54,7 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def _short(digest: str | None) -> str:
-    return f"`{digest[:19]}…`" if digest else "–"
+    return f"`{digest[:19]}…`" if digest else "unknown"  # a failed build: no digest
 
 
 def _arm_row(label: str, a: ArmStats | None) -> str:
@@ -182,14 +182,15 @@ def _cold_how(results: list[dict[str, Any]]) -> str:
 def _cold_checks(results: list[dict[str, Any]]) -> list[str]:
     """Why the cold pulls were not a private containerd's, and the repeats whose cold pull was
     not cold (left out of the cold figures)."""
-    out = sorted({f"- cold pulls were servelab's own fetch, not a private containerd: {why}"
+    out = sorted({f"- cold pulls were servelab's own fetch, not a private containerd: "
+                  f"{md_prose(why)}"
                   for r in results
                   for why in [_get(r, "metrics", "coldstart", "cold_runtime",
                                    "fallback_reason")] if why})
     for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
         chk = _get(r, "metrics", "coldstart", "cold", "cold_check") or {}
         if chk.get("cold") is False:
-            why = "; ".join(chk.get("detail") or []) or "its check failed"
+            why = md_prose("; ".join(chk.get("detail") or []) or "its check failed")
             out.append(f"- {r.get('arm')} r{r.get('repeat')}: the cold pull was **not cold** "
                        f"({why}); left out of the cold figures")
     return [*out, ""] if out else []
@@ -253,10 +254,11 @@ def _scanner_line(results: list[dict[str, Any]]) -> list[str]:
               if _get(r, "environment", "trivy")), None)
     if not t:
         return []
-    where = f" from {t['db_repository']}" if t.get("db_repository") else ""
+    where = f" from {md_text(t['db_repository'])}" if t.get("db_repository") else ""
     mode = ", offline" if t.get("offline") else ""
-    return [f"**Scanner:** Trivy {t.get('version')} · vulnerability DB updated "
-            f"{t.get('db_updated_at')}{where} (`{t.get('db_path')}`{mode})", ""]
+    return [f"**Scanner:** Trivy {md_text(t.get('version'))} · vulnerability DB updated "
+            f"{md_text(t.get('db_updated_at'))}{where} ({md_code(t.get('db_path'), table=False)}"
+            f"{mode})", ""]
 
 
 def _per_repeat(results: list[dict[str, Any]]) -> list[str]:
@@ -363,11 +365,11 @@ def _reproducibility(rep: dict[str, Any]) -> list[str]:
         return []
     out = ["## Reproducibility", ""]
     for arm, r in rep.items():
-        out.append(f"- **{arm}**: {r.get('summary', '')}")
+        out.append(f"- **{md_text(arm)}**: {md_prose(r.get('summary', ''))}")
         expl = r.get("explanation") or []
         if expl:
             out += ["", "  <details><summary>why the digests differ</summary>", ""]
-            out += [f"  - {line}" for line in expl[:50]]
+            out += [f"  - {md_prose(line)}" for line in expl[:50]]
             out += ["", "  </details>"]
     out.append("")
     return out
@@ -383,7 +385,8 @@ def _findings_details(results: list[dict[str, Any]]) -> list[str]:
         if not listed or key in seen:
             continue
         seen.add(key)
-        out += [f"<details><summary>Findings of {r.get('arm')} ({_short(key)}): "
+        out += [f"<details><summary>Findings of {html_text(r.get('arm'))} "
+                f"({html_text(key[:19])}): "
                 f"{len(listed)}</summary>", "",
                 "| severity | id | package | installed | fixed |", "|---|---|---|---|---|"]
         for f in listed[:500]:
@@ -411,11 +414,10 @@ def _failed_check(c: FailedCheck, repeats: int) -> list[str]:
             if c.repeats and len(c.repeats) < repeats else "")
     name = f"lint `{c.rule}`" if c.stage == "lint" else f"`{c.name}`"
     # a lint finding quotes the Dockerfile (the PR's text): shown as text, not Markdown/HTML
-    shown = md_text if c.stage == "lint" else terminal_text
-    out = [f"- {mark} **{name}**{_place(c)}{some}: {shown(c.message)}"]
-    out += [f"  - {terminal_text(e)}" for e in c.evidence]
+    out = [f"- {mark} **{name}**{_place(c)}{some}: {md_prose(c.message)}"]
+    out += [f"  - {md_prose(e)}" for e in c.evidence]
     if c.fix:
-        out.append(f"  - fix: {shown(c.fix)}")
+        out.append(f"  - fix: {md_prose(c.fix)}")
     return out
 
 
@@ -438,22 +440,32 @@ def _why(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _reason(text: str) -> list[str]:
+    """One reason of the verdict as a list item: its first line as text, the lines after it
+    (a build's log tail) quoted in a fence they cannot close."""
+    first, _, rest = text.partition("\n")
+    out = [f"- {md_prose(first)}"]
+    if rest.strip():
+        out += md_fence(rest.strip("\n"), indent=2)
+    return out
+
+
 def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment: ArmStats,
                     deltas: list[Delta], results: list[dict[str, Any]]) -> str:
     v = summary["verdict"]
     lines = [f"# servelab: {_EMOJI.get(v, '')} {v}", ""]
-    lines += [f"- {r}" for r in summary.get("reasons", [])]
+    lines += [line for r in summary.get("reasons", []) for line in _reason(str(r))]
     lines += ["", *_why(results)]
     exp = summary.get("experiment", {})
-    lines += ["", f"**Change:** {exp.get('change', '')}  ",
+    lines += ["", f"**Change:** {md_text(exp.get('change', ''))}  ",
               f"**Repeats:** {summary.get('repeats')} · **Fixed:** "
-              f"{', '.join(exp.get('fixed', []))} · **Metrics:** "
-              f"{', '.join(exp.get('metrics', []))}", ""]
+              f"{', '.join(map(md_text, exp.get('fixed', [])))} · **Metrics:** "
+              f"{', '.join(map(md_text, exp.get('metrics', [])))}", ""]
     lines += _scanner_line(results)
     for s in summary.get("skipped", []):
-        lines.append(f"> stage **{s['stage']}** skipped: {s['reason']}")
+        lines.append(f"> stage **{md_text(s['stage'])}** skipped: {md_prose(s['reason'])}")
     for s in summary.get("not_tested", []):
-        lines.append(f"> not tested: {s}")
+        lines.append(f"> not tested: {md_prose(s)}")
     lines.append("")
     lines += _comparison(control, treatment, deltas)
     lines += _node_section(control, treatment, results)
@@ -462,7 +474,7 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
     lines += _gantt(results)
     lines += _findings_details(results)
     for note in summary.get("notes", []):
-        lines.append(f"> {note}")
+        lines.append(f"> {md_prose(note)}")
     text = "\n".join(lines) + "\n"
     return cap(text)
 

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servelab.escape import xml_text
+
 if TYPE_CHECKING:
     from servelab.run.history import Series
 
 WIDTH, PANEL, LEFT, RIGHT, TOP, BOTTOM = 760, 230, 70, 20, 34, 56
 COLOR = "#0969da"
-
-
-def escape(text: str) -> str:
-    """*text* safe in SVG character data and attribute values."""
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#39;"))
 
 
 def _num(v: float) -> str:
@@ -25,7 +21,7 @@ def _num(v: float) -> str:
 
 def _panel(s: Series, y0: int) -> list[str]:
     out = [f'<text x="{LEFT}" y="{y0 + 20}" font-size="14" font-weight="bold">'
-           f"{escape(s.title)} ({escape(s.unit)})</text>"]
+           f"{xml_text(s.title)} ({xml_text(s.unit)})</text>"]
     x1, x2 = LEFT, WIDTH - RIGHT
     top, bottom = y0 + TOP, y0 + PANEL - BOTTOM
     out += [f'<line x1="{x1}" y1="{bottom}" x2="{x2}" y2="{bottom}" stroke="#444"/>',
@@ -49,11 +45,11 @@ def _panel(s: Series, y0: int) -> list[str]:
     every = max(1, len(pts) // 12)  # at most about 12 labels under the axis
     for i, ((label, v), (x, y)) in enumerate(zip(s.points, pts, strict=True)):
         out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{COLOR}">'
-                   f"<title>{escape(label)}: {_num(v)} {escape(s.unit)}</title></circle>")
+                   f"<title>{xml_text(label)}: {_num(v)} {xml_text(s.unit)}</title></circle>")
         if i % every == 0 or i == len(pts) - 1:
             out.append(f'<text x="{x:.1f}" y="{bottom + 16}" font-size="10" '
                        f'text-anchor="end" transform="rotate(-30 {x:.1f} {bottom + 16})">'
-                       f"{escape(label)}</text>")
+                       f"{xml_text(label)}</text>")
     if s.missing:
         out.append(f'<text x="{x2}" y="{y0 + 20}" font-size="11" text-anchor="end">'
                    f"{s.missing} run(s) without a value left out</text>")
@@ -67,7 +63,7 @@ def history_svg(title: str, charts: list[Series]) -> str:
            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
            f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif">',
            f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-           f'<text x="{LEFT}" y="26" font-size="16" font-weight="bold">{escape(title)}</text>']
+           f'<text x="{LEFT}" y="26" font-size="16" font-weight="bold">{xml_text(title)}</text>']
     for i, s in enumerate(charts):
         out += _panel(s, 40 + i * PANEL)
     out.append("</svg>")

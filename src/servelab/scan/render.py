@@ -20,16 +20,14 @@ import urllib.parse
 from typing import Any
 
 from servelab import __version__
+from servelab.escape import md_code, md_text, terminal_text
 from servelab.findings import TRIVY_LEVEL
 from servelab.report import (
     SARIF_LEVEL,
     SarifLocation,
     SarifResult,
     SarifRule,
-    md_code,
-    md_text,
     sarif_log,
-    terminal_text,
 )
 from servelab.scan.result import DESCENDING, ScanDiff, ScanResult, _sort, normalise_fail_on
 from servelab.scan.trivy import TrivyFinding

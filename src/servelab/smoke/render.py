@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from servelab.report import terminal_text
+from servelab.escape import terminal_text
 from servelab.smoke.result import SmokeResult
 
 FORMATS = ("text", "json")

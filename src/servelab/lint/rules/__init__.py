@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from servelab.findings import RuleRegistry, Severity
+from servelab.findings import Record, RuleRegistry, Severity
 from servelab.lint.image import Analysis
 from servelab.lint.parse import Dockerfile
-from servelab.record import Record
 
 if TYPE_CHECKING:
     from servelab.lint.basecfg import BaseFacts
