@@ -82,6 +82,52 @@ def _make_many(root: Path, n: int) -> None:
         (d / "Dockerfile").write_text(texts[i % len(texts)])
 
 
+#: the large-file case: one Dockerfile of about this many bytes, linted in one process
+#: (1 MB, under the 1 MiB cap of the safe reader: SERVELAB_MAX_TEXT_BYTES)
+BIG_BYTES = 1_000_000
+BIG_LIMIT_S = 5.0
+
+
+def make_big(path: Path, size: int = BIG_BYTES) -> Path:
+    """A Dockerfile of about *size* bytes, made of realistic serving-image instructions
+    (a stage every 40 blocks, with an ARG-built base, apt/pip installs, ENV/LABEL lists, COPY, heredocs,
+    downloads, HEALTHCHECK, CMD), repeated with varying names up to *size*."""
+    parts = ["# syntax=docker/dockerfile:1\n# check=error=true\n",
+             "ARG CUDA=12.4.1\nARG BASE=nvidia/cuda:${CUDA}-runtime-ubuntu22.04\n"]
+    i = 0
+    size_now = sum(map(len, parts))
+    while True:
+        block = (
+            (f"FROM ${{BASE}} AS stage{i}\n" if i % 40 == 0 else "")  # few stages
+            + f"ARG PY_VER=3.1{i % 3}\nARG TAG_{i}=v{i}.0\n"
+            f"ENV APP_HOME=/srv/app{i} PATH=/opt/venv/bin:$PATH HF_HOME=/models/{i}\n"
+            f'LABEL org.opencontainers.image.title="svc{i}" version="{i}"\n'
+            "RUN apt-get update && apt-get install -y --no-install-recommends \\\n"
+            "      curl ca-certificates git python3-pip libgomp1 \\\n"
+            "    && rm -rf /var/lib/apt/lists/*\n"
+            f"RUN pip install --no-cache-dir torch==2.3.{i % 9} transformers==4.4{i % 9}.0 "
+            "fastapi uvicorn[standard]\n"
+            f"COPY requirements-{i}.txt /tmp/req.txt\n"
+            "RUN pip install --no-cache-dir -r /tmp/req.txt\n"
+            f"RUN <<EOF\nset -eux\nmkdir -p /srv/app{i}\necho ready > /srv/app{i}/ok\nEOF\n"
+            f"RUN curl -fsSL https://example.com/tools/tool-{i}.tar.gz -o /tmp/t.tgz "
+            "&& tar -xzf /tmp/t.tgz -C /usr/local/bin && rm /tmp/t.tgz\n"
+            f"RUN git clone https://github.com/example/lib{i} /src/lib{i} "
+            f"&& pip install /src/lib{i}\n"
+            f"COPY --chown=1000:1000 app/ /srv/app{i}/\n"
+            f"WORKDIR /srv/app{i}\nUSER 1000\nEXPOSE {8000 + i % 1000}\n"
+            "HEALTHCHECK --interval=30s CMD curl -fsS http://localhost:8000/health || exit 1\n"
+            f'CMD ["uvicorn", "app{i}.main:app", "--host", "0.0.0.0", "--port", "8000"]\n\n'
+        )
+        if size_now + len(block) > size:
+            break
+        parts.append(block)
+        size_now += len(block)
+        i += 1
+    path.write_text("".join(parts))
+    return path
+
+
 FOLLOW_MODULES = 50
 
 

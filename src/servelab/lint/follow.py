@@ -211,7 +211,7 @@ def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0,
     found = analysis.source_of(path, analysis.state(stage))
     if found is not None or depth > 4:
         return found
-    known = {} if known is None else known
+    known = analysis.from_copies if known is None else known
     if stage.index not in known:
         known[stage.index] = _from_copies(analysis, stage)
     for dest, src, other, _ins in known[stage.index]:

@@ -116,6 +116,9 @@ class Analysis:
         self._states: dict[int, StageState] = {}
         #: COPY source patterns whose search stopped at its limit (walk.glob)
         self.stopped_globs: set[str] = set()
+        #: each stage's ``COPY --from`` list (follow.source), computed once: every word of
+        #: every RUN may ask, and recomputing it made lint quadratic in the instructions
+        self.from_copies: dict[int, list[tuple[str, str, Stage, Instruction]]] = {}
 
     # -- stage graph -----------------------------------------------------------------
     def chain(self, stage: Stage | None = None) -> list[Stage]:
