@@ -164,7 +164,8 @@ OPERATORS: list[tuple[str, object, list[str]]] = [
     ("${UNSET#x}", "", ["UNSET"]), ("${STAR#a\\*}", "b", []), ("${STAR#a*}", "*b", []),
     ("${V#[v]}", "value", []),  # no bracket expressions: "[" is literal
     # % and %%
-    ("${IMAGE%%@*}", "python:3.11", []), ("${IMAGE%:*}", "python:3.11@sha256", []), ("${IMAGE%%:*}", "python", []),
+    ("${IMAGE%%@*}", "python:3.11", []), ("${IMAGE%:*}", "python:3.11@sha256", []),
+    ("${IMAGE%%:*}", "python", []),
     ("${PATHV%/*}", "/usr/local/bin", []), ("${PATHV%%/*}", "", []), ("${V%u?}", "val", []),
     ("${V%%}", "value", []), ("${STAR%\\*b}", "a", []),
     # / and //

@@ -724,7 +724,13 @@ def make_call(cmd: SimpleCommand, cwd: str) -> tuple[str, list[str]] | None:
 def reaches_final(analysis: Analysis, stage: Stage) -> list[Instruction]:
     """The ``COPY --from``/``RUN --mount=from`` instructions of the final image's stages
     through which *stage* (or a stage built from it) reaches the final image; empty when
-    *stage* is one the final image is built FROM."""
+    *stage* is one the final image is built FROM. Computed once per stage."""
+    if stage.index not in analysis.reaches:
+        analysis.reaches[stage.index] = _reaches_final(analysis, stage)
+    return analysis.reaches[stage.index]
+
+
+def _reaches_final(analysis: Analysis, stage: Stage) -> list[Instruction]:
     chain = {s.index for s in analysis.chain()}
     if stage.index in chain:
         return []

@@ -30,6 +30,10 @@ _WHITESPACE = re.compile(r"[\t\v\f\r ]+")
 _HEREDOC = re.compile(r"\A([0-9]*)<<(-?)[\t\n\f\r ]*([^<]*)\Z")
 _LEADING_TABS = re.compile(r"^\t+", re.MULTILINE)
 _HEREDOC_CMDS = frozenset({"add", "copy", "run"})
+_WS = "[ \t\n\r]*"  # JSON's blanks
+_STR = '"[^"\\\\\x00-\x1f]*"'
+_SIMPLE_ARRAY = re.compile(rf"\[{_WS}(?:{_STR}{_WS}(?:,{_WS}{_STR}{_WS})*)?\]{_WS}\Z")
+_SIMPLE_STRING = re.compile('"([^"\\\\\x00-\x1f]*)"')
 _NOT_STRINGS = "when using JSON array syntax, arrays must be comprised of strings only"
 
 
@@ -153,125 +157,91 @@ def _trim_continuation(line: str, d: _Directives) -> tuple[str, bool]:
 
 
 def _builder_flags(line: str, escape: str) -> tuple[str, list[str]]:
-    """extractBuilderFlags: the leading ``--flag`` words and the rest."""
+    """extractBuilderFlags: the leading ``--flag`` words and the rest of the line."""
     words: list[str] = []
+    pos, n = 0, len(line)
+    while True:
+        while pos < n and line[pos].isspace():
+            pos += 1
+        if pos == n:
+            return "", words
+        if not line.startswith("--", pos):
+            return line[pos:], words
+        word, blank_ok, pos = _word(line, pos, escape, flag=True)
+        if pos < n and word == "--":
+            return line[pos:], words
+        if word != "--" and (blank_ok or word):
+            words.append(word)
+
+
+def _word(text: str, pos: int, escape: str, *, flag: bool) -> tuple[str, bool, int]:
+    """One word from *pos* to a blank outside quotes: (word, whether it had quotes, end).
+
+    A flag word (extractBuilderFlags) drops its quotes and escapes; a parseWords word keeps
+    them (an escape inside single quotes is plain text there)."""
     buf: list[str] = []
-    phase = 0  # 0 spaces, 1 word, 2 quote
     quote = ""
     blank_ok = False
-    pos, n = 0, len(line)
-    while pos <= n:
-        ch = line[pos] if pos < n else ""
-        if phase == 0:
-            if pos == n:
-                break
-            if ch.isspace():
-                pos += 1
-                continue
-            if ch != "-" or pos + 1 == n or line[pos + 1] != "-":
-                return line[pos:], words
-            phase = 1
-        if pos == n:
-            word = "".join(buf)
-            if word != "--" and (blank_ok or word):
-                words.append(word)
-            break
-        if phase == 1:
-            if ch.isspace():
-                word = "".join(buf)
-                phase = 0
-                if word == "--":
-                    return line[pos:], words
-                if blank_ok or word:
-                    words.append(word)
-                buf.clear()
-                blank_ok = False
-                pos += 1
-                continue
-            if ch in "'\"":
-                quote, blank_ok, phase = ch, True, 2
-                pos += 1
-                continue
-            if ch == escape:
-                if pos + 1 == n:
+    n = len(text)
+    while pos < n:
+        ch = text[pos]
+        if quote:
+            if ch == quote:
+                quote = ""
+                if flag:
                     pos += 1
                     continue
+            elif ch == escape and (flag or quote != "'"):
+                if pos + 1 == n:
+                    quote = ""
+                    pos += 1
+                    continue
+                if not flag:
+                    buf.append(ch)
                 pos += 1
-                ch = line[pos]
+                ch = text[pos]
             buf.append(ch)
             pos += 1
             continue
-        if ch == quote:
-            phase = 1
-            pos += 1
-            continue
-        if ch == escape:
-            if pos + 1 == n:
-                phase = 1
+        if ch.isspace():
+            break
+        if ch in "'\"":
+            quote, blank_ok = ch, True
+            if flag:
                 pos += 1
                 continue
-            pos += 1
-            ch = line[pos]
+        pos, ch = _escaped(text, pos, escape, buf, keep=not flag)
         buf.append(ch)
         pos += 1
-    return "", words
+    return "".join(buf), blank_ok, pos
+
+
+def _escaped(text: str, pos: int, escape: str, buf: list[str], *, keep: bool) -> tuple[int, str]:
+    """(position, character) of the character at *pos*, or of the one an escape there
+    protects (the escape itself kept in *buf* when *keep*); an escape at the very end is
+    dropped (the empty character)."""
+    ch = text[pos]
+    if ch != escape:
+        return pos, ch
+    if pos + 1 == len(text):
+        return pos, ""
+    if keep:
+        buf.append(ch)
+    return pos + 1, text[pos + 1]
 
 
 def _parse_words(rest: str, escape: str) -> list[str]:
     """parseWords: blank-separated words, quotes and escapes kept."""
     words: list[str] = []
-    buf: list[str] = []
-    phase = 0
-    quote = ""
-    blank_ok = False
     pos, n = 0, len(rest)
-    while pos <= n:
-        ch = rest[pos] if pos < n else ""
-        if phase == 0:
-            if pos == n:
-                break
-            if ch.isspace():
-                pos += 1
-                continue
-            phase = 1
+    while True:
+        while pos < n and rest[pos].isspace():
+            pos += 1
         if pos == n:
-            if blank_ok or buf:
-                words.append("".join(buf))
-            break
-        if phase == 1:
-            if ch.isspace():
-                phase = 0
-                if blank_ok or buf:
-                    words.append("".join(buf))
-                buf.clear()
-                blank_ok = False
-                pos += 1
-                continue
-            if ch in "'\"":
-                quote, blank_ok, phase = ch, True, 2
-            if ch == escape:
-                if pos + 1 == n:
-                    pos += 1
-                    continue
-                buf.append(ch)
-                pos += 1
-                ch = rest[pos]
-            buf.append(ch)
-            pos += 1
-            continue
-        if ch == quote:
-            phase = 1
-        if ch == escape and quote != "'":
-            if pos + 1 == n:
-                phase = 1
-                pos += 1
-                continue
-            pos += 1
-            buf.append(ch)
-            ch = rest[pos]
-        buf.append(ch)
-        pos += 1
-    return words
+            return words
+        word, blank_ok, pos = _word(rest, pos, escape, flag=False)
+        if blank_ok or word:
+            words.append(word)
 
 
 def _json(rest: str) -> list[str] | None:
@@ -279,6 +249,8 @@ def _json(rest: str) -> list[str] | None:
     rest = rest.lstrip()
     if not rest.startswith("["):
         return None
+    if _SIMPLE_ARRAY.match(rest):  # no escapes: the strings as written (json not imported)
+        return _SIMPLE_STRING.findall(rest)
     import json
 
     try:
@@ -345,7 +317,7 @@ def _health(rest: str, escape: str) -> tuple[list[str], bool]:
 
 def _split_command(line: str, escape: str) -> tuple[str, list[str], str]:
     cmdline = _WHITESPACE.split(line.strip(), maxsplit=1)
-    args, flags = "", []
+    args, flags = "", list[str]()
     if len(cmdline) == 2:
         args, flags = _builder_flags(cmdline[1], escape)
     return cmdline[0], flags, args.strip()

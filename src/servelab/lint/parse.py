@@ -17,7 +17,7 @@ The parser is plain Python and linear in the file, so Ctrl-C and SIGTERM stop it
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 

@@ -153,20 +153,27 @@ class _Lexer:
                     w.add_raw(tmp)
                 continue
             self.i += 1
-            if ch == self.escape:
-                if self.raw_escapes and not (self.keep_dollar and self.peek() == "$"):
-                    w.add_raw(ch)
-                    result.append(ch)
-                ch = self.next()
-                if ch == _EOF:
-                    break
-                w.add_raw(ch)
-            else:
+            if ch != self.escape:
                 w.add_char(ch)
-            result.append(ch)
+                result.append(ch)
+            elif not self._escaped(ch, w, result):
+                break
         if stop:
             raise WordError(f"unexpected end of statement while looking for matching {stop}")
         return "".join(result), w.done()
+
+    def _escaped(self, escape: str, w: _Words, result: list[str]) -> bool:
+        """The character an escape protects, added to *w* and *result* (the escape too in
+        raw mode); False at the end of the text."""
+        if self.raw_escapes and not (self.keep_dollar and self.peek() == "$"):
+            w.add_raw(escape)
+            result.append(escape)
+        ch = self.next()
+        if ch == _EOF:
+            return False
+        w.add_raw(ch)
+        result.append(ch)
+        return True
 
     def single(self) -> str:
         start = self.i
