@@ -88,9 +88,17 @@ def test_blank_between_dash_and_name_is_no_heredoc() -> None:
     assert cmds[1].heredocs == ()
 
 
-def test_heredoc_note_for_older_builders() -> None:
-    assert frontend.parse("FROM a\nRUN << EOF\nx\nEOF\n").notes[0][0] == 2
-    assert frontend.parse("FROM a\nRUN <<EOF\nx\nEOF\n").notes == []
+@pytest.mark.parametrize(("syntax", "noted"), [
+    ("", True), ("# syntax=docker/dockerfile:1.15\n", True),
+    ("# syntax=docker/dockerfile:1\n", False), ("# syntax=docker/dockerfile:1.16\n", False),
+    ("# syntax=docker.io/docker/dockerfile:labs\n", False),
+])
+def test_heredoc_note_for_older_builders(syntax: str, noted: bool) -> None:
+    text = syntax + "FROM a\nRUN << EOF\nx\nEOF\n"
+    notes = frontend.parse(text).notes
+    assert [n for n, _ in notes] == ([text.count("\n", 0, text.index("RUN")) + 1] if noted
+                                     else [])
+    assert frontend.parse(syntax + "FROM a\nRUN <<EOF\nx\nEOF\n").notes == []
 
 
 # -- parser directives -----------------------------------------------------------------------

@@ -34,6 +34,9 @@ _WS = "[ \t\n\r]*"  # JSON's blanks
 _STR = '"[^"\\\\\x00-\x1f]*"'
 _SIMPLE_ARRAY = re.compile(rf"\[{_WS}(?:{_STR}{_WS}(?:,{_WS}{_STR}{_WS})*)?\]{_WS}\Z")
 _SIMPLE_STRING = re.compile('"([^"\\\\\x00-\x1f]*)"')
+_BLANK_HEREDOC = re.compile(r"<<[\t ]")
+_SYNTAX = re.compile(r"(?:(?:docker\.io/)?docker/)?dockerfile(?::([\w.-]+))?\Z")
+_SYNTAX_VERSION = re.compile(r"1\.(\d+)")
 _NOT_STRINGS = "when using JSON array syntax, arrays must be comprised of strings only"
 
 
@@ -387,21 +390,51 @@ def _chomp(text: str) -> str:
     return _LEADING_TABS.sub("", text)
 
 
-def _directive_notes(r: _Reader) -> None:
+def _directive_needs(r: _Reader) -> None:
     found = r.d.found
     check = next((d for d in found if d.name == "check"), None)
     later = [d for d in found if check is not None and d.line > check.line]
     if check is not None and later:
-        r.notes.append((check.line, "# check= before # " + later[0].name + "= (builders before "
-                                    "Dockerfile frontend 1.8 stop reading directives at "
-                                    "# check= and ignore the ones after it)"))
+        r.needs.append((check.line, 8, f"# check= before # {later[0].name}="))
+
+
+#: what an older frontend does instead, by the first version that reads the form
+_INSTEAD = {8: "stops reading parser directives at # check= and ignores the ones after it",
+            16: "runs the heredoc's body lines as instructions"}
+
+
+def _frontend_minor(found: list[Directive]) -> int | None:
+    """The Dockerfile frontend 1.x minor version a ``# syntax=docker/dockerfile:...``
+    directive asks for (a large number for ``1``, ``latest`` and ``labs``: the newest), or
+    None when the builder's own frontend reads the file."""
+    syntax = next((d.value for d in found if d.name == "syntax"), "")
+    m = _SYNTAX.match(syntax.split("@", 1)[0].strip())
+    if m is None:
+        return None
+    tag = m.group(1) or "latest"
+    if tag in {"1", "latest", "labs", "1-labs"}:
+        return 1 << 30
+    v = _SYNTAX_VERSION.match(tag)
+    return int(v.group(1)) if v else None
+
+
+def _notes(r: _Reader) -> list[tuple[int, str]]:
+    minor = _frontend_minor(r.d.found)
+    out = []
+    for line, needed, what in r.needs:
+        if minor is not None and minor >= needed:
+            continue
+        out.append((line, f"{what}: read by the Dockerfile frontend 1.{needed} and later "
+                          f"(or with # syntax=docker/dockerfile:1); an older builder "
+                          f"{_INSTEAD[needed]}"))
+    return out
 
 
 # -- the file ------------------------------------------------------------------------------
 
 
 class _Reader:
-    __slots__ = ("d", "i", "lines", "notes")
+    __slots__ = ("d", "i", "lines", "needs")
 
     def __init__(self, text: str) -> None:
         self.lines = _lines(text)
@@ -409,7 +442,8 @@ class _Reader:
             self.lines[0] = self.lines[0][1:]
         self.i = 0
         self.d = _Directives()
-        self.notes: list[tuple[int, str]] = []
+        #: (line, Dockerfile frontend 1.x minor version that first reads it, what)
+        self.needs: list[tuple[int, int, str]] = []
 
     def process(self, raw: str, *, strip: bool) -> str | None:
         """processLine: the line without its newline (and leading blanks), None for a
@@ -452,10 +486,8 @@ class _Reader:
             heredocs = tuple(self._body(h, start) for h in found)
             original += "".join(f"\n{h.content}{h.name}" for h in heredocs) + (
                 "\n" if heredocs else "")
-            if re.search(r"<<-?[\t ]", line) and heredocs:
-                self.notes.append((start, "a heredoc with a blank after << (read since "
-                                          "BuildKit 0.21 / Docker 28; older builders "
-                                          "run the body lines as instructions)"))
+            if heredocs and _BLANK_HEREDOC.search(line):
+                self.needs.append((start, 16, "a heredoc with a blank after <<"))
         return Command(node.cmd.upper(), node.sub_cmd.upper() if node.sub_cmd else None,
                        node.json, original, start, self.i, tuple(node.flags),
                        tuple(node.values), heredocs)
@@ -499,5 +531,5 @@ def parse(text: str) -> Parsed:
             commands.append(c)
     if not commands:
         raise FrontendError("file with no instructions", len(r.lines))
-    _directive_notes(r)
-    return Parsed(commands, r.d.found, r.d.escape, r.notes)
+    _directive_needs(r)
+    return Parsed(commands, r.d.found, r.d.escape, _notes(r))

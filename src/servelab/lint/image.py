@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from servelab.errors import InputError
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
-from servelab.lint.words import expand, unquote
+from servelab.lint.words import process_word
 from servelab.record import Record
 from servelab.textio import read_bytes
 
@@ -177,8 +177,10 @@ class Analysis:
         return self._states[st.index]
 
     def _value(self, state: StageState, raw: str) -> str | None:
-        exp = expand(raw, state.lookup, self.df.escape)
-        return None if exp.unresolved else unquote(exp.value, self.df.escape)
+        """*raw* as BuildKit's ProcessWord gives it (None: a name without a value, or a
+        word BuildKit refuses)."""
+        exp = process_word(raw, state.lookup, self.df.escape)
+        return None if exp.unresolved or exp.error else exp.value
 
     def _apply(self, state: StageState, ins: Instruction) -> None:
         handler = {
