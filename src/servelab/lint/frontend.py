@@ -369,7 +369,7 @@ def heredoc_word(word: str) -> Heredoc | None:
 
 def _heredoc_lexer(text: str, *, raw: bool) -> _Lexer:
     lex = _Lexer(text, lambda _n: None, "\\", raw_quotes=raw, raw_escapes=False)
-    lex.skip_unset = True
+    lex.skip_unset = lex.want_words = True
     return lex
 
 

@@ -118,7 +118,7 @@ class Analysis:
         self.stopped_globs: set[str] = set()
         #: each stage's ``COPY --from`` list (follow.source), computed once: every word of
         #: every RUN may ask, and recomputing it made lint quadratic in the instructions
-        self.from_copies: dict[int, list[tuple[str, str, Stage, Instruction]]] = {}
+        self.from_copies: dict[int, dict[str, list[tuple[int, str, Stage, Instruction]]]] = {}
         #: follow.reaches_final of each stage, computed once (each finding asks for its stage)
         self.reaches: dict[int, list[Instruction]] = {}
 

@@ -97,7 +97,7 @@ class _Lexer:
     """
 
     __slots__ = ("escape", "i", "keep_dollar", "lookup", "n", "raw_escapes", "raw_quotes",
-                 "skip_unset", "text", "unresolved")
+                 "skip_unset", "text", "unresolved", "want_words")
 
     def __init__(self, text: str, lookup: Lookup, escape: str, *, raw_quotes: bool,
                  raw_escapes: bool, keep_dollar: bool = False) -> None:
@@ -111,6 +111,8 @@ class _Lexer:
         self.keep_dollar = keep_dollar
         #: SkipUnsetEnv: a name without a value stays as written
         self.skip_unset = False
+        #: whether the blank-split words are wanted (ProcessWords), not only the text
+        self.want_words = False
         self.unresolved: list[str] = []
 
     def peek(self) -> str:
@@ -133,19 +135,21 @@ class _Lexer:
 
     def _stop_on(self, stop: str) -> tuple[str, list[str]]:
         result: list[str] = []
-        w = _Words()
+        w = _Words() if self.want_words else _NO_WORDS
+        plain = None if self.want_words else _plain_run(self.escape, stop)
         while self.i < self.n:
+            if plain is not None:  # copy text without special characters in one piece
+                m = plain.match(self.text, self.i)
+                if m is not None and m.end() > self.i:
+                    result.append(m.group())
+                    self.i = m.end()
+                    continue
             ch = self.text[self.i]
             if stop and ch == stop:
                 self.i += 1
                 return "".join(result), w.done()
             if ch in "$<'\"":
-                if ch == "$":
-                    tmp = self.dollar()
-                elif ch == "<":
-                    tmp = self.heredoc()
-                else:
-                    tmp = self.single() if ch == "'" else self.double()
+                tmp = self._special(ch)
                 result.append(tmp)
                 if ch == "$":
                     w.add_string(tmp)
@@ -161,6 +165,13 @@ class _Lexer:
         if stop:
             raise WordError(f"unexpected end of statement while looking for matching {stop}")
         return "".join(result), w.done()
+
+    def _special(self, ch: str) -> str:
+        if ch == "$":
+            return self.dollar()
+        if ch == "<":
+            return self.heredoc()
+        return self.single() if ch == "'" else self.double()
 
     def _escaped(self, escape: str, w: _Words, result: list[str]) -> bool:
         """The character an escape protects, added to *w* and *result* (the escape too in
@@ -371,6 +382,31 @@ class _Words:
         return self.words
 
 
+class _NoWords(_Words):
+    """Words not wanted (ProcessWord): nothing kept."""
+
+    def add_char(self, ch: str) -> None:
+        pass
+
+    def add_raw(self, text: str) -> None:
+        pass
+
+    def add_string(self, text: str) -> None:
+        pass
+
+
+_NO_WORDS = _NoWords()
+_PLAIN_RUNS: dict[tuple[str, str], re.Pattern[str]] = {}
+
+
+def _plain_run(escape: str, stop: str) -> re.Pattern[str]:
+    """Characters the lexer copies as they are (no substitution, quote, escape or stop)."""
+    key = (escape, stop)
+    if key not in _PLAIN_RUNS:
+        _PLAIN_RUNS[key] = re.compile("[^" + re.escape("$<'\"" + escape + stop) + "]+")
+    return _PLAIN_RUNS[key]
+
+
 def _glob_regex(pattern: str, *, greedy: bool, anchored: bool) -> re.Pattern[str]:
     """convertShellPatternToRegex: ``*`` and ``?`` are wildcards, ``\\*``, ``\\?`` and
     ``\\\\`` literal; ``[`` is literal (BuildKit has no bracket expressions); any other
@@ -455,7 +491,7 @@ def split_words(text: str, escape: str = "\\") -> list[str]:
     """BuildKit's ProcessWords with raw quotes and escapes and no substitution (what the
     parser uses to find heredoc words): blank-separated words, quotes kept."""
     lex = _Lexer(text, _unset, escape, raw_quotes=True, raw_escapes=True)
-    lex.skip_unset = True
+    lex.skip_unset = lex.want_words = True
     return lex.stop_on(_EOF, True)[1]
 
 
