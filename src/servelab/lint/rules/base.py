@@ -109,7 +109,7 @@ def check_base_latest(ctx: Context) -> Iterator[Hit]:
     rationale="servelab substitutes ARG defaults and build arguments into FROM as BuildKit "
     "does. An ARG with no default and no --build-arg makes the base unknown (BuildKit "
     "substitutes an empty string), so the base rules cannot judge it; servelab does not guess. "
-    "A substitution BuildKit refuses (``${BASE?message}`` with BASE unset, a bad pattern or "
+    "A substitution BuildKit refuses (`${BASE?message}` with BASE unset, a bad pattern or "
     "modifier) stops the build, and is reported here with BuildKit's message.",
     fix="give the ARG a pinned default (ARG BASE=name:tag@sha256:...), or pass the value with "
     "--build-arg NAME=VALUE or --build-args-file FILE",
