@@ -41,6 +41,20 @@ def instructions_file(n: int) -> str:
     return f"FROM {PINNED}\n" + "RUN a\n" * n
 
 
+def serving_file(n: int) -> str:
+    """One stage of *n* blocks of serving-image instructions: a git clone built, a download
+    unpacked, a pip install, a COPY --from, an ENV, a WORKDIR (issue 32: each RUN word asked
+    for the stage's COPY --from list anew, and each command walked every earlier clone and
+    download: quadratic in the instructions of a stage)."""
+    body = "".join(
+        f"RUN git clone https://github.com/example/lib{i} /src/lib{i} && pip install /src/lib{i}\n"
+        f"RUN curl -fsSL https://example.com/t{i}.tgz -o /tmp/t{i}.tgz && tar -xzf /tmp/t{i}.tgz\n"
+        f"RUN pip install --no-cache-dir pkg{i}==1.0\n"
+        f"COPY --from=build /out/{i} /srv/{i}\n"
+        f"ENV V{i}=x{i}\nWORKDIR /srv/{i}\n" for i in range(n))
+    return f"FROM {PINNED} AS build\nRUN mkdir /out\nFROM {PINNED}\n{body}"
+
+
 def measure(text: str, folder: Path) -> tuple[float, float, int]:
     """(wall s, cpu s, findings) of one lint of *text*."""
     path = folder / "Dockerfile"
@@ -55,15 +69,18 @@ def main() -> int:
     ap.add_argument("--findings", type=int, default=5000, help="N for the findings case")
     ap.add_argument("--instructions", type=int, default=40000,
                     help="N for the instructions case")
+    ap.add_argument("--serving", type=int, default=2000,
+                    help="N for the serving-instructions case (blocks of 6 in one stage)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a CPU ratio is over 3")
     ap.add_argument("--quick", action="store_true", help="small N, no verdict")
     args = ap.parse_args()
     if args.quick:
-        args.findings, args.instructions, args.check = 200, 1000, False
+        args.findings, args.instructions, args.serving, args.check = 200, 1000, 100, False
     ok = True
     with tempfile.TemporaryDirectory(prefix="servelab-scaling-") as tmp:
         for name, make, n in (("findings", findings_file, args.findings),
-                              ("instructions", instructions_file, args.instructions)):
+                              ("instructions", instructions_file, args.instructions),
+                              ("serving", serving_file, args.serving)):
             w1, c1, f1 = measure(make(n), Path(tmp))
             w2, c2, f2 = measure(make(2 * n), Path(tmp))
             ratio = c2 / c1 if c1 else 0.0

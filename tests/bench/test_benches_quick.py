@@ -21,7 +21,7 @@ HELPERS = {"benchlib.py"}
 #: bench -> (a line its quick run must print, the real parts it needs)
 CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "diff_speed.py": ("[big]   ratio", ()),
-    "lint_speed.py": ("servelab lint (20 files, 1 call)", ()),
+    "lint_speed.py": ("servelab lint (1 file, 0.02 MB)", ()),
     "lint_precision.py": ("corpus: 3 Dockerfiles", ()),
     "lint_scaling.py": ("[findings] N=200", ()),
     "hostile_sizes.py": ("against the budgets: not judged (--quick)", ()),

@@ -39,3 +39,19 @@ def test_suppression_comments_still_apply_at_scale(tmp_path: Path) -> None:
     took, found = _lint(tmp_path, f"# hadolint global ignore=DL3020\nFROM {PINNED}\n{body}")
     assert found.count("remote-add") == n  # every second ADD is suppressed
     assert took < 30
+
+
+def test_one_large_serving_stage_in_linear_time(tmp_path: Path) -> None:
+    # issue 32: a 1 MB Dockerfile took 96 s: each RUN word re-read the stage's COPY --from
+    # list, each command walked every earlier clone and download, each finding recomputed
+    # how its stage reaches the final image. 1,500 blocks here took over a minute then.
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    try:
+        from lint_scaling import serving_file
+    finally:
+        sys.path.pop(0)
+    took, found = _lint(tmp_path, serving_file(1_500))
+    assert found.count("download-unverified") >= 1_500
+    assert took < 30, f"1,500 serving blocks took {took:.1f} s"

@@ -14,8 +14,8 @@ manifest Accept types), i.e. the multi-arch index digest when the tag points to 
 
 Not rewritten, but reported: ``FROM $ARG`` forms (fix the ARG's default instead), ``scratch``
 and references to earlier stages need nothing. ``$ARG`` forms are substituted as ``servelab
-lint`` substitutes them (:func:`servelab.lint.words.expand`: global ARG defaults and
-``${NAME:-default}``), so ``pin --check`` and lint judge the same line the same way.
+lint`` substitutes them (:func:`servelab.lint.words.process_word`: global ARG defaults and
+every BuildKit word operator), so ``pin --check`` and lint judge the same line the same way.
 
 The Dockerfile is read with :mod:`servelab.textio` (a regular file, at most 1 MiB by
 default, UTF-8). A registry that cannot be reached is a :class:`CapabilityError` (exit 3),
@@ -33,10 +33,9 @@ from servelab.errors import ExitCode, InputError, ServelabError
 from servelab.findings import Finding, FindingsReport, Rule, Severity
 from servelab.image.ref import pinned_digest
 from servelab.lint.parse import check_nesting
-from servelab.lint.words import PREDEFINED, expand, unquote
+from servelab.lint.words import PREDEFINED, process_word
 from servelab.textio import TEXT_BYTES, decode, read_bytes, write_file
 
-_DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
 _HEREDOC = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][\w.-]*)\1")
 MAX_BYTES = TEXT_BYTES.default
 
@@ -83,15 +82,12 @@ class FromLine:
 
 
 def _directives_end(lines: list[str]) -> tuple[int, str]:
-    """(index of the first line after the parser directives, escape character)."""
-    escape = "\\"
-    for i, raw in enumerate(lines):
-        m = _DIRECTIVE.match(raw.strip())
-        if not m:
-            return i, escape
-        if m.group(1).lower() == "escape" and m.group(2) in ("\\", "`"):
-            escape = m.group(2)
-    return len(lines), escape
+    """(index of the first line after the parser directives, escape character), read as
+    lint's frontend reads them (any order, only at the top)."""
+    from servelab.lint.frontend import directives
+
+    d = directives(lines)
+    return len(d.found), d.escape
 
 
 def _tokens(text: str) -> list[tuple[int, int, str]]:
@@ -101,8 +97,8 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
 def _substitute(word: str, args: dict[str, str], escape: str = "\\") -> str | None:
     """*word* with ARG values and ``${NAME:-default}`` forms substituted as lint does; None
     when a name has no value."""
-    exp = expand(word, args.get, escape)
-    return None if exp.unresolved else exp.value
+    exp = process_word(word, args.get, escape)
+    return None if exp.unresolved or exp.error else exp.value
 
 
 def _classify(image: str, stages: set[str], args: dict[str, str],
@@ -122,9 +118,8 @@ def _global_arg(text: str, args: dict[str, str], escape: str = "\\") -> None:
     for _s, _e, tok in _tokens(text)[1:]:
         name, eq, value = tok.partition("=")
         if eq:
-            args[name] = unquote(expand(value, args.get, escape).value, escape)
-        else:
-            args.pop(name, None)  # declared without a value: no value (no build args here)
+            args[name] = process_word(value, args.get, escape).value
+        # declared again without a value: BuildKit keeps the value it has
 
 
 def _logical(lines: list[str], i: int, escape: str) -> int:

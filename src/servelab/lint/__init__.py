@@ -242,6 +242,8 @@ def lint_paths(
             f"{display}:{line}: unknown rule id {rid!r} in a servelab: ignore comment"
             for line, rid in _config.unknown_suppressions(res.df.lines, set(RULES))
         ]
+        # forms today's frontend reads and an older builder refuses or reads differently
+        report.notes += [f"{display}:{line}: {what}" for line, what in res.df.notes]
     if resolver is not None:
         report.notes += resolver.notes
     use_hadolint = cfg.hadolint if hadolint is None else hadolint

@@ -726,6 +726,9 @@ class Flow:
 
     def run(self, line: int, text: str, workdir: str) -> None:
         """Follow one RUN (at *line*, its text, its WORKDIR)."""
+        # what is done or pinned is never looked at again: keeping it made every command
+        # of every later RUN walk all of the stage's clones and downloads (quadratic)
+        self.pending = [p for p in self.pending if not p.done and not p.pinned]
         exp = self.exp_for(text)
         cmds = commands(text)
         checked = verifies(cmds, text, exp)

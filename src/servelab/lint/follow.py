@@ -155,10 +155,15 @@ def source_text(src: FileSource, context: Path, notes: Notes | None = None) -> s
     return Analysis.read(src, notes)
 
 
-def _from_copies(analysis: Analysis, stage: Stage) -> list[tuple[str, str, Stage, Instruction]]:
-    """(image destination, source path in the other stage, that stage, COPY) of each
-    ``COPY --from=<stage>`` of *stage*'s chain, latest first."""
-    out = []
+CopyIndex = dict[str, list[tuple[int, str, Stage, Instruction]]]
+Copies = dict[int, CopyIndex]
+
+
+def _from_copies(analysis: Analysis, stage: Stage) -> CopyIndex:
+    """Each ``COPY --from=<stage>`` of *stage*'s chain by its image destination: (order,
+    source path in the other stage, that stage, COPY), later COPYs with larger orders."""
+    out: CopyIndex = {}
+    n = 0
     for st in analysis.chain(stage):
         state = analysis.state(st)
         for ins in st.instructions:
@@ -168,10 +173,27 @@ def _from_copies(analysis: Analysis, stage: Stage) -> list[tuple[str, str, Stage
                 continue
             dest = ins.args[-1]
             base = state.workdirs.get(ins.line, "/")
-            dest = dest if dest.startswith("/") else posixpath.join(base, dest)
+            dest = posixpath.normpath(dest if dest.startswith("/") else posixpath.join(base, dest))
             for src in ins.args[:-1]:
-                out.append((posixpath.normpath(dest), src, other, ins))
-    return out[::-1]
+                out.setdefault(dest, []).append((n, src, other, ins))
+                n += 1
+    return out
+
+
+def _copies_to(index: CopyIndex, path: str) -> list[tuple[str, str, Stage]]:
+    """(destination, source, stage) of the COPY --from entries whose destination is *path*
+    or a folder above it, latest first: a look-up per folder of the path, not a walk of
+    every COPY (issue 32: that walk, for each word of each RUN, was quadratic)."""
+    found: list[tuple[int, str, str, Stage]] = []
+    p = path
+    while True:
+        found += [(n, p, src, other) for n, src, other, _ins in index.get(p, ())]
+        parent = posixpath.dirname(p)
+        if parent == p or not p:
+            break
+        p = parent
+    found.sort(key=lambda e: -e[0])
+    return [(dest, src, other) for _n, dest, src, other in found]
 
 
 def missing_copy(analysis: Analysis, stage: Stage, path: str) -> Instruction | None:
@@ -204,21 +226,18 @@ def _covers(src: str, dest: str, path: str) -> bool:
     return path in {d, posixpath.join(d, name)}
 
 
-Copies = dict[int, list[tuple[str, str, Stage, Instruction]]]
-
-
 def source(analysis: Analysis, path: str, stage: Stage, depth: int = 0,
            known: Copies | None = None) -> FileSource | None:
     """Where the image file *path* of *stage* comes from: the build context (directly, or
     through ``COPY --from`` of an earlier stage), or a heredoc. *known* keeps each stage's
-    ``COPY --from`` list between calls."""
+    ``COPY --from`` index between calls."""
     found = analysis.source_of(path, analysis.state(stage))
     if found is not None or depth > 4:
         return found
-    known = {} if known is None else known
+    known = analysis.from_copies if known is None else known
     if stage.index not in known:
         known[stage.index] = _from_copies(analysis, stage)
-    for dest, src, other, _ins in known[stage.index]:
+    for dest, src, other in _copies_to(known[stage.index], path):
         src_path = posixpath.normpath(src if src.startswith("/") else "/" + src)
         if path == dest:
             inner = src_path
@@ -837,7 +856,13 @@ def make_call(cmd: SimpleCommand, cwd: str) -> tuple[str, list[str]] | None:
 def reaches_final(analysis: Analysis, stage: Stage) -> list[Instruction]:
     """The ``COPY --from``/``RUN --mount=from`` instructions of the final image's stages
     through which *stage* (or a stage built from it) reaches the final image; empty when
-    *stage* is one the final image is built FROM."""
+    *stage* is one the final image is built FROM. Computed once per stage."""
+    if stage.index not in analysis.reaches:
+        analysis.reaches[stage.index] = _reaches_final(analysis, stage)
+    return analysis.reaches[stage.index]
+
+
+def _reaches_final(analysis: Analysis, stage: Stage) -> list[Instruction]:
     chain = {s.index for s in analysis.chain()}
     if stage.index in chain:
         return []

@@ -19,7 +19,7 @@ from servelab.errors import InputError
 from servelab.findings import Record
 from servelab.lint.coverage import CoverageNote, Notes, bound
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
-from servelab.lint.words import expand, unquote
+from servelab.lint.words import process_word
 from servelab.textio import head_of, read_bytes
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -128,6 +128,11 @@ class Analysis:
         self.stopped_globs: set[str] = set()
         #: what following the start command did not fully read (bounds, files not parsed)
         self.coverage = Notes()
+        #: each stage's ``COPY --from`` list (follow.source), computed once: every word of
+        #: every RUN may ask, and recomputing it made lint quadratic in the instructions
+        self.from_copies: dict[int, dict[str, list[tuple[int, str, Stage, Instruction]]]] = {}
+        #: follow.reaches_final of each stage, computed once (each finding asks for its stage)
+        self.reaches: dict[int, list[Instruction]] = {}
 
     # -- stage graph -----------------------------------------------------------------
     def chain(self, stage: Stage | None = None) -> list[Stage]:
@@ -184,8 +189,10 @@ class Analysis:
         return self._states[st.index]
 
     def _value(self, state: StageState, raw: str) -> str | None:
-        exp = expand(raw, state.lookup, self.df.escape)
-        return None if exp.unresolved else unquote(exp.value, self.df.escape)
+        """*raw* as BuildKit's ProcessWord gives it (None: a name without a value, or a
+        word BuildKit refuses)."""
+        exp = process_word(raw, state.lookup, self.df.escape)
+        return None if exp.unresolved or exp.error else exp.value
 
     def _apply(self, state: StageState, ins: Instruction) -> None:
         handler = {

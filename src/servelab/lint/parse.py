@@ -1,35 +1,33 @@
-"""Read a Dockerfile and parse it with BuildKit's own parser (PyPI ``dockerfile``).
+"""Read a Dockerfile and parse it as today's BuildKit frontend does (:mod:`.frontend`).
 
-The binding returns instructions with their original line range, flags, JSON/shell form and
+The parser returns instructions with their original line range, flags, JSON/shell form and
 heredoc bodies, but drops comments and does not substitute ``ARG`` values: this module keeps
 the source lines (for ``# servelab: ignore=`` comments), splits the instructions into build
-stages, and resolves ``FROM`` references from ``ARG`` defaults and build arguments.
+stages, and resolves ``FROM`` references from ``ARG`` defaults, build arguments and the
+frontend's automatic platform arguments, with every word operator of BuildKit's shell lexer
+(:mod:`.words`).
 
 Bad input (missing, not a regular file, over the size cap, binary, UTF-16/32, non-UTF-8,
 empty, rejected by the parser, more than :data:`MAX_STAGES` stages, ``${...}`` nested more than
 :data:`MAX_SUBSTITUTION_DEPTH` deep) is an :class:`~servelab.errors.InputError` naming the
 file and, where known, the line.
 
-The parser is a Go extension that never checks for signals: it runs in a worker thread that
-the main thread waits for in short steps, so Ctrl-C and SIGTERM are handled at once and the
-worker is abandoned. Finding the line of a parse error takes linear time (one parse of each
-block of instructions, then of each instruction of the failing block).
+The parser is plain Python and linear in the file, so Ctrl-C and SIGTERM stop it at once.
 """
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple
 
 from servelab.errors import InputError
 from servelab.findings import Record
-from servelab.lint.words import PREDEFINED, expand, unquote
+from servelab.lint import frontend
+from servelab.lint.frontend import Heredoc
+from servelab.lint.words import PREDEFINED, Expansion, Lookup, process_word
 from servelab.textio import TEXT_BYTES, Limit, ascii_int, decode, read_bytes
 
-_T = TypeVar("_T")
 MAX_BYTES = TEXT_BYTES.default
 #: Build stages of one Dockerfile (stages may build FROM each other, a chain is followed).
 MAX_STAGES = Limit("SERVELAB_MAX_STAGES", 256, "build stages of one Dockerfile")
@@ -69,15 +67,6 @@ _MIN_ARGS = {
     "HEALTHCHECK": 1,
     "STOPSIGNAL": 1,
 }
-_DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\S*)\s*$")
-_HEREDOC = re.compile(r"<<(-?)\s*([\"']?)([A-Za-z_][\w.-]*)\2")
-#: Instructions parsed together while looking for the one the parser rejects.
-_LOCATE_BLOCK = 200
-
-
-class Heredoc(NamedTuple):
-    name: str
-    content: str
 
 
 class Instruction(NamedTuple):
@@ -132,6 +121,7 @@ class Stage(Record):
     __slots__ = (
         "base",
         "base_raw",
+        "error",
         "from_instr",
         "index",
         "instructions",
@@ -152,6 +142,8 @@ class Stage(Record):
         self.unresolved = unresolved
         #: index of the earlier stage this one is built FROM, if any
         self.parent = parent
+        #: BuildKit's error when it refuses the FROM word (``${V?}`` unset, bad pattern)
+        self.error: str | None = None
         self.instructions: list[Instruction] = [] if instructions is None else instructions
 
     @property
@@ -163,12 +155,14 @@ class Dockerfile(Record):
     """A parsed Dockerfile: its lines, global ARGs, stages and every instruction."""
 
     __slots__ = (
+        "directives",
         "display",
         "escape",
         "global_args",
         "global_scope",
         "instructions",
         "lines",
+        "notes",
         "path",
         "stages",
     )
@@ -186,6 +180,10 @@ class Dockerfile(Record):
         self.instructions = instructions
         #: global ARG values after build arguments (None: declared without a value)
         self.global_scope = global_scope
+        #: the parser directives (syntax, escape, check) and their lines
+        self.directives: list[frontend.Directive] = []
+        #: (line, what) of forms the current frontend reads and an older builder refuses
+        self.notes: list[tuple[int, str]] = []
 
     @property
     def final(self) -> Stage:
@@ -211,161 +209,9 @@ def read_source(path: Path, display: str) -> str:
 
 
 def escape_char(lines: list[str]) -> str:
-    """The ``# escape=`` directive's character (default backslash)."""
-    for raw in lines:
-        m = _DIRECTIVE.match(raw.strip())
-        if not m:
-            break
-        if m.group(1).lower() == "escape" and m.group(2) in {"\\", "`"}:
-            return m.group(2)
-    return "\\"
-
-
-def _is_ok_prefix(text: str) -> bool:
-    import dockerfile
-
-    try:
-        dockerfile.parse_string(text)
-    except dockerfile.GoParseError as e:
-        return "no instructions" in str(e)
-    return True
-
-
-def instruction_spans(lines: list[str], escape: str) -> Iterator[tuple[int, int]]:
-    """(first, last) 0-based line of each instruction, continuation lines and heredoc bodies
-    included; comment and blank lines between instructions are skipped. Linear."""
-    i, n = 0, len(lines)
-    while i < n:
-        stripped = lines[i].strip()
-        if not stripped or stripped.startswith("#"):
-            i += 1
-            continue
-        end = i
-        while end < n - 1 and lines[end].rstrip().endswith(escape):
-            end += 1
-            while end < n - 1 and lines[end].strip().startswith("#"):
-                end += 1
-        last = _heredoc_end(lines, i, end)
-        yield i, last
-        i = last + 1
-
-
-def _heredoc_end(lines: list[str], first: int, end: int) -> int:
-    """The last line of the heredoc bodies of the RUN/COPY/ADD at lines first..end (or end)."""
-    if "<<" not in lines[first] and first == end:
-        return end
-    if lines[first].strip().split(None, 1)[0].upper() not in {"RUN", "COPY", "ADD"}:
-        return end
-    j = end
-    for m in _HEREDOC.finditer(" ".join(lines[first : end + 1])):
-        j += 1
-        while j < len(lines) and (lines[j].lstrip("\t") if m.group(1) else lines[j]).rstrip(
-            "\r") != m.group(3):
-            j += 1
-    return min(j, len(lines) - 1)
-
-
-def _locate_error(lines: list[str], message: str) -> int | None:
-    """The line where the parser's complaint starts.
-
-    The binding's errors carry no line, and each instruction parses on its own: parse blocks
-    of instructions, then each instruction of the first block that fails (linear time).
-    """
-    escape = escape_char(lines)
-    if "escape token" in message:
-        for i, raw in enumerate(lines):
-            m = _DIRECTIVE.match(raw.strip())
-            if m and m.group(1).lower() == "escape":
-                return i + 1
-    head = "# escape=`\n" if escape == "`" else ""
-    spans = list(instruction_spans(lines, escape))
-    if "unterminated heredoc" in message and spans:  # its body runs to the end of the file
-        return spans[-1][0] + 1
-
-    def ok(first: int, last: int) -> bool:
-        return _is_ok_prefix(head + "\n".join(lines[first : last + 1]) + "\n")
-
-    for b in range(0, len(spans), _LOCATE_BLOCK):
-        block = spans[b : b + _LOCATE_BLOCK]
-        if not ok(block[0][0], block[-1][1]):
-            return next((first + 1 for first, last in block if not ok(first, last)), None)
-    return None
-
-
-def _parse_go(text: str, lines: list[str]) -> tuple[list[Any], Exception | None, int | None]:
-    """The parser's instructions, or its error and the line it points at."""
-    import dockerfile
-
-    try:
-        return list(dockerfile.parse_string(text)), None, None
-    except dockerfile.GoParseError as e:
-        return [], e, _locate_error(lines, str(e))
-
-
-#: Above this many characters the parser runs in a child process. BuildKit's parser is Go code
-#: that holds the GIL: in a thread, a Ctrl-C waits until it returns (seconds on a large file);
-#: a child process is stopped at once (its process group is killed by :func:`servelab.proc.run`).
-CHILD_PARSE_BYTES = 64 * 1024
-
-
-def _parse_in_child(text: str, display: str) -> tuple[list[Any], Exception | None, int | None]:
-    """:func:`_parse_go` in ``python -m servelab.lint.parse`` (text on stdin, JSON back)."""
-    import json
-    import sys
-    from types import SimpleNamespace
-
-    from servelab import proc
-
-    done = proc.run([sys.executable, "-m", "servelab.lint.parse"], input_text=text,
-                    timeout=None, hint=f"the Dockerfile parser failed on {display}")
-    out = json.loads(done.stdout)
-    if out["error"] is not None:
-        return [], RuntimeError(out["error"]), out["line"]
-    commands = [SimpleNamespace(**{**c, "heredocs": [SimpleNamespace(**h) for h in c["heredocs"]]})
-                for c in out["commands"]]
-    return commands, None, None
-
-
-def _child_main() -> int:
-    """The child side of :func:`_parse_in_child`."""
-    import json
-    import sys
-
-    text = sys.stdin.read()
-    parsed, error, line = _parse_go(text, text.splitlines())
-    commands = [{"cmd": c.cmd, "sub_cmd": c.sub_cmd, "json": c.json, "original": c.original,
-                 "start_line": c.start_line, "end_line": c.end_line, "flags": list(c.flags),
-                 "value": list(c.value),
-                 "heredocs": [{"name": h.name, "content": h.content} for h in c.heredocs]}
-                for c in parsed]
-    # one write: json.dump's many small writes made the parent wake for each (146,000 reads
-    # for a 40,000-instruction file)
-    sys.stdout.write(json.dumps({"commands": commands,
-                                 "error": None if error is None else str(error), "line": line}))
-    return 0
-
-
-def interruptible(fn: Callable[..., _T], *args: Any) -> _T:
-    """``fn(*args)`` in a daemon worker thread; the calling thread waits in 0.1 s steps, so a
-    signal (KeyboardInterrupt, Terminated) is raised here at once and the worker abandoned."""
-    out: list[_T] = []
-    err: list[BaseException] = []
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            out.append(fn(*args))
-        except BaseException as e:  # handed to the caller
-            err.append(e)
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="servelab-dockerfile-parse", daemon=True).start()
-    while not done.wait(0.1):
-        pass
-    if err:
-        raise err[0]
-    return out[0]
+    """The ``# escape=`` directive's character (default backslash), read as the frontend
+    reads directives: any order, only before the first comment, blank line or instruction."""
+    return frontend.directives(lines).escape
 
 
 def check_nesting(lines: list[str], display: str) -> None:
@@ -390,24 +236,22 @@ def check_nesting(lines: list[str], display: str) -> None:
                 depth -= stack.pop()
 
 
-def _instruction(c: object) -> Instruction:
-    heredocs = tuple(Heredoc(h.name, h.content) for h in getattr(c, "heredocs", ()))
-    sub = getattr(c, "sub_cmd", None)
-    return Instruction(
-        cmd=str(getattr(c, "cmd", "")).upper(),
-        args=tuple(getattr(c, "value", ())),
-        flags=tuple(getattr(c, "flags", ())),
-        json=bool(getattr(c, "json", False)),
-        original=str(getattr(c, "original", "")),
-        line=int(getattr(c, "start_line", 0)),
-        end_line=int(getattr(c, "end_line", 0)),
-        heredocs=heredocs,
-        sub_cmd=sub.upper() if isinstance(sub, str) else None,
-    )
-
-
 def parse_text(text: str, display: str) -> list[Instruction]:
-    """Parse *text* with BuildKit's parser; InputError (with the line) when it rejects it."""
+    """Parse *text* as BuildKit's frontend does; InputError (with the line) when it rejects
+    it."""
+    return parse_full(text, display).commands
+
+
+class _Result(NamedTuple):
+    commands: list[Instruction]
+    escape: str
+    directives: list[frontend.Directive]
+    notes: list[tuple[int, str]]
+
+
+def parse_full(text: str, display: str) -> _Result:
+    """:func:`parse_text` with the parser directives, the escape character and the notes on
+    forms an older builder refuses."""
     lines = text.splitlines()
     if not any(s.strip() and not s.strip().startswith("#") for s in lines):
         raise InputError(
@@ -416,21 +260,25 @@ def parse_text(text: str, display: str) -> list[Instruction]:
             hint="write at least a FROM instruction",
         )
     check_nesting(lines, display)
-    if len(text) > CHILD_PARSE_BYTES:
-        parsed, error, line = _parse_in_child(text, display)
-    else:
-        parsed, error, line = interruptible(_parse_go, text, lines)
-    if error is not None:
+    try:
+        parsed = frontend.parse(text)
+    except frontend.FrontendError as e:
         raise InputError(
-            f"the Dockerfile parser rejected it: {error}",
+            f"the Dockerfile parser rejected it: {e}",
             file=display,
-            line=line,
+            line=e.line,
             hint="fix the Dockerfile syntax there; `docker build` would fail the same way",
-        ) from error
-    instrs = [_instruction(c) for c in parsed]
+        ) from None
+    instrs = [_instruction(c) for c in parsed.commands]
     for ins in instrs:
         _check_arity(ins, display)
-    return instrs
+    return _Result(instrs, parsed.escape, parsed.directives, parsed.notes)
+
+
+def _instruction(c: frontend.Command) -> Instruction:
+    return Instruction(cmd=c.cmd, args=c.value, flags=c.flags, json=c.json,
+                       original=c.original, line=c.start_line, end_line=c.end_line,
+                       heredocs=c.heredocs, sub_cmd=c.sub_cmd)
 
 
 def _check_arity(ins: Instruction, display: str) -> None:
@@ -468,7 +316,10 @@ def arg_items(ins: Instruction, escape: str) -> list[tuple[str, str | None, str]
 def global_scope(
     args: list[Instruction], build_args: Mapping[str, str], escape: str
 ) -> dict[str, str | None]:
-    """Values of the ARGs declared before the first FROM, as BuildKit would use them."""
+    """Values of the ARGs declared before the first FROM, as BuildKit uses them: the
+    frontend's automatic platform arguments first, then each ARG in order, a build argument
+    winning over its default. An ARG declared again without a value keeps the value it has
+    (None: declared, no value anywhere)."""
     scope: dict[str, str | None] = dict(PREDEFINED)
     for k in PREDEFINED:
         if k in build_args:
@@ -478,10 +329,23 @@ def global_scope(
             if name in build_args:
                 scope[name] = build_args[name]
             elif default is not None:
-                scope[name] = unquote(expand(default, scope.get, escape).value, escape)
+                scope[name] = process_word(default, scoped(scope), escape).value
             else:
-                scope[name] = None
+                scope.setdefault(name, None)
     return scope
+
+
+def scoped(scope: Mapping[str, str | None]) -> Lookup:
+    """The lookup of *scope* where names BuildKit's frontend reserves (``BUILDKIT_*``: its
+    own options, set or not) are never missing."""
+
+    def get(name: str) -> str | None:
+        value = scope.get(name)
+        if value is None and name.startswith("BUILDKIT_"):
+            return ""
+        return value
+
+    return get
 
 
 def _stage(
@@ -502,23 +366,26 @@ def _stage(
         )
     raw = ins.args[0]
     name = ins.args[2].lower() if len(ins.args) >= 3 and ins.args[1].lower() == "as" else None
-    exp = expand(raw, scope.get, escape)
-    base = None if exp.unresolved else unquote(exp.value, escape)
+    exp: Expansion = process_word(raw, scoped(scope), escape)
+    base = None if exp.unresolved or exp.error else exp.value
     parent = None
     if base is not None:
         for s in earlier:
             if s.name is not None and s.name == base.lower():
                 parent = s.index
-    return Stage(index, name, ins, raw, base, sorted(set(exp.unresolved)), parent)
+    stage = Stage(index, name, ins, raw, base, sorted(set(exp.unresolved)), parent)
+    stage.error = exp.error
+    return stage
 
 
 def build(
     path: Path, display: str, text: str, build_args: Mapping[str, str] | None = None
 ) -> Dockerfile:
     """Parse *text* (the contents of *path*) into stages with resolved bases."""
-    instrs = parse_text(text, display)
+    parsed = parse_full(text, display)
+    instrs = parsed.commands
     lines = text.splitlines()
-    escape = escape_char(lines)
+    escape = parsed.escape
     global_args: list[Instruction] = []
     stages: list[Stage] = []
     scope: dict[str, str | None] = {}
@@ -552,7 +419,10 @@ def build(
             file=display, line=stages[MAX_STAGES.value()].from_instr.line,
             hint="split the Dockerfile; " + MAX_STAGES.raise_hint(),
         )
-    return Dockerfile(path, display, lines, escape, global_args, stages, instrs, scope)
+    df = Dockerfile(path, display, lines, escape, global_args, stages, instrs, scope)
+    df.directives = parsed.directives
+    df.notes = parsed.notes
+    return df
 
 
 def load(
@@ -562,6 +432,3 @@ def load(
     name = display or str(path)
     return build(path, name, read_source(path, name), build_args)
 
-
-if __name__ == "__main__":
-    raise SystemExit(_child_main())

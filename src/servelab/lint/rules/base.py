@@ -119,13 +119,16 @@ def check_base_latest(ctx: Context) -> Iterator[Hit]:
     "FROM uses an ARG that has no value",
     rationale="servelab substitutes ARG defaults and build arguments into FROM as BuildKit "
     "does. An ARG with no default and no --build-arg makes the base unknown (BuildKit "
-    "substitutes an empty string), so the base rules cannot judge it; servelab does not guess.",
+    "substitutes an empty string), so the base rules cannot judge it; servelab does not guess. "
+    "A substitution BuildKit refuses (`${BASE?message}` with BASE unset, a bad pattern or "
+    "modifier) stops the build, and is reported here with BuildKit's message.",
     fix="give the ARG a pinned default (ARG BASE=name:tag@sha256:...), or pass the value with "
     "--build-arg NAME=VALUE or --build-args-file FILE",
 )
 def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
     declared = {n for i in ctx.df.global_args for n, _d, _r in arg_items(i, ctx.df.escape)}
     for st in ctx.df.stages:
+        stops = f" (BuildKit stops the build: {st.error})" if st.error else ""
         for name in st.unresolved:
             why = (
                 "has no default and no build argument"
@@ -135,9 +138,13 @@ def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
             yield Hit(
                 "arg-unresolved",
                 st.from_instr.line,
-                f"FROM {st.base_raw}: ARG {name} {why}",
+                f"FROM {st.base_raw}: ARG {name} {why}{stops}",
                 context={"stage": st.label},
             )
+        if st.error and not st.unresolved:
+            yield Hit("arg-unresolved", st.from_instr.line,
+                      f"FROM {st.base_raw}: BuildKit refuses the substitution: {st.error}",
+                      context={"stage": st.label})
 
 
 @RULES.rule(
