@@ -110,7 +110,8 @@ def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
     "One finding per RUN and package manager, naming every unpinned package.",
     fix="pin versions (pip, pipx, uv: name==1.2.3 or a hashed lock with --require-hashes; apt: "
     "name=version with a snapshot.debian.org mirror; apk: name=version; dnf/yum/microdnf: "
-    "name-1.2.3; conda/mamba: name=1.2.3, no conda update; npm: copy package-lock.json and run npm ci)",
+    "name-1.2.3; conda/mamba: name=1.2.3, no conda update; npm: copy package-lock.json and run "
+    "npm ci)",
 )
 def check_unpinned_packages(ctx: Context) -> Iterator[Hit]:
     snapshot: list[bool] = []
