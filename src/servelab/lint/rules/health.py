@@ -41,7 +41,7 @@ _SERVING_BARE = _SERVING_PACKAGES - {"ray[serve]"}
 #: a server program copied into the image (``llama-server``, ``text-generation-launcher``,
 #: ``text-embeddings-router-80``)
 _SERVER_PROGRAM = LazyPattern(r"^[\w.-]*(server|router|launcher)(-[\w.]+)?$")
-_INTERPRETERS = LazyPattern(r"^(python[\d.]*|node|ruby|perl|java|Rscript|exec|env)$")
+_INTERPRETERS = LazyPattern(r"^(python[\d.]*|node|ruby|perl|java|Rscript)$")
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 
 
@@ -53,6 +53,8 @@ def _start_script_unread(ctx: Context) -> str | None:
     words = _split(texts[0]) if texts else []
     for _ in range(2):  # `sh -c "..."` once, `bash start.sh` once
         argv = [w for w in words if not w.startswith("-")]
+        while argv and (argv[0] in {"exec", "env"} or "=" in argv[0]):  # `exec X`, `env A=1 X`
+            argv = argv[1:]
         if not argv:
             return None
         prog = argv[0].rsplit("/", 1)[-1]

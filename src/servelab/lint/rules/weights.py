@@ -227,6 +227,8 @@ def _line_of(code: str, what: str) -> str:
         needle = what.split("(", 1)[0].rsplit(" ", 1)[-1] + "("
     else:
         needle = max(what.split(), key=len, default="")
+        if what.strip() and any(what in line for line in code.splitlines()):
+            needle = what  # `ollama pull` on its own line, not the `ollama serve &` before it
     for n, line in enumerate(code.splitlines(), start=1):
         if needle and needle in line:
             return f":{n}"
