@@ -123,12 +123,14 @@ def serving_evidence(ctx: Context) -> str | None:
         return None
     if m := _SERVICE_NAME.search(text):
         return f"its start command runs {m.group(0).strip(' /')!r}"
+    read = False
     for src, content in scripts(ctx, text, state, stage=ctx.df.final):
+        read = True
         if m := _WEB_APP.search(content) or _SERVICE_NAME.search(content):
             return f"{src.image_path} runs {m.group(0).strip()!r}"
-    unread = _start_script_unread(ctx)
+    unread = None if read else _start_script_unread(ctx)
     if unread is None:
-        return None
+        return None  # a script that was read and shows no server is judged by its content
     echoed = _echoed(ctx, unread)
     if m := _SERVICE_NAME.search(echoed):
         return f"{unread}, written by a RUN, runs {m.group(0).strip()!r}"
