@@ -153,7 +153,7 @@ def test_a_builder_stage_download_names_both_places() -> None:
 @pytest.mark.parametrize(("src", "said"), [
     ("models/", "a folder named like model weights"),
     ("checkpoints", "a folder named like model weights"),
-    ("models/config.json", "a path inside a folder named like model weights (models/)"),
+    ("models/encoder.bin", "a path inside a folder named like model weights (models/)"),
 ])
 def test_only_folders_are_called_folders(write_dockerfile, src: str, said: str) -> None:  # type: ignore[no-untyped-def]
     df = write_dockerfile(f"{HEAD}COPY {src} /opt/m/\n{TAIL}CMD [\"python\", \"-m\", \"s\"]\n")

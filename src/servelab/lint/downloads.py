@@ -24,6 +24,7 @@ WEIGHT_EXT = (
     ".h5",
     ".tflite",
     ".keras",
+    ".mar",  # a TorchServe model archive: the weights zipped with their handler
 )
 WEIGHT_DIRS = frozenset({"models", "weights", "checkpoints"})
 _BIN_NAME = LazyPattern(r"^(pytorch_model|adapter_model|model|consolidated)[\w.-]*\.bin$", re.I)

@@ -186,6 +186,8 @@ def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
     if "--require-hashes" in args:
         return []
     opts, operands = options_and_operands(args, PIP_WITH_VALUE)
+    while operands and operands[0] == "install":  # `pip install install x`: a typo, not a package
+        operands = operands[1:]
     # a git+ requirement at a branch or tag is download-unverified's (fetch.pip_unverified)
     bad = [op for op in operands if not pip_spec_pinned(op) and not is_vcs(op)]
     for i, o in enumerate(opts):
@@ -230,7 +232,13 @@ def apt_unpinned(cmd: SimpleCommand) -> list[str]:
     _opts, operands = options_and_operands(cmd.argv[1:], APT_WITH_VALUE)
     if not operands or operands[0] != "install":
         return []
-    return [p for p in operands[1:] if "=" not in p and not _variable(p) and not p.endswith(".deb")]
+    return [p for p in operands[1:] if "=" not in p and not _variable(p) and not _local_deb(p)]
+
+
+def _local_deb(operand: str) -> bool:
+    """A package file on disk (``./x.deb``, ``/tmp/*.deb``, ``./DEBS/libfoo*``), not a
+    package from a repository: its version is the file's (``name/release`` is a package)."""
+    return operand.endswith(".deb") or operand.startswith(("./", "../", "/", "~"))
 
 
 def apk_unpinned(cmd: SimpleCommand) -> list[str]:
@@ -288,10 +296,15 @@ def _conda_spec_pinned(spec: str) -> bool:
 
 
 def conda_unpinned(cmd: SimpleCommand) -> list[str]:
-    """``conda``/``mamba``/``micromamba install|create`` of a package without ``=version``."""
+    """``conda``/``mamba``/``micromamba install|create`` of a package without ``=version``,
+    and ``update`` (``conda update conda``, ``--all``), which takes whatever is newest."""
     if cmd.name not in CONDA_MANAGERS:
         return []
     opts, operands = options_and_operands(cmd.argv[1:], CONDA_WITH_VALUE)
+    if operands and operands[0] in {"update", "upgrade"}:
+        # `conda update conda`, `conda update --all`: whatever is newest on the day
+        every = ["--all (every package)"] if {"--all", "--update-all"} & set(opts) else []
+        return every + [p for p in operands[1:] if not _conda_spec_pinned(p)]
     if not operands or operands[0] not in {"install", "create"}:
         return []
     if any(o.partition("=")[0] in {"--file", "-f"} for o in opts):

@@ -2,12 +2,142 @@
 
 from __future__ import annotations
 
+import posixpath
+import re
+import shlex
 from collections.abc import Iterator
 
 from servelab.findings import Severity
+from servelab.lint.lazyre import LazyPattern
+from servelab.lint.shell import commands, normalise
 
 from . import RULES, Context, Hit
-from ._start import Role, base_facts, role
+from ._start import Role, base_facts, role, scripts, start_texts
+
+#: a start command whose program or script is named for a service (``opea_tts_microservice.py``,
+#: ``proxy_service.py``, ``invokeai-web``, ``webui.sh``) or is a model server not named
+#: ``*server`` (OpenVINO's ``ovms``, LocalAI, llamafile, KoboldCpp, infinity_emb)
+_SERVICE_NAME = LazyPattern(
+    r"\w*micro_?service\w*|\b\w+[_-]service(\.py|:\w+)|\bservice\.py\b|"
+    r"\b[\w.]+-web\b|\bweb_?ui(\.py|\.sh)?\b|"
+    r"(^|[\s/])(ovms|local-ai|llamafile|koboldcpp|infinity_emb)(\s|$)"
+)
+#: a web application's code: a framework's app served or launched from the script itself
+_WEB_APP = LazyPattern(
+    r"^\s*(from\s+(fastapi|flask|starlette|aiohttp|sanic|litestar|quart|bottle|tornado)\b|"
+    r"import\s+(gradio|streamlit|uvicorn)\b)",
+    re.M,
+)
+#: packages that are servers or web frameworks: installed into an image whose start script
+#: servelab could not read, they say what the script starts
+_SERVING_PACKAGES = frozenset({
+    "vllm", "sglang", "text-generation-server", "torchserve", "mlserver", "bentoml",
+    "litserve", "fastapi", "uvicorn", "gunicorn", "flask", "gradio", "streamlit",
+    "xinference", "lmdeploy", "infinity-emb", "openllm", "kserve", "aphrodite-engine",
+    "tritonserver", "ray[serve]",
+})
+#: the same without extras (``uvicorn[standard]``); plain ``ray`` is not a server
+_SERVING_BARE = _SERVING_PACKAGES - {"ray[serve]"}
+#: a server program copied into the image (``llama-server``, ``text-generation-launcher``,
+#: ``text-embeddings-router-80``)
+_SERVER_PROGRAM = LazyPattern(r"^[\w.-]*(server|router|launcher)(-[\w.]+)?$")
+_INTERPRETERS = LazyPattern(r"^(python[\d.]*|node|ruby|perl|java|Rscript)$")
+_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+
+
+def _start_script_unread(ctx: Context) -> str | None:
+    """The start program or script when servelab could not read it (a script the build
+    context lacks, a program built or copied in): None for ``python app.py`` and the like,
+    whose code is judged by other evidence."""
+    texts = [t for _i, t in start_texts(ctx.analysis.state())]
+    words = _split(texts[0]) if texts else []
+    for _ in range(2):  # `sh -c "..."` once, `bash start.sh` once
+        argv = [w for w in words if not w.startswith("-")]
+        while argv and (argv[0] in {"exec", "env"} or "=" in argv[0]):  # `exec X`, `env A=1 X`
+            argv = argv[1:]
+        if not argv:
+            return None
+        prog = argv[0].rsplit("/", 1)[-1]
+        if prog not in _SHELLS:
+            break
+        inline = "-c" in words  # `sh -c "python serve.py"`: the string is the command
+        words = (_split(argv[1]) if len(argv) > 1 else []) if inline else argv[1:]
+    if not argv or argv[0].rsplit("/", 1)[-1] in _SHELLS or _INTERPRETERS.match(
+            argv[0].rsplit("/", 1)[-1]):
+        return None
+    return argv[0]
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _installed_server(ctx: Context) -> str | None:
+    """What of the final image says it holds a server: a serving package installed (pip) or
+    a server program copied in (``COPY --from=builder .../llama-server /llama-server``)."""
+    for st in ctx.analysis.chain():
+        for ins in st.instructions:
+            if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2:
+                for word in ins.args:
+                    name = posixpath.basename(word.rstrip("/"))
+                    if "." not in name and _SERVER_PROGRAM.match(name):
+                        return f"{ins.cmd} of {name} at line {ins.line}"
+            elif ins.cmd == "RUN":
+                for cmd in commands(ins.text()):
+                    argv = normalise(list(cmd.argv))
+                    if argv[:1] != ["pip"] or "install" not in argv:
+                        continue
+                    for word in argv[argv.index("install") + 1:]:
+                        name = re.split(r"[=<>!~;@ ]", word.lower(), maxsplit=1)[0]
+                        if name in _SERVING_PACKAGES or name.split("[", 1)[0] in _SERVING_BARE:
+                            return f"pip install {name} at line {ins.line}"
+    return None
+
+
+def _echoed(ctx: Context, script: str) -> str:
+    """What RUNs of the final image's stages wrote into *script* with echo/printf
+    (``RUN echo python serve.py >> run.sh``)."""
+    name = posixpath.basename(script)
+    out = []
+    for st in ctx.analysis.chain():
+        for ins in st.instructions:
+            if ins.cmd != "RUN":
+                continue
+            for m in re.finditer(r"\b(?:echo|printf)\s+(.+?)\s*>>?\s*(\S+)", ins.text()):
+                if posixpath.basename(m.group(2).strip("'\"")) == name:
+                    out.append(m.group(1))
+    return "\n".join(out)
+
+
+def serving_evidence(ctx: Context) -> str | None:
+    """Why a final image that EXPOSEs nothing and whose start command names no known server
+    launcher still serves (None when nothing shows it): a start command named for a service,
+    a start script that is a web app or writes one, or a start script servelab could not
+    read in an image built to hold a server."""
+    state = ctx.analysis.state()
+    text = " ".join(t for _i, t in start_texts(state))
+    if not text.strip():
+        return None
+    if m := _SERVICE_NAME.search(text):
+        return f"its start command runs {m.group(0).strip(' /')!r}"
+    read = False
+    for src, content in scripts(ctx, text, state, stage=ctx.df.final):
+        read = True
+        if m := _WEB_APP.search(content) or _SERVICE_NAME.search(content):
+            return f"{src.image_path} runs {m.group(0).strip()!r}"
+    unread = None if read else _start_script_unread(ctx)
+    if unread is None:
+        return None  # a script that was read and shows no server is judged by its content
+    echoed = _echoed(ctx, unread)
+    if m := _SERVICE_NAME.search(echoed):
+        return f"{unread}, written by a RUN, runs {m.group(0).strip()!r}"
+    if installed := _installed_server(ctx):
+        return (f"its start program {unread} was not read, and the image holds a server "
+                f"({installed})")
+    return None
 
 
 @RULES.rule(
@@ -16,10 +146,13 @@ from ._start import Role, base_facts, role
     "a server image with no HEALTHCHECK and no health endpoint declared",
     rationale="Without a readiness signal nobody can tell a server that is loading weights "
     "from one that hangs, and cold-start time cannot be measured. Only long-running servers "
-    "are judged: an EXPOSE, or a start command (or the start script it runs) that starts a "
-    "server. Init containers, CI, base and library images are left alone, and so is an image "
-    "that runs its base's program (no ENTRYPOINT, and no CMD or only a CMD of arguments: the "
-    "base's HEALTHCHECK is unknown without --resolve-base).",
+    "are judged: an EXPOSE, a start command (or the start script it runs) that starts a "
+    "server or is named for a service (opea_tts_microservice.py, invokeai-web, ovms), a start "
+    "script that is a web app (FastAPI, Flask, Gradio ...), or a start program servelab could "
+    "not read in an image that holds a server (a serving package installed, a server program "
+    "copied in). Init containers, CI, batch jobs, CLI tools, base and library images are left "
+    "alone, and so is an image that runs its base's program (no ENTRYPOINT, and no CMD or only "
+    "a CMD of arguments: the base's HEALTHCHECK is unknown without --resolve-base).",
     fix="add HEALTHCHECK CMD curl -fsS http://127.0.0.1:8000/health || exit 1, or declare the "
     "health endpoint in the experiment spec",
 )
@@ -30,7 +163,12 @@ def check_no_health(ctx: Context) -> Iterator[Hit]:
     if facts is not None and facts.healthcheck:
         return
     verdict = role(ctx)
-    if verdict.role != Role.SERVER:
+    evidence = verdict.evidence
+    if verdict.role == Role.UNKNOWN:
+        evidence = serving_evidence(ctx) or ""
+    elif verdict.role != Role.SERVER:
+        return
+    if not evidence:
         return
     state = ctx.analysis.state()
     if facts is None and state.entrypoint is None and (
@@ -41,7 +179,7 @@ def check_no_health(ctx: Context) -> Iterator[Hit]:
     yield Hit(
         "no-health",
         final.from_instr.line,
-        f"the final image is a server ({verdict.evidence}) with no HEALTHCHECK (or "
+        f"the final image is a server ({evidence}) with no HEALTHCHECK (or "
         "HEALTHCHECK NONE) and no health endpoint declared",
         context={"stage": final.label},
     )

@@ -56,11 +56,25 @@ def _expanded(ctx: Context, state: StageState, text: str) -> list[SimpleCommand]
         argv: list[str] = []
         for word in cmd.argv:
             value = exp(word)
-            argv += value.split() if value != word and " " in value else [value]
+            # only an unquoted word (no blank in it) is split: `"x=$(echo $V | cut ...)"`
+            # stays one word, whatever its value holds
+            split = value != word and " " in value and " " not in word
+            argv += value.split() if split else [value]
         # `ENV PIP_INSTALL="python -m pip install"` then `RUN $PIP_INSTALL x`: the program
         # itself came from a variable, so it is normalised again (python -m pip -> pip)
-        out.append(SimpleCommand(normalise(argv), cmd.env, cmd.line, cmd.piped))
+        out.append(SimpleCommand(normalise(_unwrapped(argv)), cmd.env, cmd.line, cmd.piped))
     return out
+
+
+def _unwrapped(argv: list[str]) -> list[str]:
+    """The command that ``conda run -n env CMD ...`` (mamba, micromamba) runs: ``conda run
+    -n py310 pip install x`` installs with pip."""
+    if len(argv) < 3 or argv[0].rsplit("/", 1)[-1] not in pkg.CONDA_MANAGERS or argv[1] != "run":
+        return argv
+    i = 2
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in pkg.CONDA_WITH_VALUE else 1
+    return argv[i:] or argv
 
 
 def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
@@ -96,7 +110,8 @@ def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
     "One finding per RUN and package manager, naming every unpinned package.",
     fix="pin versions (pip, pipx, uv: name==1.2.3 or a hashed lock with --require-hashes; apt: "
     "name=version with a snapshot.debian.org mirror; apk: name=version; dnf/yum/microdnf: "
-    "name-1.2.3; conda/mamba: name=1.2.3; npm: copy package-lock.json and run npm ci)",
+    "name-1.2.3; conda/mamba: name=1.2.3, no conda update; npm: copy package-lock.json and run "
+    "npm ci)",
 )
 def check_unpinned_packages(ctx: Context) -> Iterator[Hit]:
     snapshot: list[bool] = []

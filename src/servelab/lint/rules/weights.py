@@ -25,16 +25,78 @@ def _excluder(ctx: Context) -> Callable[[str], bool]:
     return lambda rel: bool(pats) and ignore.excluded(rel, pats)
 
 
+#: folders named for a model store as a whole (TorchServe's ``model-store``), beside
+#: downloads.WEIGHT_DIRS; ``model`` itself only when it is copied to a model path too
+_STORE_DIRS = frozenset({"model-store", "model_store", "modelstore"})
+_MODEL_DIR = "model"
+_MODEL_WORDS = downloads.WEIGHT_DIRS | _STORE_DIRS | {_MODEL_DIR}
+_GLOBS = frozenset("*?[")
+#: endings of config, tokenizer and text files (``tokenizer.json``, ``vocab.txt``)
+_TEXT_EXT = (".json", ".txt", ".yaml", ".yml", ".md", ".py", ".csv", ".tsv", ".toml", ".ini",
+             ".cfg", ".jinja", ".proto", ".xml", ".html")
+#: words of a SentencePiece/BPE tokenizer's ``.model`` file (``spiece.model``)
+_TOKENIZER_WORDS = frozenset({"spiece", "sentencepiece", "tokenizer", "bpe", "sp", "vocab",
+                              "spm"})
+#: words of a small tensor of statistics (``mean.pt``, ``mel_norms.pth``), not a model
+_STATS_WORDS = frozenset({"mean", "means", "std", "stds", "stddev", "stdev", "var", "variance",
+                          "norm", "norms", "normalization", "normalisation", "normalizer",
+                          "normaliser", "stats", "stat", "statistics", "scaler", "mu",
+                          "sigma"})
+
+
+def _words(name: str) -> set[str]:
+    stem = name.lower().rsplit(".", 1)[0]
+    return {w for w in stem.replace("-", "_").replace(".", "_").split("_") if w}
+
+
+def _not_weights(name: str, size: int | None = None) -> bool:
+    """Whether a file's own name says it is not model weights: a config, tokenizer or text
+    file (``tokenizer.json``, ``merges.txt``, ``spiece.model``), or a tensor of statistics
+    (``mean.pt``, ``std.npy``) whose size is unknown or under 1 MiB."""
+    low = name.lower()
+    if low.endswith(_TEXT_EXT):
+        return True
+    if low.endswith(".model") and _words(low) & _TOKENIZER_WORDS:
+        return True
+    small = size is None or size < downloads.MIN_WEIGHT_BYTES
+    return small and bool(_words(low) & _STATS_WORDS)
+
+
 def _named(src: str) -> bool:
     """Whether a path's own name (not a folder name) says weights (``model.safetensors``)."""
-    return downloads.is_weight_path(src.rsplit("/", 1)[-1]) and not src.endswith("/")
+    name = src.rsplit("/", 1)[-1]
+    return (downloads.is_weight_path(name) and not src.endswith("/")
+            and not _not_weights(name))
 
 
-def _what_named(src: str) -> str:
+def _folder(src: str) -> str:
+    """The folder a COPY source names, globs dropped: ``model-store`` of ``model-store/*``."""
+    parts = [p for p in src.rstrip("/").split("/") if p not in {"", "."}]
+    while parts and _GLOBS & set(parts[-1]) and "." not in parts[-1].strip("*"):
+        parts.pop()
+    return parts[-1].lower() if parts else ""
+
+
+def _model_folder(src: str, dest: str) -> bool:
+    """A folder named for weights or a model store (``models/``, ``model-store/*``), or one
+    named ``model`` copied to a model path (``COPY ./model /api/model``)."""
+    name = _folder(src)
+    if name in downloads.WEIGHT_DIRS | _STORE_DIRS:
+        return True
+    dest_words = {p.lower() for p in dest.split("/") if p}
+    return name == _MODEL_DIR and bool(dest_words & _MODEL_WORDS)
+
+
+def _what_named(src: str, dest: str) -> str:
     """A folder named like weights (``models/``), or a path inside one
     (``models/config.json``): only a folder is called a folder."""
     parts = [p for p in src.rstrip("/").split("/") if p not in {"", "."}]
-    if src.endswith("/") or (parts and parts[-1].lower() in downloads.WEIGHT_DIRS):
+    name = _folder(src)
+    if name == _MODEL_DIR:
+        return f"a folder named model/, to the model path {dest},"
+    if name in _STORE_DIRS:
+        return f"a folder named like a model store ({name}/, where TorchServe keeps .mar archives)"
+    if src.endswith("/") or name in downloads.WEIGHT_DIRS:
         return "a folder named like model weights"
     folder = next((p for p in parts if p.lower() in downloads.WEIGHT_DIRS), "")
     return f"a path inside a folder named like model weights ({folder}/)"
@@ -47,18 +109,20 @@ def _files(found: list[tuple[str, int]]) -> str:
     return f"{', '.join(shown)}{more}; {total} in all"
 
 
-def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
+def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str, *, dest: str,
                     excluded: Callable[[str], bool]) -> Hit | None:
     where = {"stage": st.label}
     matches = [m for m in ctx.analysis.context_matches(src) if m.exists()]
     if not matches:
-        if not downloads.is_weight_path(src):
+        name = src.rstrip("/").rsplit("/", 1)[-1]
+        folder = _model_folder(src, dest)
+        if not folder and (not downloads.is_weight_path(src) or _not_weights(name)):
             return None
-        if _named(src) and src.rsplit("/", 1)[-1].lower() not in downloads.WEIGHT_DIRS:
+        if _named(src) and name.lower() not in downloads.WEIGHT_DIRS:
             return Hit("weights-baked", ins.line,
                        f"{ins.cmd} puts model weights ({src}) into the image", context=where)
         return Hit("weights-baked", ins.line,
-                   f"{ins.cmd} {src} copies {_what_named(src)} that is not in the build "
+                   f"{ins.cmd} {src} copies {_what_named(src, dest)} that is not in the build "
                    f"context {ctx.context_dir}, so only its name was judged (pass --context "
                    "to have its files read)", context=where, severity=Severity.WARNING)
     found: list[tuple[str, int]] = []
@@ -66,7 +130,7 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
     root = os.path.realpath(ctx.context_dir)
     for m in matches:
         walked = walk.weight_files(ctx.context_dir, os.path.relpath(m, root), excluded)
-        found += walked.files
+        found += [(p, n) for p, n in walked.files if not _not_weights(p.rsplit("/", 1)[-1], n)]
         stopped = stopped or walked.stopped
     if found:
         more = " (and servelab stopped at its walk limit: there may be more)" if stopped else ""
@@ -83,6 +147,7 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str,
 def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
                excluded: Callable[[str], bool]) -> Iterator[Hit]:
     srcs = values(ctx, st, [a for a in ins.args[:-1] if not a.startswith("<<")])
+    dest = next(iter(values(ctx, st, [ins.args[-1]])), ins.args[-1])
     stage_or_image = ins.flag("from")
     for src in srcs:
         if stage_or_image is not None or is_url(src):
@@ -93,14 +158,14 @@ def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
                           f"{what} puts model weights ({src}) into the image",
                           context={"stage": st.label})
         elif src not in _WHOLE_CONTEXT:  # COPY . is context-leak's
-            hit = _context_source(ctx, st, ins, src, excluded)
+            hit = _context_source(ctx, st, ins, src, dest=dest, excluded=excluded)
             if hit is not None:
                 yield hit
 
 
 def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> Iterator[Hit]:
     text = expand_known(follow.without_comments(ins.text()), state.lookup)
-    whats = list(dict.fromkeys(downloads.build_weight_downloads(text)))
+    whats = list(dict.fromkeys([*downloads.build_weight_downloads(text), *_archived(text)]))
     # a script given only config or tokenizer files (`warm.py config.json org/m`) fetches those
     others_only = downloads.names_only_other_files(text)
     ran = [] if others_only else scripts(
@@ -116,8 +181,10 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
                                                      state.workdirs.get(ins.line), st)
     if whats:
         note = f"; {missing_note(ctx, missing)}" if missing else ""
+        did = ("packs model weights into the image" if all(w.startswith(_ARCHIVER) for w in whats)
+               else "downloads model weights")
         yield Hit("weights-baked", ins.line,
-                  f"RUN downloads model weights at build time ({', '.join(whats)})"
+                  f"RUN {did} at build time ({', '.join(whats)})"
                   f"{reaches(ctx, st)}{note}", context={"stage": st.label})
     elif missing:
         yield Hit("weights-baked", ins.line,
@@ -127,6 +194,32 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
                   severity=Severity.INFO)
 
 
+_ARCHIVER = "torch-model-archiver"
+
+
+def _archived(text: str) -> Iterator[str]:
+    """``torch-model-archiver --serialized-file model.pt ...``: the weights zipped into a
+    TorchServe ``.mar`` in the image (``--export-path``, default the working directory).
+    Without ``--serialized-file`` the archive holds only code (a handler that downloads)."""
+    for cmd in shell.commands(text):
+        if cmd.name != _ARCHIVER:
+            continue
+        opts = dict(_option_values(cmd.argv[1:]))
+        weights = opts.get("--serialized-file")
+        if weights:
+            where = opts.get("--export-path", ".")
+            yield f"{_ARCHIVER} --serialized-file {weights} into {where}"
+
+
+def _option_values(args: list[str]) -> Iterator[tuple[str, str]]:
+    """(option, value) of ``--opt value`` and ``--opt=value`` words."""
+    for i, word in enumerate(args):
+        if word.startswith("--") and "=" in word:
+            yield word.split("=", 1)[0], word.split("=", 1)[1]
+        elif word.startswith("--") and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            yield word, args[i + 1]
+
+
 def _line_of(code: str, what: str) -> str:
     """``:N``, the first line of *code* that holds what a phrase names (``snapshot_download``
     of ``snapshot_download()``, the URL of ``curl URL``), or "" when none does."""
@@ -134,6 +227,8 @@ def _line_of(code: str, what: str) -> str:
         needle = what.split("(", 1)[0].rsplit(" ", 1)[-1] + "("
     else:
         needle = max(what.split(), key=len, default="")
+        if what.strip() and any(what in line for line in code.splitlines()):
+            needle = what  # `ollama pull` on its own line, not the `ollama serve &` before it
     for n, line in enumerate(code.splitlines(), start=1):
         if needle and needle in line:
             return f":{n}"
@@ -161,7 +256,13 @@ def reaches(ctx: Context, st: Stage) -> str:
     "--from that brings the download in), and so do scripts a RUN runs (download_model.py, "
     "fetch.sh, the recipe of make TARGET, every install.py a loop or find -exec runs). "
     "Files are judged by content (safetensors/GGUF headers, "
-    "weight names with a weight container or of 1 MiB and more), honouring .dockerignore.",
+    "weight names with a weight container or of 1 MiB and more, TorchServe .mar archives), "
+    "honouring .dockerignore; tokenizer and config files (tokenizer.json, vocab.txt, "
+    "spiece.model) and small tensors of statistics (mean.pt under 1 MiB, or of unknown "
+    "size) are not weights. Without the build context a folder is judged by its name, at "
+    "warning severity: models/, weights/, checkpoints/, a model store (model-store/), or "
+    "model/ copied to a model path. torch-model-archiver run with --serialized-file packs "
+    "weights into the image.",
     fix="keep weights out of the image: mount them at run time (-v model:/models:ro, a PVC, "
     "or an init container), and point the server at the mount with HF_HUB_OFFLINE=1",
 )

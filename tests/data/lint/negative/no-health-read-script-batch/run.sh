@@ -1,0 +1,3 @@
+#!/bin/sh
+set -eu
+python -m reports.build --input /data/in --output /data/out

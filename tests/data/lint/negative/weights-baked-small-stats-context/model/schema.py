@@ -1,0 +1,7 @@
+from dataclasses import dataclass
+
+
+@dataclass
+class Score:
+    label: str
+    value: float
