@@ -214,6 +214,7 @@ class Runner:
         data = build_summary(self.exp, self, v, treatment)
         data["reproducibility"] = self.stages.reproducibility
         data.update(aggregate.headline(treatment, control))
+        data["comparison"] = aggregate.comparison(deltas)
         lazy = lazyview.status(self.results)
         if lazy is not None:
             data["lazy"] = lazy
