@@ -480,7 +480,7 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
                     deltas: list[Delta], results: list[dict[str, Any]]) -> str:
     v = summary["verdict"]
     lines = [f"# servelab: {_EMOJI.get(v, '')} {v}", ""]
-    lines += [f"- {r}" for r in summary.get("reasons", [])]
+    lines += [f"- {md_text(r)}" for r in summary.get("reasons", [])]  # a crash quotes its log
     lines += ["", *_why(results)]
     exp = summary.get("experiment", {})
     lines += ["", f"**Change:** {exp.get('change', '')}  ",
