@@ -25,6 +25,22 @@ if TYPE_CHECKING:
     from servelab.textio import AllowedPath
 
 
+def _min_layer_size(text: str) -> int:
+    """argparse type of --lazy-min-layer-size: the spec's coldStart.lazyMinLayerSize check."""
+    from servelab import textio
+    from servelab.errors import InputError
+    from servelab.node.lazypull import check_min_layer_size
+
+    value = textio.ascii_int(text, max_digits=20)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of bytes")
+    try:
+        check_min_layer_size(value)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     from servelab.commands._common import add_allow_path, add_fail_on, add_quiet, ascii_int
     from servelab.run.render import FORMATS
@@ -97,7 +113,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-lazy", action="store_true",
                         help="exit 3 when the lazy pull cannot be measured here (without it: "
                         "recorded as 'lazy not measured: <reason>')")
-    parser.add_argument("--lazy-min-layer-size", type=ascii_int, metavar="BYTES",
+    parser.add_argument("--lazy-min-layer-size", type=_min_layer_size, metavar="BYTES",
                         help="layers smaller than this get no SOCI zTOC and are fetched whole "
                         "(default: 10485760, SOCI's own)")
     parser.add_argument("--format", choices=FORMATS, default="text",

@@ -352,6 +352,9 @@ def _with_spec(opts: RunOptions, exp: Experiment) -> RunOptions:
     requirement add to the spec's; its min layer size wins). Without --cold-start-registry
     nothing is measured on a node, and the spec's lazy arm with it."""
     cs = exp.cold_start
+    if cs.lazy_required and not opts.require_lazy:
+        # a requirement is checked as --require-lazy is, with or without a registry
+        opts = replace(opts, require_lazy=True, require_lazy_from="coldStart.lazyRequired")
     if not opts.cold_start_registry or (not cs.lazy and not cs.lazy_required):
         return opts
     size = opts.lazy_min_layer_size
@@ -362,11 +365,17 @@ def _with_spec(opts: RunOptions, exp: Experiment) -> RunOptions:
 
 def _node_settings(opts: RunOptions) -> NodeSettings | None:
     """Checked at the start of the run: a bad registry is bad input before any build."""
+    if opts.lazy_min_layer_size is not None:
+        from servelab.node.lazypull import check_min_layer_size
+
+        check_min_layer_size(opts.lazy_min_layer_size)
     if not opts.cold_start_registry:
         if opts.lazy or opts.require_lazy:
-            raise InputError("--lazy and --require-lazy measure beside the cold pull: they "
-                             "need --cold-start-registry",
-                             hint="add --cold-start-registry HOST[:PORT] (or leave --lazy out)")
+            raise InputError(f"{opts.require_lazy_from if opts.require_lazy else '--lazy'}: "
+                             "--lazy and --require-lazy (coldStart.lazy, lazyRequired) measure "
+                             "beside the cold pull: they need --cold-start-registry",
+                             hint="add --cold-start-registry HOST[:PORT] (or leave the lazy "
+                             "pull out)")
         return None
     from servelab.node import ColdSettings, NodeSettings
 
