@@ -154,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
     )
 
     def progress(msg: str) -> None:
-        print(f"servelab: {msg}", file=sys.stderr, flush=True)
+        from servelab.logs import log_line
+
+        print(log_line(f"servelab: {msg}"), file=sys.stderr, flush=True)
 
     result = run_experiment(exp, opts, progress)
     _github(result.out_dir)
