@@ -126,14 +126,18 @@ _DIGEST = None
 
 def log_line(text: str) -> str:
     """A line of a log as a person reads it: digests cut to 12 hex (``sha256:0123456789ab``;
-    in full in the run's files) and at most :data:`LINE_MAX` characters."""
+    in full in the run's files) and at most :data:`LINE_MAX` characters (a longer line loses
+    its middle: its end says how the step went)."""
     import re
 
     global _DIGEST  # noqa: PLW0603 - compiled on first use: servelab lint never needs it
     if _DIGEST is None:
         _DIGEST = re.compile(r"\b(sha256:)?([0-9a-f]{12})[0-9a-f]{52}\b")
     text = _DIGEST.sub(lambda m: f"{m.group(1) or ''}{m.group(2)}", text)
-    return text if len(text) <= LINE_MAX else text[:LINE_MAX - 1] + "\u2026"
+    if len(text) <= LINE_MAX:
+        return text
+    keep = LINE_MAX // 3  # the end says how it went ("done in 1.2s, 66.6 MB"): kept
+    return text[:LINE_MAX - keep - 1] + "\u2026" + text[-keep:]
 
 
 def size(n: float) -> str:
@@ -154,8 +158,11 @@ class Progress:
     Thread-safe: a reader thread may feed it while a ticker thread redraws or beats."""
 
     def __init__(self, what: str, *, total: float | None = None, unit: str = "B",
-                 mode: str | None = None, stream: TextIO | None = None) -> None:
+                 mode: str | None = None, stream: TextIO | None = None,
+                 quiet: bool = False) -> None:
         self.what = neutral(what)
+        #: a log shows its end only when it failed or took QUIET_S or more (a routine step)
+        self.quiet = quiet
         self.total = total
         self.unit = unit
         self.mode = _mode[0] if mode is None else mode
@@ -244,6 +251,9 @@ class Progress:
         took = time.monotonic() - self._t0
         end = "done" if e is None else (
             "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+        if (self.quiet and self.mode == LINES and e is None and took < QUIET_S
+                and self._last_line == self._t0):
+            return  # a routine step that went well and quickly: its figures are in the files
         at = f" at {self._step}" if e is not None and self._step else ""
         with self._locked():
             self._line(f"{self.what}: {end} in {took:.1f}s{self._amount(final=True)}{at}")
@@ -336,11 +346,12 @@ def _width(out: TextIO) -> int:
         return 80
 
 
-def progress(what: str, *, total: float | None = None, unit: str = "B") -> Progress:
+def progress(what: str, *, total: float | None = None, unit: str = "B",
+             quiet: bool = False) -> Progress:
     """A :class:`Progress` for the long step *what*, shown as the CLI configured (nothing for
     a library user or with ``--quiet``)::
 
         with logs.progress("docker load", total=archive_size) as p:
             ...; p.advance(n)
     """
-    return Progress(what, total=total, unit=unit)
+    return Progress(what, total=total, unit=unit, quiet=quiet)
