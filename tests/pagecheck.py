@@ -24,19 +24,19 @@ WIDTH = 1012
 #: the scroll behaviour of github.com's .markdown-body, not its stylesheet)
 CSS = """
 body { margin: 0; }
-.markdown-body { box-sizing: border-box; width: %dpx; padding: 16px; font-size: 14px;
+.markdown-body { box-sizing: border-box; width: WIDTHpx; padding: 16px; font-size: 14px;
   line-height: 1.5; word-wrap: break-word;
   font-family: -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; }
-.markdown-body table { display: block; width: max-content; max-width: 100%%; overflow: auto;
+.markdown-body table { display: block; width: max-content; max-width: 100%; overflow: auto;
   border-spacing: 0; border-collapse: collapse; }
 .markdown-body td, .markdown-body th { padding: 6px 13px; border: 1px solid #d1d9e0; }
-.markdown-body code { padding: .2em .4em; font-size: 85%%; white-space: break-spaces;
+.markdown-body code { padding: .2em .4em; font-size: 85%; white-space: break-spaces;
   font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
-.markdown-body pre { padding: 16px; overflow: auto; font-size: 85%%; }
+.markdown-body pre { padding: 16px; overflow: auto; font-size: 85%; }
 .markdown-body pre code { white-space: pre; padding: 0; }
 .markdown-body .mermaid { overflow: auto; }
-.markdown-body img, .markdown-body svg { max-width: 100%%; }
-""" % WIDTH
+.markdown-body img, .markdown-body svg { max-width: 100%; }
+""".replace("WIDTH", str(WIDTH))
 
 SCRIPT = r"""
 const puppeteer = require(process.env.PUPPETEER_DIR);
@@ -45,7 +45,7 @@ const puppeteer = require(process.env.PUPPETEER_DIR);
   const browser = await puppeteer.launch({executablePath: chrome, headless: true,
     args: ["--no-sandbox", "--disable-gpu"]});
   const page = await browser.newPage();
-  await page.setViewport({width: %d, height: 900});
+  await page.setViewport({width: WIDTH, height: 900});
   await page.goto("file://" + html, {waitUntil: "load"});
   await page.addScriptTag({path: mermaid});
   const out = await page.evaluate(async () => {
@@ -80,7 +80,7 @@ const puppeteer = require(process.env.PUPPETEER_DIR);
   await browser.close();
   console.log(JSON.stringify(out));
 })().catch(e => { console.error(e); process.exit(2); });
-""" % WIDTH
+""".replace("WIDTH", str(WIDTH))
 
 
 def available() -> str | None:

@@ -6,6 +6,7 @@ and for a real failing run (a server that crashes at start)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +68,17 @@ def test_a_failing_run_summary_fits_the_page_and_names_the_crash(
     """A real run whose treatment's server exits at start: exit 1, the reason names the exit
     status and the log tail, and its summary.md fits the page."""
     spec = tmp_path / "exp.yaml"
+    ctx = tmp_path / "server"  # inside the experiment's folder: the path rule confines it
+    shutil.copytree(SERVER, ctx)
     arm = ("{{context: {ctx}, dockerfile: Dockerfile, allowUnpinnedBase: true, "
            "buildArgs: {{BASE_IMAGE: '{base}', MODE: {mode}}}}}")
     spec.write_text(
         "apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: crash-at-start}\n"
         "spec:\n  change: the server crashes at start\n  repeats: 2\n"
-        f"  control: {arm.format(ctx=SERVER, base=base_image, mode='good')}\n"
-        f"  treatment: {arm.format(ctx=SERVER, base=base_image, mode='crash')}\n"
+        f"  control: {arm.format(ctx=ctx, base=base_image, mode='good')}\n"
+        f"  treatment: {arm.format(ctx=ctx, base=base_image, mode='crash')}\n"
         "  serve: {port: 8000, healthPath: /health, readinessTimeoutSeconds: 20}\n"
-        "  build: {network: none}\n")
+        "  build: {sourceDateEpoch: 1700000000, network: none}\n")
     out = tmp_path / "out"
     res = run_experiment(load_experiment(spec), RunOptions(out_dir=out,
                                                           stages=("build", "smoke")))

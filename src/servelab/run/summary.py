@@ -70,6 +70,8 @@ def _reading_cell(d: Delta) -> str:
     reading = f"**{d.reading}**" if d.changed else d.reading
     if d.changed or d.detectable is None:
         return reading
+    if d.detectable <= 0:
+        return f"{reading}; could detect any change"
     return f"{reading}; could detect ≥ {_fmt(d.detectable, d.unit)}"
 
 
