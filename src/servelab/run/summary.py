@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from servelab.report import md_text, terminal_text
+from servelab.report import md_code, md_text, terminal_text
 from servelab.run import intervals, lazyview
 from servelab.run.aggregate import (
     ALL_METRICS,
@@ -92,7 +92,7 @@ def _arms_table(control: ArmStats | None, treatment: ArmStats) -> list[str]:
 def _method_line(deltas: list[Delta], calibration: str | None) -> str:
     cov = sorted({intervals.coverage_label(d.interval.coverage) for d in deltas
                   if d.interval is not None and d.interval.low != d.interval.high})
-    noise = (f"the noise the calibration file `{md_text(calibration)}` measured"
+    noise = (f"the noise the calibration file {md_code(calibration)} measured"
              if calibration else "half the larger min–max spread of the two arms (no "
              "calibration file: `servelab calibrate` measures this runner's noise)")
     return (f"Δ is treatment − control: the {intervals.METHOD}"
@@ -495,7 +495,8 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
     for s in summary.get("not_tested", []):
         lines.append(f"> not tested: {s}")
     lines.append("")
-    lines += _comparison(control, treatment, deltas)
+    cal = summary.get("calibration") or {}
+    lines += _comparison(control, treatment, deltas, cal.get("file"))
     lines += _node_section(control, treatment, results)
     lines += _per_repeat(results)
     lines += _reproducibility(summary.get("reproducibility") or {})
