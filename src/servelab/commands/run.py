@@ -48,8 +48,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_run_options(parser)
     parser.add_argument("--calibration", metavar="FILE",
+                        default=os.environ.get("SERVELAB_CALIBRATION") or None,
                         help="a calibration file (servelab calibrate) of this runner class: its "
-                        "per-metric noise sets the verdict's thresholds; the summary names it")
+                        "per-metric noise sets the verdict's thresholds; the summary names it "
+                        "(default: $SERVELAB_CALIBRATION)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
