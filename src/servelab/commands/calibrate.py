@@ -84,8 +84,8 @@ def render(doc: dict[str, Any], path: object) -> str:
         out.append(f"  {m['label']}: {fmt(m['median'], m['unit'])} ({fmt(m['min'], m['unit'])}"
                    f"–{fmt(m['max'], m['unit'])}), threshold {fmt(m['threshold'], m['unit'])}, "
                    f"false positives {fp:.0%} (without the file {fp0:.0%}), detects "
-                   + (f"≥ {fmt(mde, m['unit'])}" if mde is not None else "nothing at these "
-                      "repeats")
+                   + ("any change" if mde == 0 else f"≥ {fmt(mde, m['unit'])}"
+                      if mde is not None else "nothing at these repeats")
                    + "".join(f"; {k}: {n or '> 20'} repeats"
                              for k, n in m["repeats_needed"].items()))
     for why in doc.get("not_measured") or []:

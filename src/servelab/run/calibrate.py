@@ -129,7 +129,9 @@ def min_detectable(values: Sequence[float], repeats: int, threshold: float,
                    draws: int = DRAWS) -> float | None:
     """The smallest shift found in :data:`POWER` of the draws (bisection), None if none is
     (one repeat an arm: a timing has no interval)."""
-    scale = max(threshold, max(values) - min(values), 1e-9)
+    if max(values) == min(values):
+        return threshold  # no noise: any shift beyond the threshold is found every time
+    scale = max(threshold, max(values) - min(values))
     high = threshold + 4 * scale
     if power(values, repeats, high, threshold, draws) < POWER:
         return None
