@@ -1,0 +1,34 @@
+"""The cold figures' defaults: on an ephemeral GitHub-hosted runner the global page-cache
+drop is on by default and the summary's notes say so; elsewhere it stays opt-in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from servelab.run.options import RunOptions
+from servelab.run.stages import _ephemeral_drop
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the drop needs root; servelab says so")
+@pytest.mark.parametrize(("env", "registry", "dropped"), [
+    ("github-hosted", "127.0.0.1:5000", True),
+    ("self-hosted", "127.0.0.1:5000", False),
+    (None, "127.0.0.1:5000", False),
+    ("github-hosted", None, False),  # no cold pull, nothing to drop for
+])
+def test_the_drop_is_on_by_default_only_on_an_ephemeral_runner(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: str | None,
+        registry: str | None, dropped: bool) -> None:
+    if env is None:
+        monkeypatch.delenv("RUNNER_ENVIRONMENT", raising=False)
+    else:
+        monkeypatch.setenv("RUNNER_ENVIRONMENT", env)
+    notes: list[str] = []
+    opts = _ephemeral_drop(RunOptions(out_dir=tmp_path, cold_start_registry=registry), notes)
+    assert opts.drop_caches is dropped
+    assert bool(notes) is dropped
+    if dropped:
+        assert "ephemeral GitHub-hosted runner" in notes[0]
