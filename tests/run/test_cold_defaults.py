@@ -32,3 +32,26 @@ def test_the_drop_is_on_by_default_only_on_an_ephemeral_runner(
     assert bool(notes) is dropped
     if dropped:
         assert "ephemeral GitHub-hosted runner" in notes[0]
+
+
+def test_the_summary_says_the_cold_roots_had_a_filesystem_of_their_own() -> None:
+    from test_node_figures import node_result  # synthetic node figures, labelled so
+
+    from servelab.run import aggregate, summary
+
+    rows = [node_result(a, n) for a in ("control", "treatment") for n in (1, 2)]
+    for r in rows:
+        r["metrics"]["coldstart"]["cold"]["cold_check"] = {
+            "cold": True, "root_empty": True, "blobs_served_in_full": True,
+            "page_cache": "sync", "detail": [],
+            "root_fs": "an ext4 filesystem of its own (4096 MiB sparse image, loop-mounted), "
+                       "removed by unmount"}
+    c, t = (aggregate.arm_stats(a, [r for r in rows if r["arm"] == a])
+            for a in ("control", "treatment"))
+    md = summary.render_markdown({"verdict": "x", "reasons": [], "experiment": {},
+                                  "repeats": 2}, c, t, [], rows)
+    assert "its root on a filesystem of its own, removed by unmount" in md
+    rows[0]["metrics"]["coldstart"]["cold"]["cold_check"]["root_fs"] = "the temp dir's"
+    md = summary.render_markdown({"verdict": "x", "reasons": [], "experiment": {},
+                                  "repeats": 2}, c, t, [], rows)
+    assert "filesystem of its own" not in md  # said only when every cold pull had one

@@ -216,7 +216,14 @@ _COLD_HOW = {
 def _cold_how(results: list[dict[str, Any]]) -> str:
     methods = sorted({str(_get(r, "metrics", "coldstart", "cold", "method")) for r in results
                       if _get(r, "metrics", "coldstart", "cold", "method")})
-    return "; ".join(_COLD_HOW.get(m, m) for m in methods) or "not measured"
+    how = "; ".join(_COLD_HOW.get(m, m) for m in methods) or "not measured"
+    own = {str(_get(r, "metrics", "coldstart", "cold", "cold_check", "root_fs") or "")
+           .startswith("an ext4 filesystem of its own") for r in results
+           if _get(r, "metrics", "coldstart", "cold", "cold_check")}
+    if own == {True}:
+        how += (" (its root on a filesystem of its own, removed by unmount: no repeat pays "
+                "for the previous one's clean-up)")
+    return how
 
 
 def _cold_checks(results: list[dict[str, Any]]) -> list[str]:
