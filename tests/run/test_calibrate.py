@@ -54,6 +54,8 @@ def test_the_file_validates_and_run_reads_its_thresholds(tmp_path: Path) -> None
     doc = cal.to_dict()
     assert list(validator("calibration").iter_errors(doc)) == []
     assert set(doc["metrics"]["startup"]["repeats_needed"]) == {"0.5"}
+    assert 0 <= doc["verdict_false_positive_rate"] <= doc[
+        "verdict_false_positive_rate_uncalibrated"] + 0.05
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(doc))
     back = calfile.load(path)

@@ -88,6 +88,11 @@ def render(doc: dict[str, Any], path: object) -> str:
                       if mde is not None else "nothing at these repeats")
                    + "".join(f"; {k}: {n or '> 20'} repeats"
                              for k, n in m["repeats_needed"].items()))
+    vfp, vfp0 = (doc.get("verdict_false_positive_rate"),
+                 doc.get("verdict_false_positive_rate_uncalibrated"))
+    if vfp is not None and vfp0 is not None:
+        out.append(f"  A/A verdicts other than 'no detectable change': {vfp:.0%} of the draws "
+                   f"(without the file {vfp0:.0%})")
     for why in doc.get("not_measured") or []:
         out.append(f"  not measured: {why}")
     out.append(f"written: {path} (use it: servelab run --calibration {path})")

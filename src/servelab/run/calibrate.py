@@ -3,12 +3,14 @@ verdict rule can see here.
 
 It runs the experiment's control *runs* times (one run, the control as its only arm, every
 stage as ``run`` does it) and treats the figures as an A/A test: two arms of *repeats* each are
-drawn from them with replacement (a fixed seed, :data:`DRAWS` draws), and every draw judged as
-``run`` judges (:mod:`servelab.run.intervals`). Per judged metric it reports
+drawn from them (distinct runs when there are at least twice *repeats*, else distinct
+within each arm; a fixed seed, :data:`DRAWS` draws), and every draw judged as ``run``
+judges (:mod:`servelab.run.intervals`). Per judged metric it reports
 
 * the noise: median, min–max and the median absolute deviation of the runs;
 * the threshold later runs use (``run --calibration FILE``): the 95th percentile of the A/A
-  shifts, never below the metric's minimum effect;
+  shifts, never below the metric's minimum effect, all raised by one factor until no more
+  than 5 % of the A/A draws of whole runs would move the verdict (:data:`RUN_FP_TARGET`);
 * the false-positive rate of the verdict rule with that threshold, and without the file (the
   threshold from the arms' own spread);
 * the minimum detectable effect at *repeats*: the smallest shift found "worse" in 80 % of the
@@ -77,6 +79,12 @@ class Calibration:
     seed: int = SEED
     method: str = intervals.METHOD
     not_measured: list[str] = field(default_factory=list)
+    #: the share of A/A draws whose verdict would not be "no detectable change" (any judged
+    #: metric read better or worse), with the file's thresholds and without
+    verdict_false_positive_rate: float | None = None
+    verdict_false_positive_rate_uncalibrated: float | None = None
+    #: what every metric's 95th percentile was multiplied by to hold the run-level rate
+    threshold_factor: float = 1.0
 
     def thresholds(self) -> dict[str, float]:
         return {m.key: m.threshold for m in self.metrics}
@@ -86,17 +94,33 @@ class Calibration:
                 "runs": self.runs, "draws": self.draws, "seed": self.seed,
                 "method": self.method, "power": POWER, "quantile": QUANTILE,
                 "metrics": {m.key: m.to_dict() for m in self.metrics},
+                "threshold_factor": self.threshold_factor,
+                "verdict_false_positive_rate": self.verdict_false_positive_rate,
+                "verdict_false_positive_rate_uncalibrated":
+                    self.verdict_false_positive_rate_uncalibrated,
                 "not_measured": self.not_measured}
 
 
-def _draw(rng: random.Random, values: Sequence[float], n: int) -> list[float]:
-    return [values[rng.randrange(len(values))] for _ in range(n)]
+def _split(rng: random.Random, n: int, repeats: int) -> tuple[list[int], list[int]]:
+    """Two arms' run indexes: distinct runs when there are enough (a real run never has one
+    figure twice); else distinct within each arm; else drawn with replacement."""
+    if n >= 2 * repeats:
+        idx = rng.sample(range(n), 2 * repeats)
+        return idx[:repeats], idx[repeats:]
+    if n >= repeats:
+        return rng.sample(range(n), repeats), rng.sample(range(n), repeats)
+    return ([rng.randrange(n) for _ in range(repeats)],
+            [rng.randrange(n) for _ in range(repeats)])
 
 
 def _pairs(values: Sequence[float], repeats: int, draws: int) -> list[tuple[list[float],
                                                                              list[float]]]:
     rng = random.Random(SEED)  # noqa: S311 - resampling, reproducible by design
-    return [(_draw(rng, values, repeats), _draw(rng, values, repeats)) for _ in range(draws)]
+    out = []
+    for _ in range(draws):
+        a, b = _split(rng, len(values), repeats)
+        out.append(([values[i] for i in a], [values[i] for i in b]))
+    return out
 
 
 def _spread_threshold(a: Sequence[float], b: Sequence[float], effect: float) -> float:
@@ -168,11 +192,12 @@ def false_positive_rates(values: Sequence[float], repeats: int, threshold: float
 
 
 def metric_calibration(m: MetricDef, values: Sequence[float], repeats: int, effect: float,
-                       *, effects: Mapping[str, float],
-                       draws: int = DRAWS) -> MetricCalibration:
-    """One metric's calibration from its *values* over the A/A runs."""
+                       *, effects: Mapping[str, float], draws: int = DRAWS,
+                       threshold: float | None = None) -> MetricCalibration:
+    """One metric's calibration from its *values* over the A/A runs (*threshold*: the one the
+    run-level rate set, else the metric's own 95th percentile)."""
     med = statistics.median(values)
-    thr = noise_threshold(values, repeats, effect, draws)
+    thr = noise_threshold(values, repeats, effect, draws) if threshold is None else threshold
     fp, fp_own = false_positive_rates(values, repeats, thr, effect, draws)
     wanted = {k: v for k, v in effects.items() if k in (m.key, m.spec_metric)}
     return MetricCalibration(
@@ -183,24 +208,96 @@ def metric_calibration(m: MetricDef, values: Sequence[float], repeats: int, effe
          for size in wanted.values()})
 
 
+def verdict_false_positives(table: dict[str, list[float | None]], repeats: int,
+                            thresholds: Mapping[str, float], effects: Mapping[str, float],
+                            draws: int = DRAWS) -> tuple[float, float]:
+    """The run-level A/A rate: draws of whole runs (every metric of a run together, as a real
+    run has them) into two arms; the share whose verdict any metric would move, with the
+    calibrated thresholds and with the arms' own spread."""
+    n = len(next(iter(table.values()), []))
+    rng = random.Random(SEED)  # noqa: S311 - resampling, reproducible by design
+    cal = own = 0
+    for _ in range(draws):
+        a, b = _split(rng, n, repeats)
+        hit_cal = hit_own = False
+        for key, col in table.items():
+            va = [v for v in (col[i] for i in a) if v is not None]
+            vb = [v for v in (col[i] for i in b) if v is not None]
+            if not va or not vb:
+                continue
+            hit_cal |= _found(va, vb, thresholds[key]) in ("better", "worse")
+            hit_own |= _found(va, vb, _spread_threshold(va, vb, effects[key])) in (
+                "better", "worse")
+        cal += hit_cal
+        own += hit_own
+    return cal / draws, own / draws
+
+
 def calibrate_figures(rows: list[dict[str, Any]], repeats: int,
                       min_effect: Mapping[str, float] | None = None,
                       effects: Mapping[str, float] | None = None,
                       draws: int = DRAWS) -> Calibration:
     """The calibration of the judged metrics from the control's result.json of each run."""
-    out: list[MetricCalibration] = []
     missing: list[str] = []
+    measured = [r for r in rows if any(_number(m.extract(r)) is not None for m in NUMERIC)]
+    if len(measured) < len(rows):
+        missing.append(f"{len(rows) - len(measured)} of {len(rows)} runs gave no figure "
+                       "(their build or start failed): left out")
+    if len(measured) < 2 * repeats:
+        missing.append(f"{len(measured)} runs are fewer than two arms of {repeats}: the A/A "
+                       "arms share runs, which understates the false-positive rates; give "
+                       f"--runs {2 * repeats} or more")
+    rows = measured
+    table: dict[str, list[float | None]] = {}
+    floors: dict[str, float] = {}
+    base: dict[str, float] = {}
+    judged: list[MetricDef] = []
     for m in NUMERIC:
-        values = [float(v) for v in (m.extract(r) for r in rows)
-                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        col = [_number(m.extract(r)) for r in rows]
+        values = [v for v in col if v is not None]
         if len(values) < 2:
             missing.append(f"{m.key}: {len(values)} figure(s) of {len(rows)} runs")
             continue
         effect = (min_effect or {}).get(m.key, (min_effect or {}).get(m.spec_metric,
                                                                         m.min_effect))
-        out.append(metric_calibration(m, values, repeats, effect, effects=effects or {},
-                                      draws=draws))
-    return Calibration(repeats, len(rows), out, draws, not_measured=missing)
+        table[m.key], floors[m.key] = col, effect
+        base[m.key] = noise_threshold(values, repeats, 0.0, draws)  # the noise alone
+        judged.append(m)
+    factor = _run_level_factor(table, repeats, base, floors, draws)
+    thresholds = {k: max(floors[k], v * factor) for k, v in base.items()}
+    out = [metric_calibration(m, [v for v in table[m.key] if v is not None], repeats,
+                              floors[m.key], effects=effects or {}, draws=draws,
+                              threshold=thresholds[m.key]) for m in judged]
+    cal = Calibration(repeats, len(rows), out, draws, not_measured=missing)
+    cal.threshold_factor = factor
+    if table:
+        cal.verdict_false_positive_rate, cal.verdict_false_positive_rate_uncalibrated = (
+            verdict_false_positives(table, repeats, thresholds, floors, draws))
+    return cal
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+#: the run-level A/A false-positive rate the calibrated thresholds hold (a run judges up to
+#: nine metrics: each one's own 95th percentile alone would let several in ten A/A runs move)
+RUN_FP_TARGET = 0.05
+
+
+def _run_level_factor(table: dict[str, list[float | None]], repeats: int,
+                      base: Mapping[str, float], floors: Mapping[str, float],
+                      draws: int) -> float:
+    """The smallest factor (from 1, in steps of 1.25×) on every metric's 95th percentile that
+    holds the run-level A/A rate at :data:`RUN_FP_TARGET`."""
+    factor = 1.0
+    for _ in range(16):
+        thresholds = {k: max(floors[k], v * factor) for k, v in base.items()}
+        if not table or verdict_false_positives(table, repeats, thresholds, floors,
+                                                draws)[0] <= RUN_FP_TARGET:
+            break
+        factor *= 1.25
+    return factor
 
 
 def calibrate(exp: Experiment, opts: RunOptions, runs: int, repeats: int, *,
