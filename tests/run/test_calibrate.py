@@ -72,3 +72,21 @@ def test_a_file_that_is_not_a_calibration_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schemaVersion": 1, "kind": "servelab-calibration"}))
     with pytest.raises(InputError, match="not a servelab calibration file"):
         calfile.load(path)
+
+
+def test_the_summary_names_the_calibration_file_it_used() -> None:
+    from servelab.run import summary
+
+    rows = [r | {"arm": a} for a, v in (("control", [1.0, 1.1, 1.2]),
+                                        ("treatment", [2.0, 2.1, 2.2])) for r in _rows(v)]
+    c, t = (aggregate.arm_stats(a, [r for r in rows if r["arm"] == a])
+            for a in ("control", "treatment"))
+    deltas = aggregate.compare_arms(c, t, calibration={"startup": 0.3})
+    data = {"verdict": "x", "reasons": [], "repeats": 3, "experiment": {},
+            "calibration": {"file": "cal/ubuntu.json", "repeats": 3, "runs": 10}}
+    md = summary.render_markdown(data, c, t, deltas, rows)
+    assert "the noise the calibration file `cal/ubuntu.json` measured" in md
+    assert "| 0.300 s | **worse** |" in md  # the file's threshold, in the table
+    plain = summary.render_markdown(data | {"calibration": None}, c, t,
+                                    aggregate.compare_arms(c, t), rows)
+    assert "no calibration file: `servelab calibrate`" in plain
