@@ -386,9 +386,9 @@ def _node_settings(opts: RunOptions) -> NodeSettings | None:
         check_min_layer_size(opts.lazy_min_layer_size)
     if not opts.cold_start_registry:
         if opts.lazy or opts.require_lazy:
-            raise InputError(f"{opts.require_lazy_from if opts.require_lazy else '--lazy'}: "
-                             "--lazy and --require-lazy (coldStart.lazy, lazyRequired) measure "
-                             "beside the cold pull: they need --cold-start-registry",
+            asked = opts.require_lazy_from if opts.require_lazy else "--lazy"
+            raise InputError("--lazy and --require-lazy measure beside the cold pull: they "
+                             f"need --cold-start-registry (asked by {asked})",
                              hint="add --cold-start-registry HOST[:PORT] (or leave the lazy "
                              "pull out)")
         return None
