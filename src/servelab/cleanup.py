@@ -258,7 +258,8 @@ class Cleanup:
         """Remove everything registered (newest first), then anything else with our token."""
         entries, self._entries = self._entries, []
         removing = [e for e in entries if e.kind != "callback" and not self.keep]
-        shown = logs.progress(f"clean-up of run {self.run_id}") if removing else None
+        shown = logs.progress(f"clean-up of run {self.run_id}",
+                                                   quiet=True) if removing else None
         with shown or contextlib.nullcontext():
             for e in reversed(entries):
                 if e.kind == "callback":

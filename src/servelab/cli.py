@@ -33,6 +33,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("scan", "scan", "scan an image with Trivy: gate, compare, SARIF, SBOM; fails closed"),
     ("smoke", "smoke", "start the image hardened and time it to ready and a first good request"),
     ("run", "run", "run a whole experiment: lint, build, scan, smoke; artifacts and summary"),
+    ("calibrate", "calibrate", "the control against itself (A/A): noise and thresholds"),
     ("report", "report", "merge artifacts from several jobs or runners into one summary"),
     ("compare", "compare", "compare two result.json or summary.json files side by side"),
     ("history", "history", "the trend of past runs: digests, size, start-up, findings, verdicts"),

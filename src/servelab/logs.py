@@ -6,9 +6,11 @@ The CLI says how verbose to be (:func:`configure`); modules that log take their 
 library user who calls servelab from Python keeps their own logging set-up untouched.
 
 Progress of long steps (a build, a load, a push, a scan) goes through :func:`progress`, on
-stderr, as the CLI set it (:func:`configure`): a live line redrawn in place on a terminal, one
-plain line per step plus a heartbeat at most every :data:`HEARTBEAT_S` seconds in a log (not a
-terminal, or ``GITHUB_ACTIONS=true``), nothing with ``--quiet`` or for a library user. Its
+stderr, as the CLI set it (:func:`configure`): a live line redrawn in place on a terminal; in a
+log (not a terminal, or ``GITHUB_ACTIONS=true``) a line for a sub-step only once it has run
+:data:`QUIET_S` (never one a layer), a heartbeat at most every :data:`HEARTBEAT_S` seconds and
+the end line, each at most :data:`LINE_MAX` characters
+with digests cut to 12 hex (:func:`log_line`); nothing with ``--quiet`` or for a library user. Its
 imports (threading) wait until a step starts, so ``servelab lint`` pays nothing for it.
 """
 
@@ -99,6 +101,29 @@ def neutral(text: str, limit: int = FIELD_MAX) -> str:
     return progress_text(text, limit)
 
 
+#: the widest line of a log (CI): longer ones end in "…"
+LINE_MAX = 120
+#: a sub-step gets a line of its own in a log once it has run this many seconds
+QUIET_S = 3.0
+_DIGEST = None
+
+
+def log_line(text: str) -> str:
+    """A line of a log as a person reads it: digests cut to 12 hex (``sha256:0123456789ab``;
+    in full in the run's files) and at most :data:`LINE_MAX` characters (a longer line loses
+    its middle: its end says how the step went)."""
+    import re
+
+    global _DIGEST  # noqa: PLW0603 - compiled on first use: servelab lint never needs it
+    if _DIGEST is None:
+        _DIGEST = re.compile(r"\b(sha256:)?([0-9a-f]{12})[0-9a-f]{52}\b")
+    text = _DIGEST.sub(lambda m: f"{m.group(1) or ''}{m.group(2)}", text)
+    if len(text) <= LINE_MAX:
+        return text
+    keep = LINE_MAX // 3  # the end says how it went ("done in 1.2s, 66.6 MB"): kept
+    return text[:LINE_MAX - keep - 1] + "\u2026" + text[-keep:]
+
+
 def size(n: float) -> str:
     """Bytes as a person reads them: 512 B, 3.4 MB, 1.02 GB (powers of 1000)."""
     for unit in ("B", "kB", "MB", "GB"):
@@ -117,8 +142,11 @@ class Progress:
     Thread-safe: a reader thread may feed it while a ticker thread redraws or beats."""
 
     def __init__(self, what: str, *, total: float | None = None, unit: str = "B",
-                 mode: str | None = None, stream: TextIO | None = None) -> None:
+                 mode: str | None = None, stream: TextIO | None = None,
+                 quiet: bool = False) -> None:
         self.what = neutral(what)
+        #: a log shows its end only when it failed or took QUIET_S or more (a routine step)
+        self.quiet = quiet
         self.total = total
         self.unit = unit
         self.mode = _mode[0] if mode is None else mode
@@ -126,6 +154,8 @@ class Progress:
         self.done = 0.0
         self.steps = 0
         self._step = ""
+        self._step_t0 = 0.0
+        self._step_shown = False
         self._note = ""
         self._t0 = time.monotonic()
         self._last_line = self._t0
@@ -142,10 +172,19 @@ class Progress:
         with self._locked():
             self.steps += 1
             self._step, self._note = neutral(name), ""
-            if self.mode == LINES:
-                self._line(f"{self.what}: {self._step}")
-            else:
+            self._step_t0, self._step_shown = time.monotonic(), False
+            if self.mode == LIVE:
                 self._draw(force=True)
+            elif QUIET_S <= 0:
+                self._show_step()
+
+    def _show_step(self) -> None:
+        """A log's line for the running sub-step: only once it has run :data:`QUIET_S` (quick
+        sub-steps, a layer or a build instruction, make no line; the end line names the one
+        that failed)."""
+        if self._step and not self._step_shown:
+            self._step_shown = True
+            self._line(f"{self.what}: {self._step}")
 
     def advance(self, n: float) -> None:
         """*n* more bytes (or items) done."""
@@ -196,8 +235,12 @@ class Progress:
         took = time.monotonic() - self._t0
         end = "done" if e is None else (
             "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+        if (self.quiet and self.mode == LINES and e is None and took < QUIET_S
+                and self._last_line == self._t0):
+            return  # a routine step that went well and quickly: its figures are in the files
+        at = f" at {self._step}" if e is not None and self._step else ""
         with self._locked():
-            self._line(f"{self.what}: {end} in {took:.1f}s{self._amount(final=True)}")
+            self._line(f"{self.what}: {end} in {took:.1f}s{self._amount(final=True)}{at}")
 
     def _tick(self) -> None:
         stop = self._stop
@@ -205,6 +248,8 @@ class Progress:
             with self._locked():
                 if self.mode == LIVE:
                     self._draw(force=True)
+                elif not self._step_shown and time.monotonic() - self._step_t0 >= QUIET_S:
+                    self._show_step()
                 elif time.monotonic() - self._last_line >= HEARTBEAT_S:
                     self._line(self._status())
 
@@ -240,7 +285,7 @@ class Progress:
         out = self._out()
         lead = "\r\x1b[K" if self.mode == LIVE else ""
         try:
-            out.write(f"{lead}servelab: {text}\n")
+            out.write(f"{lead}{log_line(f'servelab: {text}')}\n")
             out.flush()
         except (OSError, ValueError):  # stderr gone: progress is never worth failing for
             self.mode = OFF
@@ -285,11 +330,12 @@ def _width(out: TextIO) -> int:
         return 80
 
 
-def progress(what: str, *, total: float | None = None, unit: str = "B") -> Progress:
+def progress(what: str, *, total: float | None = None, unit: str = "B",
+             quiet: bool = False) -> Progress:
     """A :class:`Progress` for the long step *what*, shown as the CLI configured (nothing for
     a library user or with ``--quiet``)::
 
         with logs.progress("docker load", total=archive_size) as p:
             ...; p.advance(n)
     """
-    return Progress(what, total=total, unit=unit)
+    return Progress(what, total=total, unit=unit, quiet=quiet)

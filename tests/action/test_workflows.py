@@ -25,7 +25,7 @@ NEGATIVE = ROOT / "tests" / "data" / "action" / "negative"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yml"))
 NEGATIVE_FILES = sorted([*NEGATIVE.glob("*.yml"), *NEGATIVE.glob("*/action.yml")])
 EXPECTED_EXAMPLES = {"pr-check.yml", "scheduled-rebuild.yml", "gpu-smoke.yml", "matrix-fanout.yml",
-                     "trivy-db-cache.yml", "ship-and-attest.yml"}
+                     "trivy-db-cache.yml", "ship-and-attest.yml", "calibrate.yml"}
 
 
 def _tool(name: str) -> str:

@@ -70,7 +70,8 @@ def test_logs_are_base64_decoded_into_a_plain_build_log() -> None:
     assert log.rstrip().endswith("did not complete successfully: exit code: 1")
 
 
-def test_build_text_on_the_progress_lines_is_inert() -> None:
+def test_build_text_on_the_progress_lines_is_inert(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "QUIET_S", 0.0)  # a line for every step, however quick
     out = io.StringIO()
     with logs.Progress("build treatment #1", mode=logs.LINES, stream=out) as p:
         read(by_lines(), p)
@@ -89,7 +90,9 @@ def test_a_buildx_without_rawjson_is_told_apart_from_a_failed_build() -> None:
                      '  "vertexes": []\n', "}\n"]).refused()
 
 
-def test_plain_fallback_shows_steps_and_keeps_its_own_tail() -> None:
+def test_plain_fallback_shows_steps_and_keeps_its_own_tail(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "QUIET_S", 0.0)  # a line for every step, however quick
     out = io.StringIO()
     with logs.Progress("build", mode=logs.LINES, stream=out) as p:
         r = buildkit.Reader(buildkit.PLAIN, p)

@@ -29,6 +29,7 @@ from servelab.smoke.weights import scan_archive
 @pytest.fixture
 def shown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(logs, "_mode", [logs.LINES])
+    monkeypatch.setattr(logs, "QUIET_S", 0.0)  # every sub-step its line, however quick
 
 
 def _lines(err: str, what: str) -> list[str]:
@@ -71,7 +72,7 @@ def test_push_fetch_pull_and_weights_scan_report_their_steps(
     try:
         engine_pull(docker_client, pushed.ref, img, holds=[])
         err = capsys.readouterr().err
-        pull = _lines(err, f"engine pull of {pushed.ref}")
+        pull = _lines(err, logs.log_line(f"engine pull of {pushed.ref}")[:60])
         assert "done in" in pull[-1]
         assert any(re.search(r": layer [0-9a-f]{12}: ", x) for x in pull), pull
     finally:
@@ -86,3 +87,15 @@ def test_push_fetch_pull_and_weights_scan_report_their_steps(
     # each layer read is a step (the server's layer may come from the cache of layers read)
     assert any(f": layer {img.layers[1].digest[7:19]} (" in x for x in scan), scan
     assert all(not x.startswith("::") for x in err.splitlines())
+
+
+def test_a_log_shows_one_line_a_push_not_one_a_layer(
+        registry: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(logs, "_mode", [logs.LINES])  # a log, as in CI; QUIET_S as shipped
+    path, digest = _image(tmp_path)
+    repo = f"{registry}/servelab-test/progress-{secrets.token_hex(4)}"
+    push_tested(TestedImage("treatment", digest, path, 1), repo)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"servelab: push to {repo}: done in "), lines
+    assert all(len(x) <= logs.LINE_MAX for x in lines)

@@ -19,7 +19,7 @@ import pytest
 
 from lazyimages import copy_image, tags_of
 from servelab.cleanup import Cleanup
-from servelab.errors import CapabilityError
+from servelab.errors import CapabilityError, InputError
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
 from servelab.node import ColdSettings, ImageLayers, NodeSettings, NodeStarts, read_layers
@@ -185,8 +185,13 @@ def test_the_specs_cold_start_adds_to_the_options(tmp_path: Path) -> None:
 
     exp = spec.load_experiment(ROOT / "tests" / "data" / "spec" / "valid" /
                                "native-coldstart-lazy.yaml")
-    plain = RunOptions(out_dir=tmp_path)
-    assert _with_spec(plain, exp) is plain  # no node measured: the spec's lazy arm neither
+    plain = _with_spec(RunOptions(out_dir=tmp_path), exp)
+    # no node measured: the spec's lazy formats neither, but its requirement is checked as
+    # --require-lazy is (one check for the spec and the CLI): no registry is bad input
+    assert (plain.lazy, plain.require_lazy) == ((), True)
+    with pytest.raises(InputError, match=r"need --cold-start-registry \(asked by "
+                                         r"coldStart.lazyRequired\)"):
+        _node_settings(plain)
     opts = _with_spec(RunOptions(out_dir=tmp_path, cold_start_registry="127.0.0.1:5000"), exp)
     assert (opts.lazy, opts.require_lazy, opts.lazy_min_layer_size) == (("soci",), True,
                                                                         4194304)

@@ -102,8 +102,9 @@ def test_summary_shows_the_lazy_figures_in_words_table_and_gantt() -> None:
             f"({100 * 33.2e6 / full:.0f}%), read 15.1 MB ({100 * 15.1e6 / full:.0f}%) before "
             "ready; lazy pull 0.500 s, pull to ready 2.240 s") in node
     assert "(2 of 2 repeats lazy)" in node
-    assert "pull, lazy, median (min–max)" in node  # the node table's lazy columns
-    assert "| treatment | 2 | 0.500 s | lazy | 30.4 MB (18), 0 B, 2.8 MB | 15.1 MB | " \
+    assert "**Lazy pull**" in node  # the node's lazy figures: a table of their own
+    assert "| pull, lazy | 0.600 s | 0.500 s | −0.100 s |" in node
+    assert "| treatment r2 | 0.500 s | lazy | 30.4 MB (18), 0 B, 2.8 MB | 15.1 MB | " \
            "2.240 s |" in node
     gantt = md[md.index("```mermaid"):]
     assert "    section control r1 lazy\n    lazy pull :0, 600\n" \

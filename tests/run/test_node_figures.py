@@ -145,10 +145,17 @@ def test_summary_has_the_node_section_and_pull_bars(rows: list[dict[str, Any]]) 
     assert "    pull :0, 500\n    unpack :500, 600\n    create + start call :600, 850\n" \
            "    start → first accept :850, 1350\n" in gantt
     assert "    pull :0, 2000\n    unpack :2000, 5000\n" in gantt
-    # the core table stays as it was: the node's metrics are not among its columns
+    # the comparison: arms in columns, every judged metric a row with its Δ and reading
     core = md[md.index("## Control vs treatment"):md.index("## Start-up cost on a node")]
-    assert "| arm | reproducible digest | compressed size" in core
-    assert "node: pull to ready" not in core.splitlines()[2]
+    assert "| reproducible digest |" in core
+    assert "| bytes pulled, node holding the base | 8.00 MiB | 4.88 KiB | −8.00 MiB | " \
+           "4.00 KiB | **better** |" in core
+    assert "| node: pull to ready, cold | 6.250 s | 6.250 s | 0.000 s | 0.050 s | no " \
+           "detectable change; could detect ≥ 0.050 s |" in core
+    # the node's own figures: one table a theme, metrics in rows, never over 6 columns
+    node = md[md.index("## Start-up cost on a node"):md.index("## Per repeat")]
+    assert "**Bytes**" in node and "**Seconds**" in node
+    assert all(line.count("|") <= 7 for line in md.splitlines() if line.startswith("|"))
 
 
 def test_no_node_section_without_the_measurement() -> None:
@@ -210,13 +217,13 @@ def test_a_cold_pull_that_was_not_cold_is_left_out(rows: list[dict[str, Any]]) -
     assert ("- treatment r3: the cold pull was **not cold** (sha256:111111111111: not "
             "fetched from the registry); left out of the cold figures") in md
     assert "(**not cold**) (load 9.4)" in md
-    # containerd's CPU seconds: a column of the node table, only from repeats that were cold
+    # containerd's CPU seconds: a row of the node's seconds, only from repeats that were cold
     cpu = [dict(r, metrics={**r["metrics"], "coldstart": {**r["metrics"]["coldstart"], "cold": {
         **r["metrics"]["coldstart"]["cold"], "runtime_cpu_s": 3.5 + r["repeat"]}}})
         for r in treat]
     with_cpu = aggregate.arm_stats("treatment", [*cpu, _not_cold(slow)])
     assert with_cpu.metrics["cpu_cold_s"].values == [4.5, 5.5]
-    assert "runtime CPU, cold pull, median (min–max)" in summary.render_markdown(
+    assert "| runtime CPU, cold pull | 5.000 s (4.500 s–5.500 s) |" in summary.render_markdown(
         {"verdict": "x", "reasons": [], "experiment": {}, "repeats": 2}, None, with_cpu, [],
         cpu)
     assert "a fresh containerd of servelab's own per repeat" in md

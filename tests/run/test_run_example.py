@@ -8,9 +8,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import pagecheck
 from hoststate import host_state
 from servelab.node.containerd import PREFIX, sweep
 from servelab.run.results import validate_result
@@ -95,6 +97,37 @@ def test_example_two_repeats(tmp_path: Path, docker_client: object, base_image: 
     assert "shared" in json.dumps(summary) or "shared" in md
     _check_node_figures(out, summary, md, base_image, checked=bool(files))
     assert _leftovers(docker_client, summary["run"]["id"]) == []
+    _check_log(proc.stderr, repeats=2)
+    _check_comparison(summary, md)
+    why = pagecheck.available()
+    if why:
+        pytest.skip(f"the page check cannot run here: {why}")
+    pagecheck.check(md, tmp_path)  # fits GitHub's page: nothing scrolls sideways
+
+
+#: the example's log in CI mode (3 repeats) stays within about 100 lines
+LOG_LINES = {3: 100, 2: 70}
+
+
+def _check_log(stderr: str, repeats: int) -> None:
+    """The run's log as CI shows it: lines of at most 120 characters, digests cut to 12 hex,
+    one line a pull or push (none a layer), within the example's line budget."""
+    lines = [x for x in stderr.splitlines() if x.startswith("servelab:")]
+    assert all(len(x) <= 120 for x in lines), [x for x in lines if len(x) > 120]
+    assert not [x for x in lines if re.search(r"[0-9a-f]{64}", x)]
+    assert not [x for x in lines if re.search(r": (layer|blob) [0-9a-f]{12}", x)]
+    assert len(lines) <= LOG_LINES[repeats], "\n".join(lines)
+
+
+def _check_comparison(summary: dict[str, Any], md: str) -> None:
+    """Every judged metric's Δ has an interval with its method and a reading."""
+    comp = summary["comparison"]
+    assert "Mann–Whitney" in comp["method"] and "Mann–Whitney" in md
+    assert comp["metrics"] and all(m["interval"] is not None for m in comp["metrics"])
+    for m in comp["metrics"]:
+        iv = m["interval"]
+        assert iv["low"] <= iv["estimate"] <= iv["high"]
+        assert m["reading"] in ("better", "worse", "no detectable change", "inconclusive")
 
 
 MODEL_BYTES = sum(p.stat().st_size for p in (ROOT / "examples" / "model").iterdir())

@@ -119,6 +119,20 @@ def test_crash_reports_exit_code_and_logs(fixture_images: Images, run_smoke: Run
     assert "code 3" in res.message
 
 
+@pytest.mark.parametrize("probe", ["auto", "helper"])
+def test_a_server_that_exits_at_start_is_a_crash_with_its_status_and_log_tail(
+        fixture_images: Images, run_smoke: Runner, model_dir: Path, probe: str) -> None:
+    """A server that exits at start (often before it can be probed) is a failed smoke (exit 1)
+    whose reason names the exit status and the log's last lines, never a missing capability
+    (exit 3, "run as root"), whichever way it is probed."""
+    res = run_smoke(fixture_images("crash"), settings(model_dir, probe=probe))
+    assert (res.verdict, res.exit_code) == ("crashed", 1)
+    assert res.container is not None and res.container.exit_code == 3
+    assert "code 3" in res.message
+    assert "log tail: 'fixture mode crash, uid 10001' / 'fatal: the fixture crashes on " \
+           "purpose'" in res.message
+
+
 def test_model_sha256_mismatch_is_not_started(fixture_images: Images, run_smoke: Runner,
                                               model_dir: Path) -> None:
     res = run_smoke(fixture_images("good"), settings(model_dir, sha256="0" * 64))

@@ -621,7 +621,7 @@ class Builds:
     def _shape(self, tmp: Path) -> export.Shaped:
         """BuildKit's archive -> the registry-shaped one in the store, one per distinct
         digest (:mod:`servelab.build.export`); the intermediate is deleted at once."""
-        with logs.progress("re-gzip of the new layers") as shown:
+        with logs.progress("re-gzip of the new layers", quiet=True) as shown:
             shaped = self._shaper.shape(tmp, shown)
         tmp.unlink()
         self._sizes.update(shaped.sizes)
@@ -645,7 +645,8 @@ class Builds:
             return ref, image_id, 0.0, False
         name = image_name(self.run_id, arm.name, digest)
         self._guard(digest, name)
-        with logs.progress(f"docker load ({logs.size(archive.stat().st_size)})"):
+        with logs.progress(f"docker load ({logs.size(archive.stat().st_size)})",
+                                   quiet=True):
             res = proc.run(["docker", "load", "-i", str(archive)], timeout=1800,
                            hint="the engine could not load the OCI archive")
         loaded = _loaded_ref(res.stdout)

@@ -22,10 +22,43 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from servelab.run.options import RunOptions
+    from servelab.spec import Experiment
     from servelab.textio import AllowedPath
 
 
+def _min_layer_size(text: str) -> int:
+    """argparse type of --lazy-min-layer-size: the spec's coldStart.lazyMinLayerSize check."""
+    from servelab import textio
+    from servelab.errors import InputError
+    from servelab.node.lazypull import check_min_layer_size
+
+    value = textio.ascii_int(text, max_digits=20)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of bytes")
+    try:
+        check_min_layer_size(value)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    from servelab.commands._common import input_path
+    from servelab.run.render import FORMATS
+
+    add_run_options(parser)
+    parser.add_argument("--calibration", metavar="FILE", type=input_path,
+                        default=os.environ.get("SERVELAB_CALIBRATION") or None,
+                        help="a calibration file (servelab calibrate) of this runner class: its "
+                        "per-metric noise sets the verdict's thresholds; the summary names it "
+                        "(default: $SERVELAB_CALIBRATION)")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="what to print at the end: a text verdict (default) or summary.json")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a run (``run`` and ``calibrate``)."""
     from servelab.commands._common import (
         add_allow_path,
         add_fail_on,
@@ -33,7 +66,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ascii_int,
         input_path,
     )
-    from servelab.run.render import FORMATS
 
     add_quiet(parser)
 
@@ -104,21 +136,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-lazy", action="store_true",
                         help="exit 3 when the lazy pull cannot be measured here (without it: "
                         "recorded as 'lazy not measured: <reason>')")
-    parser.add_argument("--lazy-min-layer-size", type=ascii_int, metavar="BYTES",
+    parser.add_argument("--lazy-min-layer-size", type=_min_layer_size, metavar="BYTES",
                         help="layers smaller than this get no SOCI zTOC and are fetched whole "
                         "(default: 10485760, SOCI's own)")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="what to print at the end: a text verdict (default) or summary.json")
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from servelab.run.render import render_end
+    from servelab.run.runner import run_experiment
+
+    exp, opts = experiment_and_options(args)
+    opts.calibration = Path(args.calibration) if args.calibration else None
+    result = run_experiment(exp, opts, progress)
+    _github(result.out_dir)
+    from servelab.commands._common import emit  # the text verdict quotes failed steps' logs
+
+    emit(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep), None,
+         args.format)
+    return result.exit_code
+
+
+def progress(msg: str) -> None:
+    """A run's progress line on stderr (120 characters, short digests: logs.log_line)."""
     import sys
+
+    from servelab.logs import log_line
+
+    print(log_line(f"servelab: {msg}"), file=sys.stderr, flush=True)
+
+
+def experiment_and_options(args: argparse.Namespace) -> tuple[Experiment, RunOptions]:
+    """The experiment and the run's options from :func:`add_run_options`' arguments."""
     from pathlib import Path
 
     from servelab.errors import InputError, UsageError
     from servelab.run.options import RunOptions, parse_stages
-    from servelab.run.render import render_end
-    from servelab.run.runner import run_experiment
     from servelab.spec import load_experiment
 
     if args.repeats is not None and not 1 <= args.repeats <= 50:
@@ -128,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError:
         _annotate_spec(Path(args.experiment), args.document, tuple(args.allow_path))
         raise
-    opts = RunOptions(
+    return exp, RunOptions(
         out_dir=Path(args.out), stages=parse_stages(args.stages), repeats=args.repeats,
         fail_on=args.fail_on, gpu=args.gpu,
         trivy_cache_dir=Path(args.trivy_cache_dir) if args.trivy_cache_dir else None,
@@ -143,17 +197,6 @@ def run(args: argparse.Namespace) -> int:
         lazy_registry_log=Path(args.lazy_registry_log) if args.lazy_registry_log else None,
         require_lazy=args.require_lazy, lazy_min_layer_size=args.lazy_min_layer_size,
     )
-
-    def progress(msg: str) -> None:
-        print(f"servelab: {msg}", file=sys.stderr, flush=True)
-
-    result = run_experiment(exp, opts, progress)
-    _github(result.out_dir)
-    from servelab.commands._common import emit  # the text verdict quotes failed steps' logs
-
-    emit(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep), None,
-         args.format)
-    return result.exit_code
 
 
 def _annotate_spec(path: object, document: str | None, allowed: tuple[AllowedPath, ...]) -> None:

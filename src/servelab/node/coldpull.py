@@ -77,6 +77,8 @@ class ColdCheck:
     #: the machine's 1-minute load average just before the pull (other jobs' CPU and disk
     #: work shows here: what a steady figure needs, and a noisy one is explained by)
     load_1m: float | None = None
+    #: how the instance's root was held (:func:`servelab.node.containerd.own_filesystem`)
+    root_fs: str | None = None
 
     @property
     def cold(self) -> bool:
@@ -86,7 +88,8 @@ class ColdCheck:
         return {"cold": self.cold, "root_empty": self.root_empty,
                 "blobs_served_in_full": self.blobs_served_in_full,
                 "page_cache": self.page_cache, "detail": list(self.detail),
-                "load_1m": self.load_1m}
+                "load_1m": self.load_1m,
+                **({"root_fs": self.root_fs} if self.root_fs else {})}
 
 
 # ---------------------------------------------------------------------------- page cache
@@ -200,7 +203,7 @@ def containerd_cold_pull(img: ImageLayers, settings: ColdSettings, run_id: str,
 
     *then* is called with the instance after the pull and its check, before the instance
     stops: the start from it (:func:`servelab.node.ctrstart.start_in`)."""
-    ctd = PrivateContainerd(run_id)
+    ctd = PrivateContainerd(run_id, own_fs_bytes=own_fs_size(img))
     cleanup.callback(ctd.stop, f"private containerd {ctd.work}")
     with ctd:
         empty = ctd.root_empty()
@@ -215,13 +218,25 @@ def containerd_cold_pull(img: ImageLayers, settings: ColdSettings, run_id: str,
         served, detail = check_log(settings, offset, img)
         if then is not None:
             then(ctd)
-    check = ColdCheck(empty, served, cache, detail, load)
+    check = ColdCheck(empty, served, cache, detail, load, ctd.root_fs)
     if not empty:
         check.detail.insert(0, "the instance's root held content before the pull")
     rec = _record(img, t0=t0, w0=w0, total=total, written=written, check=check)
     if cpu0 is not None and cpu1 is not None:
         rec.runtime_cpu_s = round(cpu1 - cpu0, 3)
     return rec
+
+
+#: the own filesystem of a cold pull's root: the image's bytes this many times over (unpacked
+#: layers and the content store), never less than OWN_FS_MIN; sparse: it costs what is written
+OWN_FS_FACTOR = 8
+OWN_FS_MIN = 4 << 30
+OWN_FS_MAX = 1 << 40
+
+
+def own_fs_size(img: ImageLayers) -> int:
+    """The size of the sparse image the cold pull's root is held in."""
+    return min(OWN_FS_MAX, max(OWN_FS_MIN, OWN_FS_FACTOR * img.total_bytes))
 
 
 def _load_1m() -> float | None:

@@ -68,6 +68,19 @@ def lazy_ref(img: ImageLayers, registry: LazyRegistry) -> str:
 # ---------------------------------------------------------------------------- the index
 
 
+#: the largest min layer size taken (1 TiB): the spec's schema states the same maximum
+MAX_MIN_LAYER_SIZE = 1 << 40
+
+
+def check_min_layer_size(size: int) -> None:
+    """The one check of a SOCI min layer size, the CLI's (--lazy-min-layer-size) and the
+    spec's (coldStart.lazyMinLayerSize) alike."""
+    if not 0 <= size <= MAX_MIN_LAYER_SIZE:
+        raise InputError(f"--lazy-min-layer-size / coldStart.lazyMinLayerSize {size}: must be "
+                         f"0 to {MAX_MIN_LAYER_SIZE} bytes",
+                         hint="give a size in bytes, e.g. 10485760 (SOCI's default)")
+
+
 @dataclass
 class SociIndex:
     """The SOCI index built and pushed for one image."""
@@ -403,9 +416,7 @@ class LazySettings:
         if bad or not self.formats:
             raise InputError(f"--lazy {','.join(bad) or '(none)'}: unknown lazy-pulling format",
                              hint=f"choose from {', '.join(FORMATS)}")
-        if self.min_layer_size < 0:
-            raise InputError("--lazy-min-layer-size must be 0 or more bytes",
-                             hint="give a size in bytes, e.g. 10485760 (SOCI's default)")
+        check_min_layer_size(self.min_layer_size)
 
     def resolve(self, cold_registry: str) -> tuple[LazyRegistry | None, str | None]:
         """The registry the lazy pulls use, or why there is none: soci-snapshotter discovers

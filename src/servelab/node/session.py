@@ -313,7 +313,6 @@ class NodeStarts:
         notes) when the start could not be made."""
         from servelab.node.ctrstart import start_in
 
-        self.progress("  cold start: starting the server from the private containerd")
         try:
             return start_in(pc, img.ref, spec, cleanup=self.cleanup,
                             timeout_s=spec.readiness_timeout_s + START_MARGIN_S)
@@ -330,7 +329,6 @@ class NodeStarts:
         if node.cold_start is None or not node.cold_start.ready:
             return ReadBeforeReady(False, img.total_bytes, notes=[
                 "not measured: the timed start from the private containerd was not ready"])
-        self.progress("  cold start: an untimed start, to count the bytes read before ready")
         return read_before_ready(pc, img.ref, spec, bytes_pulled=img.total_bytes,
                                  cleanup=self.cleanup,
                                  timeout_s=spec.readiness_timeout_s + START_MARGIN_S)
@@ -376,7 +374,6 @@ class NodeStarts:
         aside = [(name, ref) for digest, (name, ref) in self._in_engine.items()
                  if digest != img.manifest.digest]
         for name, ref in aside:
-            self.progress(f"  cold start: setting {name} aside for the pull")
             self._take_out(name, ref)
         return aside
 

@@ -3,20 +3,41 @@
 Works on result.json dicts (what the run writes and what ``servelab report`` reads back), so
 the same code judges a fresh run and merged artifacts from several machines.
 
-A metric counts as changed only when the difference of the arms' medians exceeds both the
-metric's minimum effect and the min-max spread of either arm; otherwise it reads
-"no detectable change". When something improves while something else gets worse, the verdict
-is "trade-off", never "improved".
+Each judged metric's difference gets an interval (:mod:`servelab.run.intervals`: the
+Hodges–Lehmann shift with its exact Mann–Whitney interval). It counts as changed only when the
+whole interval lies beyond the metric's threshold: its minimum effect, raised to the runner's
+noise (a calibration file's figure, else half the larger min–max spread of the arms); a metric
+whose interval spans the threshold reads "inconclusive" and no verdict rests on it. When
+something improves while something else gets worse, the verdict is "trade-off", never
+"improved".
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from servelab.run import intervals
+
 SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW", "UNKNOWN")
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A figure with its unit, as the summaries show it (``–`` when missing)."""
+    if value is None:
+        return "–"
+    if unit == "bytes":
+        for size, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if abs(value) >= size:
+                return f"{value / size:.2f} {name}"
+        return f"{value:.0f} B"
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "ms":
+        return f"{value:.1f} ms"
+    return f"{value:g}"
 
 
 def _get(d: Any, *keys: str) -> Any:
@@ -214,23 +235,65 @@ class Delta:
     threshold: float
     changed: bool
     direction: str | None  # "better", "worse" or None
+    #: the shift's interval (treatment − control) and its exact coverage
+    interval: intervals.Interval | None = None
+    #: better, worse, no detectable change or inconclusive (the interval spans the threshold)
+    reading: str = "no detectable change"
+    #: the smallest change this run could have detected (threshold + the interval's half-width)
+    detectable: float | None = None
+    #: where the threshold's noise part came from: "calibration", "spread" or "min effect"
+    threshold_from: str = "min effect"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["interval"] = None if self.interval is None else {
+            "estimate": self.interval.estimate, "low": self.interval.low,
+            "high": self.interval.high, "coverage": self.interval.coverage}
+        return out
+
+
+#: units whose figures are exact counts (bytes from manifests, findings), not timings
+EXACT_UNITS = ("bytes", "findings")
+
+
+def _threshold(m: MetricDef, c: Stat, t: Stat, effect: float,
+               calibration: Mapping[str, float] | None) -> tuple[float, str]:
+    """The metric's threshold and what set it: a calibration file's noise figure, else half the
+    larger min–max spread of this run's arms, never below the minimum effect."""
+    if calibration is not None and m.key in calibration:
+        noise, source = float(calibration[m.key]), "calibration"
+    else:
+        noise, source = max(c.spread, t.spread) / 2, "spread"
+    return (noise, source) if noise > effect else (effect, "min effect")
+
+
+def _delta(m: MetricDef, c: Stat, t: Stat, effect: float,
+           calibration: Mapping[str, float] | None) -> Delta:
+    threshold, source = _threshold(m, c, t, effect, calibration)
+    iv = intervals.shift_interval(c.values, t.values)
+    reading = intervals.reading(iv, threshold)
+    if (reading in ("better", "worse") and m.unit not in EXACT_UNITS
+            and iv.coverage < intervals.MIN_COVERAGE):
+        reading = "inconclusive"  # one repeat an arm: a timing's difference has no interval
+    changed = reading in ("better", "worse")
+    return Delta(m.key, m.label, m.unit, c.median, t.median, t.median - c.median, threshold,
+                 changed, reading if changed else None, iv, reading,
+                 intervals.detectable(iv, threshold), source)
 
 
 def compare_arms(
-    control: ArmStats, treatment: ArmStats, min_effect: dict[str, float] | None = None
+    control: ArmStats, treatment: ArmStats, min_effect: dict[str, float] | None = None,
+    calibration: Mapping[str, float] | None = None,
 ) -> list[Delta]:
+    """Every judged metric's difference, interval and reading; *calibration* maps a metric to
+    the noise threshold a calibration file measured for it."""
     out: list[Delta] = []
     for m in NUMERIC:
         c, t = control.metrics.get(m.key), treatment.metrics.get(m.key)
         if c is None or t is None:
             continue
         effect = (min_effect or {}).get(m.key, (min_effect or {}).get(m.spec_metric, m.min_effect))
-        threshold = max(effect, c.spread, t.spread)
-        delta = t.median - c.median
-        changed = abs(delta) > threshold
-        direction = None if not changed else ("better" if delta < 0 else "worse")
-        out.append(Delta(m.key, m.label, m.unit, c.median, t.median, delta, threshold,
-                         changed, direction))
+        out.append(_delta(m, c, t, effect, calibration))
     return out
 
 
@@ -284,8 +347,25 @@ def judge(
         return Verdict("improved", [f"better: {', '.join(better)}"])
     if worse:
         return Verdict("regressed", [f"worse: {', '.join(worse)}"])
-    return Verdict("no detectable change", ["no metric moved beyond its minimum effect and "
-                                            "the spread of the repeats"])
+    return Verdict("no detectable change", _no_change_reasons(deltas))
+
+
+def _no_change_reasons(deltas: list[Delta]) -> list[str]:
+    """Why nothing changed: what could have been seen, and the metrics that were inconclusive."""
+    out = ["no metric's interval cleared its threshold"]
+    unsure = [d.label for d in deltas if d.reading == "inconclusive"]
+    if unsure:
+        out.append("inconclusive (the interval spans the threshold): " + ", ".join(unsure))
+    seen = [f"{d.label} {fmt(d.detectable, d.unit)}" for d in deltas
+            if d.detectable is not None and d.detectable > 0]
+    if seen:
+        out.append("the smallest change this run could have detected: " + ", ".join(seen))
+    return out
+
+
+def comparison(deltas: list[Delta]) -> dict[str, Any]:
+    """summary.json's ``comparison``: the interval method and every judged metric's Δ."""
+    return {"method": intervals.METHOD, "metrics": [d.to_dict() for d in deltas]}
 
 
 #: summary.json's headline figures of the treatment (the action's outputs read them)

@@ -136,15 +136,15 @@ def repeat_table(results: list[dict[str, Any]]) -> list[str]:
     rows = [(r, rec) for r in _order(results) if (rec := lazy_record(r)) is not None]
     if not rows:
         return []
-    out = ["| arm | repeat | lazy pull | state | fetched: layers in parts (requests), whole, "
-           "other | read on demand | pull to ready |", "|---|---|---|---|---|---|---|"]
+    out = ["| repeat | lazy pull | state | fetched: layers in parts (requests), whole, "
+           "other | read on demand | pull to ready |", "|---|---|---|---|---|---|"]
     for r, rec in rows:
         st, _why = state(rec)
         f = rec.get("bytes_fetched") or {}
         read = _get(rec, "bytes_read", "synchronous_bytes_served")
         fetched = (f"{_mb(f.get('layers_partial'))} ({f.get('partial_requests', 0)}), "
                    f"{_mb(f.get('layers_full'))}, {_mb(f.get('other'))}" if f else "–")
-        out.append(f"| {r.get('arm')} | {r.get('repeat')} | "
+        out.append(f"| {r.get('arm')} r{r.get('repeat')} | "
                    f"{_s(rec.get('pull_s')) if st == LAZY else st} | {st} | {fetched} | "
                    f"{_mb(read) if isinstance(read, (int, float)) else '–'} | "
                    f"{_s(_get(r, 'metrics', 'coldstart', 'to_ready_s', 'lazy'))} |")

@@ -10,7 +10,7 @@ from typing import Any
 from servelab.escape import md_code, md_text
 from servelab.run import aggregate, results
 from servelab.run.aggregate import _get
-from servelab.run.summary import _fmt
+from servelab.run.aggregate import fmt as _fmt
 
 
 @dataclass

@@ -50,6 +50,10 @@ class RunOptions:
     lazy_registry_log: Path | None = None
     require_lazy: bool = False
     lazy_min_layer_size: int | None = None
+    #: where the lazy requirement came from (the CLI's flag or the spec's field), for errors
+    require_lazy_from: str = "--require-lazy"
+    #: a calibration file (``servelab calibrate``): its per-metric noise sets the thresholds
+    calibration: Path | None = None
     #: ``servelab build``: a failed build or an unpinned base ends the command (exit 1)
     #: instead of becoming a failed build stage of the repeat
     stop_on_build_failure: bool = False

@@ -77,6 +77,7 @@ class Runner:
             {"stage": s, "reason": NOT_SELECTED} for s in STAGES if s not in opts.stages]
         self.notes: list[str] = []
         self._input_cache: dict[str, Inputs] = {}
+        self.calibration = _calibration(opts.calibration, self.repeats, self.notes)
 
     # ------------------------------------------------------------------ servelab run
     def execute(self) -> RunResult:
@@ -206,14 +207,21 @@ class Runner:
         by_arm = {a: [r for r in self.results if r["arm"] == a] for a in ("control", "treatment")}
         control = aggregate.arm_stats("control", by_arm["control"]) if by_arm["control"] else None
         treatment = aggregate.arm_stats("treatment", by_arm["treatment"])
-        deltas = (aggregate.compare_arms(control, treatment, self.exp.gates.min_effect)
-                  if control else [])
+        thresholds = ({k: float(v["threshold"]) for k, v in self.calibration["metrics"].items()}
+                      if self.calibration else None)
+        deltas = (aggregate.compare_arms(control, treatment, self.exp.gates.min_effect,
+                                         thresholds) if control else [])
         invalid = check_fixed(self.exp.fixed, self.results)
         gate_failures = evaluate_gates(self.exp, treatment, by_arm["treatment"])
         v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
         data = build_summary(self.exp, self, v, treatment)
         data["reproducibility"] = self.stages.reproducibility
         data.update(aggregate.headline(treatment, control))
+        data["comparison"] = aggregate.comparison(deltas)
+        if self.calibration is not None:
+            data["calibration"] = {"file": str(self.opts.calibration),
+                                   "repeats": self.calibration["repeats"],
+                                   "runs": self.calibration["runs"]}
         lazy = lazyview.status(self.results)
         if lazy is not None:
             data["lazy"] = lazy
@@ -222,6 +230,21 @@ class Runner:
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)
         write_file(self.opts.out_dir / "summary.md", md, what="summary.md")
         return RunResult(data, md, v.exit_code, self.opts.out_dir)
+
+
+def _calibration(path: Path | None, repeats: int, notes: list[str]) -> dict[str, Any] | None:
+    """The calibration file (``--calibration``), read and checked before the run starts; a
+    note when it was made for other repeats than this run's."""
+    if path is None:
+        return None
+    from servelab.run.calfile import load
+
+    doc = load(path)
+    if doc["repeats"] != repeats:
+        notes.append(f"the calibration file {path} was made for {doc['repeats']} repeats an "
+                     f"arm, this run has {repeats}: its thresholds are those of "
+                     f"{doc['repeats']} repeats")
+    return doc
 
 
 def abba(arms: list[Arm], n: int) -> list[Arm]:

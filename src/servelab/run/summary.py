@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab.escape import html_text, md_code, md_fence, md_prose, md_text
-from servelab.run import lazyview
+from servelab.run import intervals, lazyview
 from servelab.run.aggregate import (
     ALL_METRICS,
     NUMERIC,
@@ -26,6 +26,7 @@ from servelab.run.aggregate import (
     Verdict,
     _get,
 )
+from servelab.run.aggregate import fmt as _fmt
 from servelab.run.explain import FailedCheck, explain
 
 #: the metrics of the control-vs-treatment table (the node's are in their own section)
@@ -38,80 +39,119 @@ _EMOJI = {
 }
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "–"
-    if unit == "bytes":
-        for size, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-            if abs(value) >= size:
-                return f"{value / size:.2f} {name}"
-        return f"{value:.0f} B"
-    if unit == "s":
-        return f"{value:.3f} s"
-    if unit == "ms":
-        return f"{value:.1f} ms"
-    return f"{value:g}"
-
-
 def _short(digest: str | None) -> str:
     return f"`{digest[:19]}…`" if digest else "unknown"  # a failed build: no digest
 
 
-def _arm_row(label: str, a: ArmStats | None) -> str:
-    if a is None:
-        return ""
-    rep = {True: "yes", False: "**no**", None: "–"}[a.reproducible]
-    distinct = len({d for d in a.digests if d})
-    cells = [label, f"{rep} ({distinct} distinct of {a.repeats})"]
-    cells += [_spread(a, m) for m in CORE]
-    cells.append(", ".join(f"`{c}`" for c in a.failed_checks) or "none")
-    return "| " + " | ".join(cells) + " |"
-
-
-def _spread(a: ArmStats, m: MetricDef) -> str:
+def _spread(a: ArmStats | None, m: MetricDef) -> str:
     """``median (min–max)`` of metric *m* of arm *a*, or a dash."""
-    s = a.metrics.get(m.key)
+    s = a.metrics.get(m.key) if a is not None else None
     if s is None:
         return "–"
+    if s.min == s.max:
+        return _fmt(s.median, m.unit)
     return f"{_fmt(s.median, m.unit)} ({_fmt(s.min, m.unit)}–{_fmt(s.max, m.unit)})"
 
 
-def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delta]) -> list[str]:
-    head = ["| arm | reproducible digest | "
-            + " | ".join(f"{m.label}, median (min–max)" for m in CORE)
-            + " | failed checks |",
-            "|" + "---|" * (len(CORE) + 3)]
-    rows = [r for r in (_arm_row("control", control), _arm_row("treatment", treatment)) if r]
-    out = ["## Control vs treatment", "", *head, *rows, ""]
-    if deltas:
-        out += ["| metric | control | treatment | Δ | threshold | reading |",
-                "|---|---|---|---|---|---|"]
-        for d in deltas:
-            reading = "no detectable change" if not d.changed else d.direction or ""
-            out.append(
-                f"| {d.label} | {_fmt(d.control, d.unit)} | {_fmt(d.treatment, d.unit)} | "
-                f"{_fmt(d.delta, d.unit)} | {_fmt(d.threshold, d.unit)} | {reading} |"
-            )
-        out.append("")
+def _signed(value: float, unit: str) -> str:
+    return ("+" if value > 0 else "−" if value < 0 else "") + _fmt(abs(value), unit)
+
+
+def _interval_cell(iv: intervals.Interval | None, unit: str) -> str:
+    """``+0.300 s [+0.100 s, +0.500 s]``: the shift and its interval (a point shows once)."""
+    if iv is None:
+        return "–"
+    if iv.low == iv.high:
+        return _signed(iv.estimate, unit)
+    return f"{_signed(iv.estimate, unit)} [{_signed(iv.low, unit)}, {_signed(iv.high, unit)}]"
+
+
+def _reading_cell(d: Delta) -> str:
+    reading = f"**{d.reading}**" if d.changed else d.reading
+    if d.changed or d.detectable is None:
+        return reading
+    if d.detectable <= 0:
+        return f"{reading}; could detect any change"
+    return f"{reading}; could detect ≥ {_fmt(d.detectable, d.unit)}"
+
+
+def _arms_table(control: ArmStats | None, treatment: ArmStats) -> list[str]:
+    """The arms' reproducibility and failed checks: one row a property, one column an arm."""
+    arms = [a for a in (control, treatment) if a is not None]
+
+    def rep(a: ArmStats) -> str:
+        word = {True: "yes", False: "**no**", None: "–"}[a.reproducible]
+        return f"{word} ({len({d for d in a.digests if d})} distinct of {a.repeats})"
+
+    return ["| | " + " | ".join(a.arm for a in arms) + " |", "|---" * (len(arms) + 1) + "|",
+            "| reproducible digest | " + " | ".join(rep(a) for a in arms) + " |",
+            "| failed checks | " + " | ".join(", ".join(f"`{c}`" for c in a.failed_checks)
+                                             or "none" for a in arms) + " |", ""]
+
+
+def _method_line(deltas: list[Delta], calibration: str | None) -> str:
+    cov = sorted({intervals.coverage_label(d.interval.coverage) for d in deltas
+                  if d.interval is not None and d.interval.low != d.interval.high})
+    noise = (f"the noise the calibration file {md_code(calibration)} measured"
+             if calibration else "half the larger min–max spread of the two arms (no "
+             "calibration file: `servelab calibrate` measures this runner's noise)")
+    return (f"Δ is treatment − control: the {intervals.METHOD}"
+            + (f" ({', '.join(cov)} coverage, exact)" if cov else "")
+            + f". Threshold: the metric's minimum effect, raised to {noise}. A metric changes "
+            "only when its whole interval lies beyond the threshold; one whose interval spans "
+            "the threshold is *inconclusive* and no verdict rests on it.")
+
+
+def _comparison(control: ArmStats | None, treatment: ArmStats, deltas: list[Delta],
+                calibration: str | None = None) -> list[str]:
+    out = ["## Control vs treatment", "", *_arms_table(control, treatment)]
+    if not deltas:
+        out += ["| metric | " + treatment.arm + ", median (min–max) |", "|---|---|"]
+        out += [f"| {m.label} | {_spread(treatment, m)} |" for m in CORE
+                if m.key in treatment.metrics]
+        return [*out, ""]
+    out += ["| metric | control, median (min–max) | treatment | Δ [interval] | threshold | "
+            "reading |", "|---|---|---|---|---|---|"]
+    for d in deltas:
+        m = _BY_KEY[d.metric]
+        out.append(f"| {d.label} | {_spread(control, m)} | {_spread(treatment, m)} | "
+                   f"{_interval_cell(d.interval, d.unit)} | {_fmt(d.threshold, d.unit)} | "
+                   f"{_reading_cell(d)} |")
+    out += ["", _method_line(deltas, calibration), ""]
     return out
 
 
-NODE_COLUMNS = ("pulled_cold", "pulled_warm_base", "pulled_holding_control",
-                "model_bytes_read", "image_bytes_read", "pull_cold_s", "unpack_cold_s",
-                "cpu_cold_s",
-                "pull_warm_base_s",
-                "unpack_warm_base_s", "node_ready_cold", "node_ready_warm_base")
-#: the lazy node's columns, shown when an arm has a lazy figure (``--lazy``)
-LAZY_COLUMNS = ("pull_lazy_s", "node_ready_lazy", "fetched_lazy", "read_lazy")
+#: the node's figures, a table a theme: metrics in rows, arms in columns
+NODE_THEMES = (
+    ("Bytes", ("pulled_cold", "pulled_warm_base", "pulled_holding_control", "model_bytes_read",
+               "image_bytes_read")),
+    ("Seconds", ("node_ready_cold", "node_ready_warm_base", "pull_cold_s", "unpack_cold_s",
+                 "cpu_cold_s", "pull_warm_base_s", "unpack_warm_base_s")),
+    ("Lazy pull", ("pull_lazy_s", "node_ready_lazy", "fetched_lazy", "read_lazy")),
+)
 _BY_KEY = {m.key: m for m in ALL_METRICS}
 
 
+def _node_row(m: MetricDef, arms: list[ArmStats]) -> str:
+    cells = [m.label, *(_spread(a, m) for a in arms)]
+    if len(arms) == 2:
+        c, t = (a.metrics.get(m.key) for a in arms)
+        iv = intervals.shift_interval(c.values, t.values) if c and t else None
+        cells.append(_interval_cell(iv, m.unit))
+    return "| " + " | ".join(cells) + " |"
+
+
 def _node_table(arms: list[ArmStats]) -> list[str]:
-    lazy = any(k in a.metrics for a in arms for k in LAZY_COLUMNS)
-    cols = [_BY_KEY[k] for k in (*NODE_COLUMNS, *(LAZY_COLUMNS if lazy else ()))]
-    out = ["| arm | " + " | ".join(f"{m.label}, median (min–max)" for m in cols) + " |",
-           "|" + "---|" * (len(cols) + 1)]
-    out += ["| " + " | ".join([a.arm, *(_spread(a, m) for m in cols)]) + " |" for a in arms]
+    out: list[str] = []
+    for theme, keys in NODE_THEMES:
+        rows = [_BY_KEY[k] for k in keys if any(k in a.metrics for a in arms)]
+        if not rows:
+            continue
+        head = ["figure", *(f"{a.arm}, median (min–max)" for a in arms)]
+        head += ["Δ [interval]"] if len(arms) == 2 else []
+        out += [f"**{theme}**", "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        out += [_node_row(m, arms) for m in rows]
+        out.append("")
     return out
 
 
@@ -141,9 +181,9 @@ def _check_note(check: dict[str, Any]) -> str:
 
 
 def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
-    out = ["| arm | repeat | cold: pulled, pull, unpack | base held: pulled, present, pull, "
-           "unpack | create + start call | start → ready | model read (source) |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| repeat | cold: pulled, pull, unpack | base held: pulled, present, pull, "
+           "unpack | create + start call, start → ready | model read (source) |",
+           "|---|---|---|---|---|"]
     for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
         cs = _get(r, "metrics", "coldstart")
         if not cs:
@@ -153,13 +193,13 @@ def _node_repeats(results: list[dict[str, Any]]) -> list[str]:
         ml = _get(r, "metrics", "model_load") or {}
         create = sum(float(start.get(k) or 0.0) for k in ("create_s", "start_call_s"))
         out.append(" | ".join([
-            f"| {r.get('arm')}", str(r.get("repeat")),
+            f"| {r.get('arm')} r{r.get('repeat')}",
             f"{_fmt(c.get('bytes_pulled'), 'bytes')}, {_fmt(c.get('pull_s'), 's')}, "
             f"{_fmt(c.get('unpack_s'), 's')}"
             + _check_note(c.get("cold_check") or {}),
             f"{_fmt(w.get('bytes_pulled'), 'bytes')}, {_fmt(w.get('bytes_present'), 'bytes')}"
             f", {_fmt(w.get('pull_s'), 's')}, {_fmt(w.get('unpack_s'), 's')}",
-            _fmt(create, "s"), _fmt(start.get("start_to_ready_s"), "s"),
+            f"{_fmt(create, 's')}, {_fmt(start.get('start_to_ready_s'), 's')}",
             f"{_fmt(ml.get('bytes_read'), 'bytes')} ({ml.get('source') or '–'}) |"]))
     return out
 
@@ -176,7 +216,14 @@ _COLD_HOW = {
 def _cold_how(results: list[dict[str, Any]]) -> str:
     methods = sorted({str(_get(r, "metrics", "coldstart", "cold", "method")) for r in results
                       if _get(r, "metrics", "coldstart", "cold", "method")})
-    return "; ".join(_COLD_HOW.get(m, m) for m in methods) or "not measured"
+    how = "; ".join(_COLD_HOW.get(m, m) for m in methods) or "not measured"
+    own = {str(_get(r, "metrics", "coldstart", "cold", "cold_check", "root_fs") or "")
+           .startswith("an ext4 filesystem of its own") for r in results
+           if _get(r, "metrics", "coldstart", "cold", "cold_check")}
+    if own == {True}:
+        how += (" (its root on a filesystem of its own, removed by unmount: no repeat pays "
+                "for the previous one's clean-up)")
+    return how
 
 
 def _cold_checks(results: list[dict[str, Any]]) -> list[str]:
@@ -210,7 +257,7 @@ def _node_section(control: ArmStats | None, treatment: ArmStats,
            "pulls to roll out this arm (computed from the layers). *Pull to ready*: pull + "
            "unpack + create + start → ready laid end to end. See docs/run.md for what these "
            "do and do not predict.", ""]
-    out += [*_node_table(arms), ""]
+    out += _node_table(arms)
     out += [*_cold_checks(results)]
     out += [*(line for line in (_loaded_line(a) for a in arms) if line), ""]
     out += _lazy_lines(arms, results)
@@ -263,24 +310,24 @@ def _scanner_line(results: list[dict[str, Any]]) -> list[str]:
 
 def _per_repeat(results: list[dict[str, Any]]) -> list[str]:
     out = ["## Per repeat", "",
-           "| arm | repeat | digest | size | build | ready | first good request | "
-           "p50 / p95 | findings C/H/M/L | failed checks |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| repeat | digest, size | build | ready, first good request | "
+           "latency p50 / p95 | findings C/H/M/L; failed checks |",
+           "|---|---|---|---|---|---|"]
     for r in sorted(results, key=lambda r: (r.get("repeat", 0), r.get("arm", ""))):
         m = r.get("metrics", {})
         f = m.get("findings") or {}
         lat = m.get("latency") or {}
         failed = [v["check"] for v in r.get("verdicts", []) if v.get("passed") is False]
         out.append(" | ".join([
-            f"| {r.get('arm')}", str(r.get("repeat")), _short(m.get("digest")),
-            _fmt(_get(m, "size", "compressed_bytes"), "bytes"),
+            f"| {r.get('arm')} r{r.get('repeat')}",
+            f"{_short(m.get('digest'))}, {_fmt(_get(m, 'size', 'compressed_bytes'), 'bytes')}",
             _fmt(m.get("build_seconds"), "s"),
             _fmt(_get(m, "startup", "ready_s"), "s")
-            + (" (first start)" if _get(m, "startup", "first_start") else ""),
-            _fmt(_get(m, "startup", "first_request_s"), "s"),
+            + (" (first start)" if _get(m, "startup", "first_start") else "")
+            + f", {_fmt(_get(m, 'startup', 'first_request_s'), 's')}",
             f"{_fmt(lat.get('p50_ms'), 'ms')} / {_fmt(lat.get('p95_ms'), 'ms')}",
-            "/".join(str(f.get(s, "–")) for s in SEVERITIES[:4]) if f else "–",
-            (", ".join(f"`{c}`" for c in failed) or "none") + " |",
+            ("/".join(str(f.get(s, "–")) for s in SEVERITIES[:4]) if f else "–") + "; "
+            + (", ".join(f"`{c}`" for c in failed) or "none") + " |",
         ]))
     out.append("")
     return out
@@ -467,7 +514,8 @@ def render_markdown(summary: dict[str, Any], control: ArmStats | None, treatment
     for s in summary.get("not_tested", []):
         lines.append(f"> not tested: {md_prose(s)}")
     lines.append("")
-    lines += _comparison(control, treatment, deltas)
+    cal = summary.get("calibration") or {}
+    lines += _comparison(control, treatment, deltas, cal.get("file"))
     lines += _node_section(control, treatment, results)
     lines += _per_repeat(results)
     lines += _reproducibility(summary.get("reproducibility") or {})

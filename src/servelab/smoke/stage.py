@@ -406,6 +406,13 @@ def _probe_and_wait(
     user = res.user
     watch = _ExitWatch(client, cid)
     pid = int((client.api.inspect_container(cid).get("State") or {}).get("Pid") or 0)
+    if not pid and _gone(watch, client, cid):
+        # it exited before it could be probed: a crash (exit status and log tail), never a
+        # helper joined to a container that no longer runs (a missing capability, exit 3)
+        res.probe["ended_by"] = "container exit"
+        _record(res, s, _Observed(container_exited=True), watch, prober)
+        _container_state(res, client, cid, s)
+        return
     prober = _confirm_prober(res, s, cu, cid=cid, pid=pid, prober=prober)
     user.euid_start, user.source = _euid(client, cid, pid)
 
@@ -419,15 +426,29 @@ def _probe_and_wait(
     if prober.mode == "netns":
         prober.stop()
     if obs.end is not None and obs.end.kind == "error":
-        raise CapabilityError(f"the prober could not enter the container's network namespace: "
-                              f"{obs.end.data.get('error')}",
-                              hint="run as root on the engine's host, or use --probe helper")
+        if not _gone(watch, client, cid):
+            raise CapabilityError(f"the prober could not enter the container's network "
+                                  f"namespace: {obs.end.data.get('error')}",
+                                  hint="run as root on the engine's host, or use --probe helper")
+        # the server exited before the prober could enter its namespace: a crash, not a
+        # missing capability (its exit status and log tail make the smoke's failure)
+        obs.end, obs.container_exited = None, True
     _record(res, s, obs, watch, prober)
     if res.gpu is not None and obs.health is not None and not watch.exited.is_set():
         gpu_inside(res, cid)
         inside = res.gpu.get("inside") or {}
         inside["phases"] = gpuphases.phases(inside.get("python_probe"))
     _container_state(res, client, cid, s)
+
+
+def _gone(watch: _ExitWatch, client: Any, cid: str) -> bool:
+    """Whether the container has exited (waiting a moment for the engine to say so)."""
+    if watch.exited.wait(2.0):
+        return True
+    try:
+        return not (client.api.inspect_container(cid).get("State") or {}).get("Running")
+    except Exception:
+        return False
 
 
 def _block_io_at_ready(res: SmokeResult, cid: str) -> None:

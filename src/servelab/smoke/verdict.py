@@ -72,7 +72,7 @@ def _failure(res: SmokeResult, s: SmokeSettings, ready: bool
     if not ready and not st.running:
         oom = ", OOMKilled" if st.oom_killed else ""
         return ("crashed", f"the container exited with code {st.exit_code}{oom} before it "
-                f"was ready{cause}", fix)
+                f"was ready{cause}{_log_tail(st.log_tail)}", fix)
     if not ready:
         last = res.probe.get("last_health_answer") or "no answer"
         return ("not-ready", f"no 2xx from {s.serve.health_path} on port {s.serve.port} "
@@ -92,6 +92,20 @@ def _failure(res: SmokeResult, s: SmokeSettings, ready: bool
         p = _root_problem(res.user)
         return "runs-as-root", p.message, p.fix
     return None
+
+
+#: the server's last log lines a crash's reason quotes, and the characters kept of each
+TAIL_LINES, TAIL_CHARS = 3, 160
+
+
+def _log_tail(lines: list[str]) -> str:
+    """``; log tail: "a" / "b"``: the last lines the server wrote (one line, each cut)."""
+    kept = [x.strip() for x in lines if x.strip()][-TAIL_LINES:]
+    if not kept:
+        return "; it wrote nothing to its log"
+    shown = " / ".join(repr(x[:TAIL_CHARS] + ("…" if len(x) > TAIL_CHARS else ""))
+                       for x in kept)
+    return f"; log tail: {shown}"
 
 
 def _pass_message(res: SmokeResult) -> str:

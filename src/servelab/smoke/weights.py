@@ -320,7 +320,7 @@ def scan_archive(
     if not _layer_cache:
         _load_disk_cache()
     try:
-        with archive_path.open("rb") as f, logs.progress("weights scan") as shown:
+        with archive_path.open("rb") as f, logs.progress("weights scan", quiet=True) as shown:
             archive = _walk(f, known, seekable=True, shown=shown)
     except (OSError, tarfile.TarError, ServelabError) as e:
         return WeightsReport(False, error=f"cannot read {archive_path}: {e}",
@@ -341,7 +341,7 @@ def scan_image(
     start = time.monotonic()
     try:
         raw = _IterReader(client.api.get_image(image_id, chunk_size=1 << 20))
-        with logs.progress("weights scan") as shown:
+        with logs.progress("weights scan", quiet=True) as shown:
             archive = _walk(io.BufferedReader(raw, 1 << 20), known, shown=shown)
     except Exception as e:
         return WeightsReport(False, error=f"image export failed: {str(e).splitlines()[0][:200]}",
