@@ -134,8 +134,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
+    """Run one command; its exit code. A signal that lands after the command's own handling
+    (while its error is printed, or its SIGTERM handler restored) still ends in 130 or 143
+    with one line, never a traceback."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt as e:
+        term = isinstance(e, Terminated)
+        with contextlib.suppress(Exception):
+            print(f"servelab: {'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}",
+                  file=sys.stderr)
+        return 143 if term else 130
+
+
+def _main(argv: Sequence[str]) -> int:
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)

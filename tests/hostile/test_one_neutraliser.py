@@ -1,5 +1,5 @@
 """One set of functions neutralises text for the terminal (issue 24): ``servelab diff``'s
-file names go through ``servelab.report.terminal_text`` like every other command's text,
+file names go through ``servelab.escape.terminal_text`` like every other command's text,
 keeping what diff showed before: bytes that were not UTF-8 as ``\\xNN``, an escape sequence
 shown (never removed, so two names stay told apart), tabs and newlines kept in a block.
 

@@ -31,8 +31,9 @@ BIG_ENV = {**os.environ, "SERVELAB_MAX_TEXT_BYTES": "64m"}
 
 
 def _big_dockerfile(path: Path) -> Path:
-    """About 5 MB the parser needs several seconds for, ending in an error it must then locate."""
-    path.write_text("FROM alpine\n" + "RUN echo a && \\\n  echo b\n" * 200000 + "ENV ONLYKEY\n")
+    """About 26 MB the parser needs several seconds for (about 1.5 s a 5 MB on this machine),
+    ending in an error it must then locate."""
+    path.write_text("FROM alpine\n" + "RUN echo a && \\\n  echo b\n" * 1_000_000 + "ENV ONLYKEY\n")
     return path
 
 
@@ -66,6 +67,24 @@ def test_lint_stops_while_the_parser_runs(sig: int, code: int, word: str,
     assert rc == code, err
     assert word in err and "internal error" not in err
     assert took < STOP_WITHIN_S, f"exited {took:.2f}s after the signal"
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_at_any_moment_of_a_failing_lint_is_never_a_traceback(
+        sig: int, code: int, tmp_path: Path) -> None:
+    """The signal lands somewhere in parse, error, print and the handlers' restore (the last
+    of which once let a KeyboardInterrupt out as a traceback): always one line, and the exit
+    code is the error's (2) or the signal's."""
+    df = tmp_path / "Dockerfile"
+    df.write_text("FROM alpine\n" + "RUN echo a && \\\n  echo b\n" * 100_000 + "ENV ONLYKEY\n")
+    for delay in (0.3, 0.6, 0.9, 1.2, 1.5, 1.8):
+        child = _start(["lint", "--no-hadolint", str(df)], tmp_path, env=BIG_ENV)
+        time.sleep(delay)
+        if child.poll() is None:
+            child.send_signal(sig)
+        _out, err = child.communicate(timeout=60)
+        assert child.returncode in (2, code), err
+        assert "Traceback" not in err and "internal error" not in err, err
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

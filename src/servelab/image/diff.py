@@ -71,7 +71,7 @@ TIMESTAMP_ANNOTATIONS = frozenset({"org.opencontainers.image.created",
 
 def printable(text: str, *, one_line: bool = False) -> str:
     """*text* safe to print, by the shared terminal neutraliser
-    (:func:`servelab.report.terminal_text`): bytes that were not UTF-8 (tar names) as
+    (:func:`servelab.escape.terminal_text`): bytes that were not UTF-8 (tar names) as
     ``\\xNN``, control and bidi characters and other lone surrogates escaped, an escape
     sequence shown (``\\x1b[31m``), never removed, so two names stay told apart; tabs and
     newlines kept unless *one_line*. Names and values from an image pass through it."""
