@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from servelab import hashing
-from servelab.errors import ExitCode
+from servelab.errors import ExitCode, ServelabError
 from servelab.run import aggregate, lazyview, results, summary
 from servelab.run.options import STAGES, Progress, RunOptions, parse_stages
 from servelab.run.outcomes import (
@@ -40,6 +41,7 @@ from servelab.textio import claim_dir, write_file
 
 if TYPE_CHECKING:
     from servelab.build.stage import ExperimentBuilds
+    from servelab.run.diskplan import Plan as DiskPlan
 
 OutcomeT = TypeVar("OutcomeT", bound=StageOutcome)
 
@@ -77,14 +79,55 @@ class Runner:
             {"stage": s, "reason": NOT_SELECTED} for s in STAGES if s not in opts.stages]
         self.notes: list[str] = []
         self._input_cache: dict[str, Inputs] = {}
+        self.plan: DiskPlan | None = None
 
     # ------------------------------------------------------------------ servelab run
     def execute(self) -> RunResult:
-        with self.stages:
+        self._preflight()
+        with self._disk_full_stops(), self.stages:
             for rr in self._repeats():
                 self.results.append(self._write(rr))
         self.notes.extend(self.stages.notes)
         return self._finish()
+
+    # ------------------------------------------------------------------ disk
+    def _preflight(self) -> None:
+        """Refuse, before any build, a run whose peak disk cannot fit (exit 3)."""
+        if not {"build", "smoke"} & set(self.opts.stages):
+            return
+        from servelab.run import diskplan
+
+        self.plan = diskplan.plan_for(self.exp, self.opts, self._arms())
+        self.notes.extend(self.plan.notes)
+        self.plan.check()
+
+    def _replan(self, build: BuildOutcome) -> None:
+        """After the first build: the plan again with the image's real sizes."""
+        rec = build.build
+        if self.plan is None or rec is None or self.plan.source == "first build":
+            return
+        from servelab.run import diskplan
+
+        self.plan = diskplan.replan(self.plan, rec.primary.uncompressed_size or 0,
+                                    rec.primary.compressed_size)
+        self.plan.check()
+
+    @contextmanager
+    def _disk_full_stops(self) -> Iterator[None]:
+        """A disk that fills mid-run: the stages' exit has removed what the run made; the
+        archives go too, and the run directory keeps the results written so far and
+        ``stopped.json`` with the reason (exit 3)."""
+        from servelab.run import diskplan
+
+        try:
+            yield
+        except (OSError, ServelabError) as e:
+            if not diskplan.is_disk_full(e):
+                raise
+            raise diskplan.stop_disk_full(self.opts.out_dir, e, self.results) from e
+
+    def _arms(self) -> list[Arm]:
+        return [a for a in self.exp.arms()]
 
     # ------------------------------------------------------------------ servelab build
     def execute_builds(self) -> ExperimentBuilds:
@@ -92,7 +135,8 @@ class Runner:
         from servelab.build.stage import ArmBuilds, ExperimentBuilds
         from servelab.build.stage import verdict as build_verdict
 
-        with self.stages:
+        self._preflight()
+        with self._disk_full_stops(), self.stages:
             for _rr in self._repeats():
                 pass
         built = [a for a in self.exp.arms() if a.image is None]
@@ -123,11 +167,13 @@ class Runner:
         self.progress(f"[{arm.name} {n}/{self.repeats}] start")
         out = self._repeat_dir(arm.name, n)  # each stage makes it when it writes there
         build = self._stage("build", BuildOutcome, lambda: self.stages.build(arm, n, out))
+        self._replan(build)
         image = build.tested_ref or arm.image
         scan = self._tested("scan", ScanOutcome, image,
                             lambda ref: self.stages.scan(ref, build, out))
         smoke = self._tested("smoke", SmokeOutcome, image,
                              lambda ref: self.stages.smoke(arm, ref, n, build, out))
+        self.stages.release(build)
         self.progress(f"[{arm.name} {n}/{self.repeats}] done in {time.monotonic() - t0:.1f}s")
         return RepeatResult(arm=arm, repeat=n, build=build, scan=scan, smoke=smoke, lint=lint)
 
@@ -213,6 +259,8 @@ class Runner:
         v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
         data = build_summary(self.exp, self, v, treatment)
         data["reproducibility"] = self.stages.reproducibility
+        if self.plan is not None:
+            data["disk_plan"] = self.plan.to_dict()
         data.update(aggregate.headline(treatment, control))
         lazy = lazyview.status(self.results)
         if lazy is not None:
@@ -330,7 +378,7 @@ BUILD_SUMMARY_FILE = "build-summary.json"
 #: What run and build write at the top of --out: a directory holding one of these (a user's
 #: file, an earlier run) is refused, never overwritten (textio.claim_dir).
 OUT_NAMES = ("summary.json", "summary.md", BUILD_SUMMARY_FILE, "control", "treatment",
-             "images", "lint-*.sarif")
+             "images", "lint-*.sarif", "stopped.json")
 
 
 def run_experiment(exp: Experiment, opts: RunOptions,
