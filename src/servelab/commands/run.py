@@ -100,6 +100,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lazy-min-layer-size", type=ascii_int, metavar="BYTES",
                         help="layers smaller than this get no SOCI zTOC and are fetched whole "
                         "(default: 10485760, SOCI's own)")
+    parser.add_argument("--shard", metavar="ARM:N",
+                        help="run only that arm's repeat N (e.g. treatment:2), one job of a "
+                        "matrix over arms x repeats for images too big for one runner's disk; "
+                        "servelab report merges the shards' directories into the run's "
+                        "verdict and summary (exit 0 unless the shard could not run)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
@@ -109,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from servelab.errors import InputError, UsageError
-    from servelab.run.options import RunOptions, parse_stages
+    from servelab.run.options import RunOptions, parse_shard, parse_stages
     from servelab.run.render import render_end
     from servelab.run.runner import run_experiment
     from servelab.spec import load_experiment
@@ -136,12 +141,16 @@ def run(args: argparse.Namespace) -> int:
         lazy_registry_log=Path(args.lazy_registry_log) if args.lazy_registry_log else None,
         require_lazy=args.require_lazy, lazy_min_layer_size=args.lazy_min_layer_size,
     )
+    if args.shard is not None:
+        opts.shard = parse_shard(args.shard, [a.name for a in exp.arms()],
+                                 args.repeats or exp.repeats)
 
     def progress(msg: str) -> None:
         print(f"servelab: {msg}", file=sys.stderr, flush=True)
 
     result = run_experiment(exp, opts, progress)
-    _github(result.out_dir)
+    if opts.shard is None:  # a shard's verdict is the merge's (servelab report)
+        _github(result.out_dir)
     from servelab.commands._common import emit  # the text verdict quotes failed steps' logs
 
     emit(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep), None,

@@ -36,7 +36,7 @@ from servelab.run.outcomes import (
     StageOutcome,
 )
 from servelab.run.stages import Stages
-from servelab.spec import Arm, Experiment
+from servelab.spec import Arm, Experiment, Gates
 from servelab.textio import claim_dir, write_file
 
 if TYPE_CHECKING:
@@ -127,7 +127,9 @@ class Runner:
             raise diskplan.stop_disk_full(self.opts.out_dir, e, self.results) from e
 
     def _arms(self) -> list[Arm]:
-        return [a for a in self.exp.arms()]
+        """The arms this run builds: every arm, or the shard's one."""
+        shard = self.opts.shard
+        return [a for a in self.exp.arms() if shard is None or a.name == shard[0]]
 
     # ------------------------------------------------------------------ servelab build
     def execute_builds(self) -> ExperimentBuilds:
@@ -153,9 +155,11 @@ class Runner:
     # ------------------------------------------------------------------ the loop
     def _repeats(self) -> Iterator[RepeatResult]:
         """The one place that decides the arms, the repeats and their order."""
-        arms = [self.stages.checkout(a) for a in self.exp.arms()]
+        arms = [self.stages.checkout(a) for a in self._arms()]
         lint = self.stages.lint(arms) if "lint" in self.opts.stages else {}
         for n in range(1, self.repeats + 1):
+            if self.opts.shard is not None and n != self.opts.shard[1]:
+                continue
             for arm in abba(arms, n):
                 yield self._one(arm, n, lint.get(arm.name))
 
@@ -211,8 +215,12 @@ class Runner:
 
     # ------------------------------------------------------------------ facts
     def run_info(self, finished_at: str | None = None) -> dict[str, Any]:
-        return {"id": self.run_id, "name": self.opts.run_name, "started_at": self.started,
+        info = {"id": self.run_id, "name": self.opts.run_name, "started_at": self.started,
                 "finished_at": finished_at, "machine": results.host_facts()["node"]}
+        if self.opts.shard is not None:
+            info["shard"] = {"arm": self.opts.shard[0], "repeat": self.opts.shard[1],
+                             "of": self.repeats}
+        return info
 
     def experiment_info(self) -> dict[str, Any]:
         e = self.exp
@@ -249,27 +257,85 @@ class Runner:
 
     # ------------------------------------------------------------------ the end
     def _finish(self) -> RunResult:
-        by_arm = {a: [r for r in self.results if r["arm"] == a] for a in ("control", "treatment")}
-        control = aggregate.arm_stats("control", by_arm["control"]) if by_arm["control"] else None
-        treatment = aggregate.arm_stats("treatment", by_arm["treatment"])
-        deltas = (aggregate.compare_arms(control, treatment, self.exp.gates.min_effect)
-                  if control else [])
-        invalid = check_fixed(self.exp.fixed, self.results)
-        gate_failures = evaluate_gates(self.exp, treatment, by_arm["treatment"])
-        v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
-        data = build_summary(self.exp, self, v, treatment)
-        data["reproducibility"] = self.stages.reproducibility
+        if self.opts.shard is not None:
+            return self._finish_shard()
+        extra = {"disk_plan": self.plan.to_dict()} if self.plan is not None else {}
+        return summarize(self.facts(), self.opts.out_dir, extra)
+
+    def facts(self) -> RunFacts:
+        return RunFacts(
+            fixed=self.exp.fixed, gates=self.exp.gates, arms=[a.name for a in self.exp.arms()],
+            results=self.results, repeats=self.repeats,
+            run=self.run_info(finished_at=_now()), experiment=self.experiment_info(),
+            skipped=self.skipped, notes=self.notes, annotations=self.stages.annotations,
+            reproducibility=self.stages.reproducibility)
+
+    def _finish_shard(self) -> RunResult:
+        """One (arm, repeat) of the run: its result.json is what counts; summary.json holds it
+        for ``servelab report``, which merges the shards into the run's verdict."""
+        arm, n = self.opts.shard or ("", 0)
+        data: dict[str, Any] = {
+            "schemaVersion": 1, "verdict": "shard",
+            "reasons": [f"{arm} repeat {n} of {self.repeats}: merge every shard's directory "
+                        "with servelab report for the verdict"],
+            "exit_code": 0, "shard": {"arm": arm, "repeat": n, "of": self.repeats},
+            "run": self.run_info(finished_at=_now()), "experiment": self.experiment_info(),
+            "skipped": self.skipped, "notes": self.notes, "results": self.results}
         if self.plan is not None:
             data["disk_plan"] = self.plan.to_dict()
-        data.update(aggregate.headline(treatment, control))
-        lazy = lazyview.status(self.results)
-        if lazy is not None:
-            data["lazy"] = lazy
-        md = summary.render_markdown(data, control, treatment, deltas, self.results)
-        data["results"] = self.results
+        md = (f"# servelab shard: {arm} repeat {n} of {self.repeats}\n\n"
+              "Merge every shard's directory with `servelab report --out DIR SHARD...` for "
+              "the run's verdict and summary.\n")
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)
         write_file(self.opts.out_dir / "summary.md", md, what="summary.md")
-        return RunResult(data, md, v.exit_code, self.opts.out_dir)
+        return RunResult(data, md, 0, self.opts.out_dir)
+
+
+@dataclass
+class RunFacts:
+    """What a run's summary is made of: one machine's runner, or shards merged
+    (:mod:`servelab.run.shards`)."""
+
+    fixed: list[str]
+    gates: Gates
+    arms: list[str]
+    results: list[dict[str, Any]]
+    repeats: int
+    run: dict[str, Any]
+    experiment: dict[str, Any]
+    skipped: list[dict[str, str]]
+    notes: list[str]
+    annotations: list[dict[str, Any]]
+    reproducibility: dict[str, dict[str, Any]]
+
+
+def summarize(f: RunFacts, out_dir: Path, extra: dict[str, Any] | None = None) -> RunResult:
+    """The run's verdict, summary.json and summary.md from its results."""
+    by_arm = {a: [r for r in f.results if r["arm"] == a] for a in ("control", "treatment")}
+    control = aggregate.arm_stats("control", by_arm["control"]) if by_arm["control"] else None
+    treatment = aggregate.arm_stats("treatment", by_arm["treatment"])
+    deltas = (aggregate.compare_arms(control, treatment, f.gates.min_effect)
+              if control else [])
+    invalid = check_fixed(f.fixed, f.results)
+    gate_failures = evaluate_gates(f.gates, treatment, by_arm["treatment"])
+    v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
+    data = build_summary(f, v, treatment)
+    data["reproducibility"] = f.reproducibility
+    data.update(extra or {})
+    data.update(aggregate.headline(treatment, control))
+    lazy = lazyview.status(f.results)
+    if lazy is not None:
+        data["lazy"] = lazy
+    md = summary.render_markdown(data, control, treatment, deltas, f.results)
+    data["results"] = f.results
+    results.write_json(out_dir / results.SUMMARY_FILE, data)
+    write_file(out_dir / "summary.md", md, what="summary.md")
+    return RunResult(data, md, v.exit_code, out_dir)
+
+
+def abba_names(arms: list[str], n: int) -> list[str]:
+    """:func:`abba` of arm names."""
+    return list(arms) if n % 2 else list(reversed(arms))
 
 
 def abba(arms: list[Arm], n: int) -> list[Arm]:
@@ -316,7 +382,7 @@ def check_fixed(fixed: list[str], rows: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def evaluate_gates(exp: Experiment, t: aggregate.ArmStats,
+def evaluate_gates(g: Gates, t: aggregate.ArmStats,
                    rows: list[dict[str, Any]]) -> list[str]:
     """The treatment's failed checks and gates, each with its reason."""
     out: list[str] = []
@@ -324,7 +390,6 @@ def evaluate_gates(exp: Experiment, t: aggregate.ArmStats,
         for v in r["verdicts"]:
             if v["passed"] is False:
                 out.append(f"{v['check']} ({r['arm']} r{r['repeat']}): {v['reason']}")
-    g = exp.gates
     if g.reproducible and t.reproducible is False:
         distinct = sorted({d for d in t.digests if d})
         out.append(f"reproducible: {len(distinct)} distinct digests over {t.repeats} builds")
@@ -342,9 +407,9 @@ def evaluate_gates(exp: Experiment, t: aggregate.ArmStats,
     return out
 
 
-def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
-                  t: aggregate.ArmStats) -> dict[str, Any]:
-    rows = [r for r in runner.results if r["arm"] == "treatment"]
+def build_summary(f: RunFacts, v: aggregate.Verdict, t: aggregate.ArmStats
+                  ) -> dict[str, Any]:
+    rows = [r for r in f.results if r["arm"] == "treatment"]
     findings = {s: 0 for s in aggregate.SEVERITIES}
     if rows and rows[0]["metrics"].get("findings"):
         findings = {s: int(rows[0]["metrics"]["findings"].get(s, 0))
@@ -362,15 +427,15 @@ def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
         "size_bytes": int(size.median) if size else None,
         "startup_p50_s": start.median if start else None,
         "findings": findings,
-        "repeats": runner.repeats,
-        "arms": [a.name for a in exp.arms()],
-        "run": runner.run_info(finished_at=_now()),
-        "experiment": runner.experiment_info(),
-        "skipped": runner.skipped,
-        "not_tested": sorted({v2["check"] + ": " + v2["reason"] for r in runner.results
+        "repeats": f.repeats,
+        "arms": list(f.arms),
+        "run": f.run,
+        "experiment": f.experiment,
+        "skipped": f.skipped,
+        "not_tested": sorted({v2["check"] + ": " + v2["reason"] for r in f.results
                               for v2 in r["verdicts"] if v2["passed"] is None}),
-        "notes": runner.notes,
-        "annotations": runner.stages.annotations,
+        "notes": f.notes,
+        "annotations": f.annotations,
     }
 
 
