@@ -33,6 +33,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "lazy_pull.py": ("medians of 1 round(s)", ("registry",)),
     "cold_steady.py": ("1 run(s) x 1 repeat(s): target met in", ("docker", "registry")),
     "node_starts.py": ("example treatment | full: pull->ready", ("docker", "registry")),
+    "real_image.py": ("peak extra disk by filesystem:", ("docker", "registry", "trivy")),
 }
 
 
