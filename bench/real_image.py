@@ -284,9 +284,8 @@ def run_servelab(spec: Path, out: Path, repeats: int, sampler: Sampler, *, lazy:
 
 def bare_tools(ctx: Path, trivy_cache: Path) -> dict[str, float]:
     """The same steps by the bare tools, after the run (seconds)."""
-    from servelab.scan.trivy import OFFLINE_FLAGS, QUIET_FLAGS
-
     from servelab.build import cache as buildcache
+    from servelab.scan.trivy import OFFLINE_FLAGS, QUIET_FLAGS
 
     out: dict[str, float] = {}
     tag = f"servelab-bench/real-bare:{os.getpid()}"
