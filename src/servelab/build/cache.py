@@ -88,7 +88,7 @@ def owned(description: str, steps: list[str]) -> bool:
 def parse_total(text: str) -> int:
     """Bytes of the ``Total:`` line of ``docker buildx prune`` (0 when absent)."""
     m = _TOTAL.search(text)
-    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else 0
+    return round(float(m.group(1)) * _UNITS[m.group(2)]) if m else 0
 
 
 def cache_records(builder_args: list[str]) -> dict[str, str] | None:
