@@ -12,13 +12,14 @@ and its compressed blob, about U + C of the image), and nothing removes them: si
 ``docker buildx du --verbose`` lists after it and not before it, those whose description is
 one of the build's own steps
 (the step names BuildKit reported while it built: ``[2/4] COPY ...``, a ``RUN``'s
-``mount / from exec ... <its command>``) or its context and Dockerfile transfer (``local
-source for ...``), pruned with one ``docker buildx prune --filter id=^(a|b|...)$`` (buildx
-turns an ``id`` filter into BuildKit's regular-expression match). Records that were there
-before (the user's own cache), cache mounts (``RUN --mount=type=cache``: kept on purpose) and
-the steps of other builds running at the same time are never named; a context transfer of
-another build that ran in the same seconds could be, as both are described alike, and is
-sent again by that build next time (docs/run.md, "Disk").
+``mount / from exec ... <its command>``), pruned with one ``docker buildx prune --filter
+id=^(a|b|...)$`` (buildx turns an ``id`` filter into BuildKit's regular-expression match).
+Records that were there before (the user's own cache), cache mounts (``RUN
+--mount=type=cache``: kept on purpose) and the steps of other builds running at the same time
+are never named. The context transfer (``local source for context``: one record per context
+directory, reused and updated by the next build of it, so it does not grow with the repeats)
+is left alone: every build's transfer is described alike, and pruning another build's while it
+exports fails that build ("failed to solve: not found"); docs/run.md, "Disk".
 """
 
 from __future__ import annotations
@@ -71,8 +72,6 @@ def parse_records(text: str) -> dict[str, str]:
 
 def owned(description: str, steps: list[str]) -> bool:
     """Whether a record described so was made by a build whose steps are *steps*."""
-    if description.startswith("local source for "):
-        return True
     if description in steps:
         return True
     if description.startswith("mount / from exec "):
