@@ -24,6 +24,7 @@ exports fails that build ("failed to solve: not found"); docs/run.md, "Disk".
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,8 @@ from servelab.errors import ServelabError
 _ID = re.compile(r"^ID:\s+([a-z0-9]+)\s*$", re.MULTILINE)
 _TOTAL = re.compile(r"^Total:\s+([0-9.]+)\s*([kMGT]?B)\s*$", re.MULTILINE)
 _UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+#: ``1``: keep every build's cache (a builder shared with identical builds running at once)
+KEEP_ENV = "SERVELAB_KEEP_BUILD_CACHE"
 #: IDs per prune call (one regular expression each), so a command line stays short
 BATCH = 200
 
@@ -132,6 +135,8 @@ def prune_ids(ids: set[str], builder_args: list[str]) -> Pruned:
 def prune_new(before: set[str] | None, builder_args: list[str], steps: list[str]) -> Pruned:
     """Prune the records that appeared since *before* was listed and that the build of
     *steps* made (:func:`owned`)."""
+    if os.environ.get(KEEP_ENV) == "1":
+        return Pruned(notes=[f"build cache kept ({KEEP_ENV}=1)"])
     if before is None:
         return Pruned(notes=["build cache not pruned: its records could not be listed "
                              "before the build"])
