@@ -97,6 +97,9 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: bytes already on each filesystem label that the peak counts (after the first build)
     held: dict[str, int] = field(default_factory=dict)
+    #: the build context's bytes: BuildKit keeps its transfer (one record per context
+    #: directory, not pruned: build.cache)
+    context: int = 0
 
     @property
     def needs(self) -> list[Need]:
@@ -126,9 +129,10 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
     out: dict[str, list[tuple[str, float, str]]] = {}
     if p.build:
         out["build"] = [
-            ("engine", ENGINE_PER_BYTE * u + kept,
+            ("engine", ENGINE_PER_BYTE * u + kept + p.context,
              f"build: {ENGINE_PER_BYTE:g} x U in the engine (snapshots, BuildKit blobs, the "
-             "loaded image)" + (", + U + C per kept image" if kept else "")),
+             "loaded image)" + (", + U + C per kept image" if kept else "")
+             + (", + the context's transfer" if p.context else "")),
             ("out", (p.arms + 1) * c,
              f"build: {p.arms + 1} x C in --out (archives, the one being shaped)"),
         ]
@@ -137,7 +141,9 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
                                  "build: the other arm's pushed blobs"))
     if p.cold:
         out["cold pull"] = [
-            ("engine", u + c + kept, "cold pull: the loaded image (U + C)"),
+            ("engine", u + c + kept + (p.context if p.build else 0),
+             "cold pull: the loaded image (U + C)"
+             + (" and the context's transfer" if p.context and p.build else "")),
             ("tmp", u + c, "cold pull: the private containerd's content and snapshots "
                            "(U + C)"),
             ("out", p.arms * c, "cold pull: one archive per arm"),
@@ -219,15 +225,16 @@ def estimate(bases: list[str], contexts: list[Path], *, paths: dict[str, Path], 
                          f"{MAX_CONTEXT_FILES} files (counted up to there)")
     u = int(BASE_RATIO * base_c + INSTALL_FACTOR * ctx)
     return Plan(u, base_c + ctx, "estimate (bases and context)", paths, arms, cold, keep,
-                build, notes)
+                build, notes, context=ctx * arms if build else 0)
 
 
 def replan(p: Plan, uncompressed: int, compressed: int) -> Plan:
     """The plan with the first build's real sizes; what that build left is already on disk
     (its archive in --out, its loaded image in the engine)."""
     held = {"out": compressed, "engine": uncompressed + compressed}
+    held["engine"] += p.context // max(1, p.arms)  # the first arm's context transfer
     return Plan(uncompressed, compressed, "first build", p.paths, p.arms, p.cold, p.keep,
-                p.build, list(p.notes), held)
+                p.build, list(p.notes), held, p.context)
 
 
 def context_bytes(path: Path) -> tuple[int, bool]:
