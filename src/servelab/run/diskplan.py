@@ -162,16 +162,14 @@ def needs(p: Plan) -> list[Need]:
         else:
             devs[d] = (path, [label])
     result: list[Need] = []
-    for dev, (path, labels) in devs.items():
-        best, why = 0.0, [""]
-        for _name, parts in phases(p).items():
+    for path, labels in devs.values():
+        best, why = 0.0, list[str]()
+        for parts in phases(p).values():
             total = sum(b for lbl, b, _ in parts if lbl in labels)
             if total > best:
                 best, why = total, [w for lbl, b, w in parts if lbl in labels and b]
         held = sum(p.held.get(lbl, 0) for lbl in labels)
-        result.append(Need(path, "/".join(labels), max(0, int(best) - held),
-                           _free(path), [w for w in why if w]))
-        del dev
+        result.append(Need(path, "/".join(labels), max(0, int(best) - held), _free(path), why))
     return result
 
 
