@@ -1015,6 +1015,12 @@ def _gates(gt: dict[str, Any]) -> Gates:
                  min_effect={k: float(v) for k, v in gt.get("minEffect", {}).items()})
 
 
+def gates_of(spec_data: dict[str, Any]) -> Gates:
+    """The gates of a normalised spec (as result.json records it under experiment.spec)."""
+    gt = spec_data.get("gates")
+    return _gates(gt if isinstance(gt, dict) else {})
+
+
 def _cold_start(cs: dict[str, Any]) -> ColdStart:
     size = cs.get("lazyMinLayerSize")
     return ColdStart(lazy=tuple(cs.get("lazy", ())),

@@ -8,12 +8,16 @@ snapshotter's and the registry's logs, and everything is gone after the pull."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +226,66 @@ def test_a_killed_run_with_fuse_mounts_is_swept(
     while host_state() != before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert host_state() == before
+
+
+#: a child that builds the SOCI index in a Cleanup block (SIGTERM arrives during soci create)
+INDEX_CHILD = """
+import sys
+from pathlib import Path
+from servelab.cleanup import Cleanup
+from servelab.image.ref import ImageRef
+from servelab.image.registry import RegistryClient
+from servelab.node import read_layers
+from servelab.node.lazypull import build_index
+from servelab.node.soci import LazyRegistry
+img = read_layers(RegistryClient(), ImageRef.parse(sys.argv[1]))
+reg = LazyRegistry(sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5]))
+with Cleanup(sys.argv[2]) as cu:
+    build_index(img, reg, cu.run_id, cu, min_layer_size=1 << 20)
+"""
+
+
+def _soci_create_running(run_id: str) -> bool:
+    for cmd in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmd.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"soci" in argv[:1] + [a.rsplit(b"/", 1)[-1] for a in argv[:1]] \
+                and b"create" in argv and any(run_id.encode() in a for a in argv):
+            return True
+    return False
+
+
+def test_sigterm_while_the_index_is_built_leaves_no_temp_file(
+        copied: ImageLayers, lazy_registry: LazyRegistry) -> None:
+    """soci create stages each layer in a temp file: it goes into the instance's own dir,
+    registered before soci starts, so a SIGTERM mid-create leaves nothing in TMPDIR."""
+    assert lazy_registry.ca is not None and lazy_registry.log is not None
+    sweep()
+    before = host_state()
+    tmp = Path(tempfile.mkdtemp(prefix="sl-", dir="/tmp"))
+    rid = f"{RUN}{secrets.token_hex(3)}"
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", INDEX_CHILD, copied.ref, rid, lazy_registry.host,
+             str(lazy_registry.ca), str(lazy_registry.log)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "TMPDIR": str(tmp)})
+        seen = False
+        deadline = time.monotonic() + 120
+        while child.poll() is None and time.monotonic() < deadline:
+            if _soci_create_running(rid.lower()):
+                seen = True
+                staged = [p for p in tmp.rglob("*") if p.is_file() and p.parent.name == "tmp"]
+                if staged or time.monotonic() > deadline - 100:
+                    break
+            time.sleep(0.002)
+        assert seen, "soci create was not seen running"
+        child.send_signal(signal.SIGTERM)
+        _out, err = child.communicate(timeout=120)
+        assert child.returncode != 0, err[-2000:]
+        assert list(tmp.iterdir()) == [], sorted(str(p) for p in tmp.rglob("*"))
+        assert host_state() == before
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

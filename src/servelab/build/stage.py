@@ -49,7 +49,7 @@ from typing import Any
 
 from servelab import logs, proc
 from servelab.build import builder as builder_mod
-from servelab.build import buildkit, export
+from servelab.build import buildkit, cache, export
 from servelab.errors import (
     CapabilityError,
     CommandError,
@@ -168,6 +168,8 @@ class BuildRecord:
     #: making the registry-shaped archive (servelab.build.export): seconds, and what it did
     shape_s: float = 0.0
     export: dict[str, Any] = field(default_factory=dict)
+    #: the build's BuildKit cache, pruned before the record is written (build.cache)
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary(self) -> PlatformRecord:
@@ -213,6 +215,7 @@ class BuildRecord:
             "wall_s": round(self.wall_s, 3), "build_s": round(self.build_s, 3),
             "load_s": round(self.load_s, 3), "shape_s": round(self.shape_s, 3),
             "overhead_s": round(self.overhead_s, 3), "export": dict(self.export),
+            "cache": dict(self.cache),
             "log": self.log, "notes": list(self.notes),
         }
 
@@ -490,6 +493,8 @@ class Builds:
         self._docker_root: Path | None = None
         self._client: Any = None
         self._shaper = export.Shaper(store_dir)
+        #: the step names BuildKit reported for the build under way (build.cache)
+        self._steps: list[str] = []
 
     def __enter__(self) -> Builds:
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -539,6 +544,9 @@ class Builds:
         epoch, epoch_from = source_date_epoch(arm, settings)
         self._check_disk()
         tmp = self.store_dir / f".partial-{arm.name}-{repeat}-{os.getpid()}.oci.tar"
+        before = cache.cache_ids(self.facts.builder_args())
+        self._steps = []
+        pruned: cache.Pruned | None = None
         try:
             build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
                                    rewrite_timestamp=rewrite_timestamp, repeat=repeat)
@@ -546,8 +554,11 @@ class Builds:
             archive = shaped.archive
             platforms, index, todo = read_archive(archive, self._sizes)
             ref, image_id, load_s, loaded = self._load_counting(arm, archive, platforms, todo)
+            pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
         finally:
             tmp.unlink(missing_ok=True)
+            if pruned is None:  # the build failed or was interrupted: its cache goes too
+                cache.prune_new(before, self.facts.builder_args(), self._steps)
         for p in platforms:
             for layer in p.layers:
                 layer.uncompressed_size = self._sizes.get(layer.digest)
@@ -559,7 +570,8 @@ class Builds:
             platforms=platforms, index_digest=index, base_images=bases, builder=self.facts,
             archive=str(archive), image_ref=ref, image_id=image_id, loaded_now=loaded,
             wall_s=0.0, build_s=build_s, load_s=load_s, log=str(out_dir / LOG_FILE),
-            notes=notes, shape_s=shaped.seconds, export=shaped.to_dict())
+            notes=notes + pruned.notes, shape_s=shaped.seconds, export=shaped.to_dict(),
+            cache=pruned.to_dict())
         self.last_primary = rec.primary
         rec.wall_s = time.monotonic() - t0
         write_file(out_dir / RECORD_FILE, json.dumps(rec.to_dict(), indent=2) + "\n",
@@ -585,9 +597,12 @@ class Builds:
                 progress=mode)
             with logs.progress(f"build {arm.name} #{repeat}") as shown:
                 reader = buildkit.Reader(mode, shown)
-                seconds = self._buildx_once(argv, reader, settings, epoch=epoch,
-                                            log=out_dir / LOG_FILE,
-                                            what=f"arm {arm.name} (repeat {repeat})")
+                try:
+                    seconds = self._buildx_once(argv, reader, settings, epoch=epoch,
+                                                log=out_dir / LOG_FILE,
+                                                what=f"arm {arm.name} (repeat {repeat})")
+                finally:  # what the build made in BuildKit's cache is pruned by these
+                    self._steps += [v.name for v in reader.vertices.values()]
             if seconds is not None:
                 return seconds
             buildkit.refuse(mode)
@@ -694,6 +709,19 @@ class Builds:
         except Exception as e:
             raise CapabilityError(f"could not tag the loaded image {loaded} as {name}: {e}",
                                   hint="check the engine answers (docker info)") from e
+
+    def release(self, digest: str) -> bool:
+        """Remove the engine's image of *digest* once its repeat's stages are done (the
+        next repeat that needs it loads it again from its archive): the engine never holds
+        more than the image under test (docs/run.md, "Disk"). Kept with ``keep``."""
+        if self.keep or digest not in self._loaded or self._client is None:
+            return False
+        from servelab.cleanup import remove_image
+
+        ref, _ = self._loaded.pop(digest)
+        errors: list[str] = []
+        remove_image(self._client, ref, errors)
+        return not errors
 
     @property
     def loaded_refs(self) -> list[str]:

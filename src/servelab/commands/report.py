@@ -15,6 +15,12 @@ existing file as --out is refused too. The directory is locked while report writ
 A result without a digest (its build failed or was skipped) is no digest: it never groups
 with another, and a group holding one is "not comparable" (exit 2), never "same digest".
 
+Shards (the directories of ``servelab run --shard ARM:N``, one arm and repeat each, e.g. the
+jobs of workflows-examples/big-image-shards.yml) are merged into the verdict and summary one
+machine would give: control against treatment on every metric, the gates, the fixed factors,
+reproducibility from the digests. Every arm and repeat must be there once (else exit 2); the
+exit code is the run's (0, 1 a failed gate, 2 invalid).
+
 Exit codes: 0 every group of equal inputs gave one digest, 1 a group gave several digests,
 2 bad input, or (no group gave several digests) a group is not comparable: a runner gave no
 digest.
@@ -48,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     from servelab.run.merge import merge_runs
     from servelab.textio import claim_dir, write_file
 
+    shards = _shards([Path(p) for p in args.paths], args.out, args.format)
+    if shards is not None:
+        return shards
     with contextlib.ExitStack() as stack:
         out = (stack.enter_context(claim_dir(Path(args.out), names=OUT_NAMES))
                if args.out else None)
@@ -67,3 +76,29 @@ def run(args: argparse.Namespace) -> int:
                          + terminal_text("; ".join(merged.data["missing"])) + "\n"
                          "  fix: merge runs whose builds gave a digest on every runner\n")
     return merged.exit_code
+
+
+def _shards(paths: list[Path], out: str | None, fmt: str) -> int | None:
+    """The merge of ``servelab run --shard`` directories; None when *paths* are not shards."""
+    import json
+    import sys
+    import tempfile
+
+    from servelab.run.results import load_results
+    from servelab.run.shards import all_shards, merge_shards
+    from servelab.textio import claim_dir
+
+    rows = [r for p in paths for r in load_results(p)]
+    if not all_shards(rows):
+        return None
+    if out is not None:
+        with claim_dir(Path(out), names=OUT_NAMES):
+            res = merge_shards(rows, Path(out))
+    else:
+        with tempfile.TemporaryDirectory(prefix="servelab-report-") as tmp:
+            res = merge_shards(rows, Path(tmp))
+    if fmt == "json":
+        sys.stdout.write(json.dumps(res.summary, indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(res.markdown)
+    return res.exit_code

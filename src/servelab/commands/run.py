@@ -53,6 +53,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a calibration file (servelab calibrate) of this runner class: its "
                         "per-metric noise sets the verdict's thresholds; the summary names it "
                         "(default: $SERVELAB_CALIBRATION)")
+    parser.add_argument("--shard", metavar="ARM:N",
+                        help="run only that arm's repeat N (e.g. treatment:2), one job of a "
+                        "matrix over arms x repeats for images too big for one runner's disk; "
+                        "servelab report merges the shards' directories into the run's "
+                        "verdict and summary (exit 0 unless the shard could not run)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print at the end: a text verdict (default) or summary.json")
 
@@ -144,13 +149,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from servelab.run.options import parse_shard
     from servelab.run.render import render_end
     from servelab.run.runner import run_experiment
 
     exp, opts = experiment_and_options(args)
     opts.calibration = Path(args.calibration) if args.calibration else None
+    if args.shard is not None:
+        opts.shard = parse_shard(args.shard, [a.name for a in exp.arms()],
+                                 args.repeats or exp.repeats)
     result = run_experiment(exp, opts, progress)
-    _github(result.out_dir)
+    if opts.shard is None:  # a shard's verdict is the merge's (servelab report)
+        _github(result.out_dir)
     from servelab.commands._common import emit  # the text verdict quotes failed steps' logs
 
     emit(render_end(result.summary, result.out_dir, fmt=args.format, kept=args.keep), None,
@@ -197,7 +207,6 @@ def experiment_and_options(args: argparse.Namespace) -> tuple[Experiment, RunOpt
         lazy_registry_log=Path(args.lazy_registry_log) if args.lazy_registry_log else None,
         require_lazy=args.require_lazy, lazy_min_layer_size=args.lazy_min_layer_size,
     )
-
 
 def _annotate_spec(path: object, document: str | None, allowed: tuple[AllowedPath, ...]) -> None:
     """Under GitHub Actions, every problem of an invalid experiment as an annotation."""

@@ -153,12 +153,17 @@ class SociContainerd(PrivateContainerd):
         self.registry = registry
         self.soci_socket = self.work / "soci.sock"
         self.metrics_socket = self.work / "soci-metrics.sock"
+        #: TMPDIR of the soci and ctr commands: ``soci create`` stages each layer in a temp
+        #: file (tens of MB) that a SIGTERM would leave behind; here it is inside the
+        #: instance's dir, registered for removal before the instance starts (:meth:`stop`)
+        self.tmp = self.work / "tmp"
 
     def config(self) -> str:
         return config_text(self.work, self.soci_socket)
 
     def launch(self, cfg: Path) -> list[str]:
         (self.work / "soci").mkdir(mode=0o700)
+        self.tmp.mkdir(mode=0o700)
         (self.work / "soci.toml").write_text(soci_config(self.work, self.registry),
                                              encoding="utf-8")
         (self.work / "hosts").write_text(_hosts_file(self.registry), encoding="utf-8")
@@ -203,7 +208,7 @@ class SociContainerd(PrivateContainerd):
     def soci(self, *args: str, check: bool = True, timeout: float = 300.0) -> proc.Completed:
         """The ``soci`` CLI against this instance, in its namespace."""
         return self.ns("soci", "--address", str(self.socket), "--namespace", self.namespace,
-                       *args, check=check, timeout=timeout, env=self.registry.env())
+                       *args, check=check, timeout=timeout, env=self._env())
 
     def ctr(self, *args: str, check: bool = True, timeout: float = 60.0) -> proc.Completed:
         """``ctr`` against this instance, run INSIDE its mount namespace: ``ctr run`` with the
@@ -211,7 +216,10 @@ class SociContainerd(PrivateContainerd):
         which only that namespace sees (outside it fails: "failed to mount ...: no such file
         or directory")."""
         return self.ns("ctr", "-a", str(self.socket), "-n", self.namespace, *args,
-                       check=check, timeout=timeout, env=self.registry.env())
+                       check=check, timeout=timeout, env=self._env())
+
+    def _env(self) -> dict[str, str]:
+        return {**self.registry.env(), "TMPDIR": str(self.tmp)}
 
 
     def metrics(self) -> dict[str, float]:

@@ -57,6 +57,9 @@ class RunOptions:
     #: ``servelab build``: a failed build or an unpinned base ends the command (exit 1)
     #: instead of becoming a failed build stage of the repeat
     stop_on_build_failure: bool = False
+    #: ``--shard ARM:N``: only that arm's repeat N (one job of a matrix; ``servelab report``
+    #: merges the shards into the run's verdict, :mod:`servelab.run.shards`)
+    shard: tuple[str, int] | None = None
 
 
 def parse_stages(text: str) -> tuple[str, ...]:
@@ -67,3 +70,14 @@ def parse_stages(text: str) -> tuple[str, ...]:
         raise InputError(f"unknown stage(s): {', '.join(bad) or '(none)'}",
                          hint=f"choose from {', '.join(STAGES)}, comma-separated")
     return tuple(s for s in STAGES if s in chosen)
+
+
+def parse_shard(text: str, arms: list[str], repeats: int) -> tuple[str, int]:
+    """``treatment:2`` -> ("treatment", 2); InputError (exit 2) for anything else."""
+    arm, sep, n = text.partition(":")
+    if not sep or arm not in arms or not n.isascii() or not n.isdigit() \
+            or not 1 <= int(n) <= repeats:
+        raise InputError(f"--shard {text!r} is not ARM:N of this experiment",
+                         hint=f"ARM is one of {', '.join(arms)} and N a repeat from 1 to "
+                         f"{repeats}, e.g. --shard {arms[-1]}:1")
+    return arm, int(n)

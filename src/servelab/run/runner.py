@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from servelab import hashing
-from servelab.errors import ExitCode
+from servelab.errors import ExitCode, ServelabError
 from servelab.run import aggregate, lazyview, results, summary
 from servelab.run.options import STAGES, Progress, RunOptions, parse_stages
 from servelab.run.outcomes import (
@@ -35,11 +36,12 @@ from servelab.run.outcomes import (
     StageOutcome,
 )
 from servelab.run.stages import Stages
-from servelab.spec import Arm, Experiment
+from servelab.spec import Arm, Experiment, Gates
 from servelab.textio import claim_dir, write_file
 
 if TYPE_CHECKING:
     from servelab.build.stage import ExperimentBuilds
+    from servelab.run.diskplan import Plan as DiskPlan
 
 OutcomeT = TypeVar("OutcomeT", bound=StageOutcome)
 
@@ -78,14 +80,57 @@ class Runner:
         self.notes: list[str] = []
         self._input_cache: dict[str, Inputs] = {}
         self.calibration = _calibration(opts.calibration, self.repeats, self.notes)
+        self.plan: DiskPlan | None = None
 
     # ------------------------------------------------------------------ servelab run
     def execute(self) -> RunResult:
-        with self.stages:
+        self._preflight()
+        with self._disk_full_stops(), self.stages:
             for rr in self._repeats():
                 self.results.append(self._write(rr))
         self.notes.extend(self.stages.notes)
         return self._finish()
+
+    # ------------------------------------------------------------------ disk
+    def _preflight(self) -> None:
+        """Refuse, before any build, a run whose peak disk cannot fit (exit 3)."""
+        if not {"build", "smoke"} & set(self.opts.stages):
+            return
+        from servelab.run import diskplan
+
+        self.plan = diskplan.plan_for(self.exp, self.opts, self._arms())
+        self.notes.extend(self.plan.notes)
+        self.plan.check()
+
+    def _replan(self, build: BuildOutcome) -> None:
+        """After the first build: the plan again with the image's real sizes."""
+        rec = build.build
+        if self.plan is None or rec is None or self.plan.source == "first build":
+            return
+        from servelab.run import diskplan
+
+        self.plan = diskplan.replan(self.plan, rec.primary.uncompressed_size or 0,
+                                    rec.primary.compressed_size)
+        self.plan.check()
+
+    @contextmanager
+    def _disk_full_stops(self) -> Iterator[None]:
+        """A disk that fills mid-run: the stages' exit has removed what the run made; the
+        archives go too, and the run directory keeps the results written so far and
+        ``stopped.json`` with the reason (exit 3)."""
+        from servelab.run import diskplan
+
+        try:
+            yield
+        except (OSError, ServelabError) as e:
+            if not diskplan.is_disk_full(e):
+                raise
+            raise diskplan.stop_disk_full(self.opts.out_dir, e, self.results) from e
+
+    def _arms(self) -> list[Arm]:
+        """The arms this run builds: every arm, or the shard's one."""
+        shard = self.opts.shard
+        return [a for a in self.exp.arms() if shard is None or a.name == shard[0]]
 
     # ------------------------------------------------------------------ servelab build
     def execute_builds(self) -> ExperimentBuilds:
@@ -93,7 +138,8 @@ class Runner:
         from servelab.build.stage import ArmBuilds, ExperimentBuilds
         from servelab.build.stage import verdict as build_verdict
 
-        with self.stages:
+        self._preflight()
+        with self._disk_full_stops(), self.stages:
             for _rr in self._repeats():
                 pass
         built = [a for a in self.exp.arms() if a.image is None]
@@ -110,9 +156,11 @@ class Runner:
     # ------------------------------------------------------------------ the loop
     def _repeats(self) -> Iterator[RepeatResult]:
         """The one place that decides the arms, the repeats and their order."""
-        arms = [self.stages.checkout(a) for a in self.exp.arms()]
+        arms = [self.stages.checkout(a) for a in self._arms()]
         lint = self.stages.lint(arms) if "lint" in self.opts.stages else {}
         for n in range(1, self.repeats + 1):
+            if self.opts.shard is not None and n != self.opts.shard[1]:
+                continue
             for arm in abba(arms, n):
                 yield self._one(arm, n, lint.get(arm.name))
 
@@ -124,11 +172,13 @@ class Runner:
         self.progress(f"[{arm.name} {n}/{self.repeats}] start")
         out = self._repeat_dir(arm.name, n)  # each stage makes it when it writes there
         build = self._stage("build", BuildOutcome, lambda: self.stages.build(arm, n, out))
+        self._replan(build)
         image = build.tested_ref or arm.image
         scan = self._tested("scan", ScanOutcome, image,
                             lambda ref: self.stages.scan(ref, build, out))
         smoke = self._tested("smoke", SmokeOutcome, image,
                              lambda ref: self.stages.smoke(arm, ref, n, build, out))
+        self.stages.release(build)
         self.progress(f"[{arm.name} {n}/{self.repeats}] done in {time.monotonic() - t0:.1f}s")
         return RepeatResult(arm=arm, repeat=n, build=build, scan=scan, smoke=smoke, lint=lint)
 
@@ -166,8 +216,12 @@ class Runner:
 
     # ------------------------------------------------------------------ facts
     def run_info(self, finished_at: str | None = None) -> dict[str, Any]:
-        return {"id": self.run_id, "name": self.opts.run_name, "started_at": self.started,
+        info = {"id": self.run_id, "name": self.opts.run_name, "started_at": self.started,
                 "finished_at": finished_at, "machine": results.host_facts()["node"]}
+        if self.opts.shard is not None:
+            info["shard"] = {"arm": self.opts.shard[0], "repeat": self.opts.shard[1],
+                             "of": self.repeats}
+        return info
 
     def experiment_info(self) -> dict[str, Any]:
         e = self.exp
@@ -204,32 +258,95 @@ class Runner:
 
     # ------------------------------------------------------------------ the end
     def _finish(self) -> RunResult:
-        by_arm = {a: [r for r in self.results if r["arm"] == a] for a in ("control", "treatment")}
-        control = aggregate.arm_stats("control", by_arm["control"]) if by_arm["control"] else None
-        treatment = aggregate.arm_stats("treatment", by_arm["treatment"])
-        thresholds = ({k: float(v["threshold"]) for k, v in self.calibration["metrics"].items()}
-                      if self.calibration else None)
-        deltas = (aggregate.compare_arms(control, treatment, self.exp.gates.min_effect,
-                                         thresholds) if control else [])
-        invalid = check_fixed(self.exp.fixed, self.results)
-        gate_failures = evaluate_gates(self.exp, treatment, by_arm["treatment"])
-        v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
-        data = build_summary(self.exp, self, v, treatment)
-        data["reproducibility"] = self.stages.reproducibility
-        data.update(aggregate.headline(treatment, control))
-        data["comparison"] = aggregate.comparison(deltas)
-        if self.calibration is not None:
-            data["calibration"] = {"file": str(self.opts.calibration),
-                                   "repeats": self.calibration["repeats"],
-                                   "runs": self.calibration["runs"]}
-        lazy = lazyview.status(self.results)
-        if lazy is not None:
-            data["lazy"] = lazy
-        md = summary.render_markdown(data, control, treatment, deltas, self.results)
-        data["results"] = self.results
+        if self.opts.shard is not None:
+            return self._finish_shard()
+        extra = {"disk_plan": self.plan.to_dict()} if self.plan is not None else {}
+        return summarize(self.facts(), self.opts.out_dir, extra)
+
+    def facts(self) -> RunFacts:
+        return RunFacts(
+            fixed=self.exp.fixed, gates=self.exp.gates, arms=[a.name for a in self.exp.arms()],
+            results=self.results, repeats=self.repeats,
+            run=self.run_info(finished_at=_now()), experiment=self.experiment_info(),
+            skipped=self.skipped, notes=self.notes, annotations=self.stages.annotations,
+            reproducibility=self.stages.reproducibility, calibration=self.calibration,
+            calibration_file=None if self.calibration is None else str(self.opts.calibration))
+
+    def _finish_shard(self) -> RunResult:
+        """One (arm, repeat) of the run: its result.json is what counts; summary.json holds it
+        for ``servelab report``, which merges the shards into the run's verdict."""
+        arm, n = self.opts.shard or ("", 0)
+        data: dict[str, Any] = {
+            "schemaVersion": 1, "verdict": "shard",
+            "reasons": [f"{arm} repeat {n} of {self.repeats}: merge every shard's directory "
+                        "with servelab report for the verdict"],
+            "exit_code": 0, "shard": {"arm": arm, "repeat": n, "of": self.repeats},
+            "run": self.run_info(finished_at=_now()), "experiment": self.experiment_info(),
+            "skipped": self.skipped, "notes": self.notes, "results": self.results}
+        if self.plan is not None:
+            data["disk_plan"] = self.plan.to_dict()
+        md = (f"# servelab shard: {arm} repeat {n} of {self.repeats}\n\n"
+              "Merge every shard's directory with `servelab report --out DIR SHARD...` for "
+              "the run's verdict and summary.\n")
         results.write_json(self.opts.out_dir / results.SUMMARY_FILE, data)
         write_file(self.opts.out_dir / "summary.md", md, what="summary.md")
-        return RunResult(data, md, v.exit_code, self.opts.out_dir)
+        return RunResult(data, md, 0, self.opts.out_dir)
+
+
+@dataclass
+class RunFacts:
+    """What a run's summary is made of: one machine's runner, or shards merged
+    (:mod:`servelab.run.shards`)."""
+
+    fixed: list[str]
+    gates: Gates
+    arms: list[str]
+    results: list[dict[str, Any]]
+    repeats: int
+    run: dict[str, Any]
+    experiment: dict[str, Any]
+    skipped: list[dict[str, str]]
+    notes: list[str]
+    annotations: list[dict[str, Any]]
+    reproducibility: dict[str, dict[str, Any]]
+    #: the calibration file's document (servelab calibrate) and where it was read, if any
+    calibration: dict[str, Any] | None = None
+    calibration_file: str | None = None
+
+
+def summarize(f: RunFacts, out_dir: Path, extra: dict[str, Any] | None = None) -> RunResult:
+    """The run's verdict, summary.json and summary.md from its results."""
+    by_arm = {a: [r for r in f.results if r["arm"] == a] for a in ("control", "treatment")}
+    control = aggregate.arm_stats("control", by_arm["control"]) if by_arm["control"] else None
+    treatment = aggregate.arm_stats("treatment", by_arm["treatment"])
+    thresholds = ({k: float(v["threshold"]) for k, v in f.calibration["metrics"].items()}
+                  if f.calibration else None)
+    deltas = (aggregate.compare_arms(control, treatment, f.gates.min_effect, thresholds)
+              if control else [])
+    invalid = check_fixed(f.fixed, f.results)
+    gate_failures = evaluate_gates(f.gates, treatment, by_arm["treatment"])
+    v = aggregate.judge(control, treatment, deltas, gate_failures, invalid)
+    data = build_summary(f, v, treatment)
+    data["reproducibility"] = f.reproducibility
+    data.update(extra or {})
+    data.update(aggregate.headline(treatment, control))
+    data["comparison"] = aggregate.comparison(deltas)
+    if f.calibration is not None:
+        data["calibration"] = {"file": f.calibration_file, "repeats": f.calibration["repeats"],
+                               "runs": f.calibration["runs"]}
+    lazy = lazyview.status(f.results)
+    if lazy is not None:
+        data["lazy"] = lazy
+    md = summary.render_markdown(data, control, treatment, deltas, f.results)
+    data["results"] = f.results
+    results.write_json(out_dir / results.SUMMARY_FILE, data)
+    write_file(out_dir / "summary.md", md, what="summary.md")
+    return RunResult(data, md, v.exit_code, out_dir)
+
+
+def abba_names(arms: list[str], n: int) -> list[str]:
+    """:func:`abba` of arm names."""
+    return list(arms) if n % 2 else list(reversed(arms))
 
 
 def _calibration(path: Path | None, repeats: int, notes: list[str]) -> dict[str, Any] | None:
@@ -291,7 +408,7 @@ def check_fixed(fixed: list[str], rows: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def evaluate_gates(exp: Experiment, t: aggregate.ArmStats,
+def evaluate_gates(g: Gates, t: aggregate.ArmStats,
                    rows: list[dict[str, Any]]) -> list[str]:
     """The treatment's failed checks and gates, each with its reason."""
     out: list[str] = []
@@ -299,7 +416,6 @@ def evaluate_gates(exp: Experiment, t: aggregate.ArmStats,
         for v in r["verdicts"]:
             if v["passed"] is False:
                 out.append(f"{v['check']} ({r['arm']} r{r['repeat']}): {v['reason']}")
-    g = exp.gates
     if g.reproducible and t.reproducible is False:
         distinct = sorted({d for d in t.digests if d})
         out.append(f"reproducible: {len(distinct)} distinct digests over {t.repeats} builds")
@@ -317,9 +433,9 @@ def evaluate_gates(exp: Experiment, t: aggregate.ArmStats,
     return out
 
 
-def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
-                  t: aggregate.ArmStats) -> dict[str, Any]:
-    rows = [r for r in runner.results if r["arm"] == "treatment"]
+def build_summary(f: RunFacts, v: aggregate.Verdict, t: aggregate.ArmStats
+                  ) -> dict[str, Any]:
+    rows = [r for r in f.results if r["arm"] == "treatment"]
     findings = {s: 0 for s in aggregate.SEVERITIES}
     if rows and rows[0]["metrics"].get("findings"):
         findings = {s: int(rows[0]["metrics"]["findings"].get(s, 0))
@@ -337,15 +453,15 @@ def build_summary(exp: Experiment, runner: Runner, v: aggregate.Verdict,
         "size_bytes": int(size.median) if size else None,
         "startup_p50_s": start.median if start else None,
         "findings": findings,
-        "repeats": runner.repeats,
-        "arms": [a.name for a in exp.arms()],
-        "run": runner.run_info(finished_at=_now()),
-        "experiment": runner.experiment_info(),
-        "skipped": runner.skipped,
-        "not_tested": sorted({v2["check"] + ": " + v2["reason"] for r in runner.results
+        "repeats": f.repeats,
+        "arms": list(f.arms),
+        "run": f.run,
+        "experiment": f.experiment,
+        "skipped": f.skipped,
+        "not_tested": sorted({v2["check"] + ": " + v2["reason"] for r in f.results
                               for v2 in r["verdicts"] if v2["passed"] is None}),
-        "notes": runner.notes,
-        "annotations": runner.stages.annotations,
+        "notes": f.notes,
+        "annotations": f.annotations,
     }
 
 
@@ -353,7 +469,7 @@ BUILD_SUMMARY_FILE = "build-summary.json"
 #: What run and build write at the top of --out: a directory holding one of these (a user's
 #: file, an earlier run) is refused, never overwritten (textio.claim_dir).
 OUT_NAMES = ("summary.json", "summary.md", BUILD_SUMMARY_FILE, "control", "treatment",
-             "images", "lint-*.sarif")
+             "images", "lint-*.sarif", "stopped.json")
 
 
 def run_experiment(exp: Experiment, opts: RunOptions,

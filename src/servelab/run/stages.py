@@ -218,7 +218,9 @@ class Stages:
         try:
             rec = self._builds.build(arm, self.exp.build, repeat=n, out_dir=out_dir)
         except GateFailed as e:
-            if self.opts.stop_on_build_failure:
+            from servelab.run.diskplan import is_disk_full
+
+            if self.opts.stop_on_build_failure or is_disk_full(e):
                 raise
             check = "base-pinned" if isinstance(e, BaseUnpinned) else "build"
             return BuildOutcome("failed", e.message.splitlines()[0],
@@ -229,6 +231,12 @@ class Stages:
                             seconds=d["wall_s"], record=_slim_build(d),
                             verdicts=[Verdict("build", "build", True, "built")],
                             files={"build": str(out_dir / RECORD_FILE)}, build=rec)
+
+    def release(self, build: BuildOutcome) -> None:
+        """The repeat's stages are done: its engine image goes (not with --keep)."""
+        rec = build.build
+        if self._builds is not None and rec is not None:
+            self._builds.release(rec.manifest_digest)
 
     # ------------------------------------------------------------------ scan
     def _scanner_for(self) -> Scanner:

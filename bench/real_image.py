@@ -1,0 +1,460 @@
+"""Benchmark: the image teams really ship, a vLLM serving image (9-10 GB), through a full
+``servelab run`` and beside the bare tools.
+
+The image is built from a wheelhouse that pip downloads once into a cache outside the
+repository (``--wheelhouse``, default /var/tmp/servelab-vllm-wheels: ``pip download -d DIR
+vllm==0.33.0`` with this venv's Python 3.11, so the wheels match the example's Debian 12
+base). The generated Dockerfile installs them with the venv's own pip (copied into the
+context: the base has none) from the local wheels only: ``--no-index --find-links`` and
+``--require-hashes`` against a hash list computed from the wheelhouse; the build runs with
+no network. The server imports what ``vllm serve`` imports before it touches a GPU (torch,
+vllm, vllm.entrypoints.openai.api_server), prints the seconds each took, then answers
+``GET /health``.
+
+One ``servelab run`` (``--repeats``, every stage, the cold pull through a private containerd
+and the lazy one through SOCI when this machine can), while a thread samples every
+filesystem the run writes (statvfs: the engine's data root, TMPDIR, --out, the registry's
+storage) and servelab's progress lines say which stage runs. It prints:
+
+* peak extra disk by filesystem and by stage, what is left after the run, and the disk plan
+  servelab made before building (docs/run.md, "Disk");
+* seconds by stage from the results, beside the bare tools doing the same step after the run
+  (``docker buildx build --no-cache --load``, ``trivy image --input`` on the same archive,
+  ``docker run`` until health answers);
+* the start-up figures: pull to ready (full and lazy), bytes pulled, fetched and read before
+  ready, and the import seconds the server printed.
+
+    .venv/bin/python bench/real_image.py [--repeats 3] [--wheelhouse DIR]
+    .venv/bin/python bench/real_image.py --quick   # a tiny wheel, one repeat: does it run?
+
+The full run takes an hour or more on two cores and needs about 2U + 2C free (docs/run.md);
+servelab refuses it before building when it does not fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import BIG_MARK, ROOT, base_image, machine, servelab_env
+
+SETUP = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup"))
+REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
+TLS_REGISTRY = "127.0.0.1:5443"
+WHEELHOUSE = Path("/var/tmp/servelab-vllm-wheels")
+PACKAGE = "vllm==0.33.0"
+IMPORTS = ["torch", "vllm", "vllm.entrypoints.openai.api_server"]
+QUICK_MODULE = "servelab_quick_pkg"
+GB = 1e9
+
+DOCKERFILE = """FROM {base}
+ENV PYTHONUNBUFFERED=1 HOME=/tmp XDG_CACHE_HOME=/tmp/.cache
+RUN --mount=type=bind,source=.,target=/ctx \\
+    BENCH={mark} PYTHONPATH=/ctx/tools python3 -m pip install --no-index --find-links /ctx/wheels \\
+      --require-hashes --no-cache-dir --disable-pip-version-check --root-user-action=ignore \\
+      --break-system-packages \\
+      -r /ctx/requirements.txt
+COPY server.py /opt/{mark}/server.py
+USER 10001:10001
+CMD ["python3", "/opt/{mark}/server.py"]
+"""
+
+SERVER = '''"""Imports what `vllm serve` imports before a GPU, then answers GET /health."""
+import http.server
+import importlib
+import json
+import time
+
+seconds = {{}}
+for name in {imports!r}:
+    t0 = time.monotonic()
+    importlib.import_module(name)
+    seconds[name] = round(time.monotonic() - t0, 3)
+print(json.dumps({{"import_s": seconds}}), flush=True)
+
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/health"
+        self.send_response(200 if ok else 404)
+        self.end_headers()
+        self.wfile.write(b"ok" if ok else b"")
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.ThreadingHTTPServer(("0.0.0.0", 8000), Health).serve_forever()
+'''
+
+EXPERIMENT = """apiVersion: servelab/v1
+kind: Experiment
+metadata: {{name: real-image}}
+spec:
+  change: "{change}"
+  metrics: [digest, size, startup, findings]
+  repeats: {repeats}
+  treatment: {{context: ctx, dockerfile: Dockerfile}}
+  serve: {{port: 8000, healthPath: /health, readinessTimeoutSeconds: 900,
+          writablePaths: [/tmp], network: none}}
+  scan: {{timeoutSeconds: 3600}}
+  build: {{timeoutSeconds: 7200, sourceDateEpoch: 1700000000, network: none}}
+"""
+
+
+# ---------------------------------------------------------------------------- the wheels
+
+
+def quick_wheel(d: Path) -> Path:
+    """A tiny pure-Python wheel (the --quick stand-in for the 198 vLLM wheels)."""
+    d.mkdir(parents=True, exist_ok=True)
+    name, version = QUICK_MODULE, "1.0"
+    files = {f"{name}/__init__.py": b"VALUE = 42\n",
+             f"{name}-{version}.dist-info/METADATA":
+                 f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+             f"{name}-{version}.dist-info/WHEEL":
+                 b"Wheel-Version: 1.0\nGenerator: servelab-bench\nRoot-Is-Purelib: true\n"
+                 b"Tag: py3-none-any\n"}
+    record = "".join(
+        f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()}"
+        f",{len(b)}\n" for p, b in files.items())
+    record += f"{name}-{version}.dist-info/RECORD,,\n"
+    path = d / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for p, b in files.items():
+            z.writestr(zipfile.ZipInfo(p, (2020, 1, 1, 0, 0, 0)), b)
+        z.writestr(zipfile.ZipInfo(f"{name}-{version}.dist-info/RECORD", (2020, 1, 1, 0, 0, 0)),
+                   record)
+    return d
+
+
+def wheelhouse(d: Path) -> Path:
+    """The wheelhouse, downloaded once (network I/O only; kept for the next run)."""
+    if not any(d.glob("*.whl")):
+        d.mkdir(parents=True, exist_ok=True)
+        print(f"downloading {PACKAGE} and its dependencies into {d} (once)", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(d), PACKAGE],
+                       check=True, timeout=3600)
+    return d
+
+
+def requirements(wheels: Path) -> str:
+    """Every wheel pinned by version and sha256 (pip --require-hashes)."""
+    lines = []
+    for w in sorted(wheels.glob("*.whl")):
+        name, version = w.name.split("-")[:2]
+        h = hashlib.sha256()
+        with w.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        lines.append(f"{name}=={version} --hash=sha256:{h.hexdigest()}")
+    return "\n".join(lines) + "\n"
+
+
+def context(tmp: Path, wheels: Path, imports: list[str], repeats: int, change: str) -> Path:
+    """The experiment and its build context (wheels hard-linked, not copied)."""
+    import pip
+
+    ctx = tmp / "exp" / "ctx"
+    (ctx / "wheels").mkdir(parents=True)
+    for w in wheels.glob("*.whl"):
+        try:
+            os.link(w, ctx / "wheels" / w.name)
+        except OSError:
+            shutil.copy2(w, ctx / "wheels" / w.name)
+    shutil.copytree(Path(pip.__file__).parent, ctx / "tools" / "pip",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (ctx / "requirements.txt").write_text(requirements(wheels))
+    (ctx / "server.py").write_text(SERVER.format(imports=imports))
+    (ctx / "Dockerfile").write_text(DOCKERFILE.format(base=base_image(), mark=BIG_MARK))
+    spec = tmp / "exp" / "experiment.yaml"
+    spec.write_text(EXPERIMENT.format(repeats=repeats, change=change))
+    return spec
+
+
+# ---------------------------------------------------------------------------- disk
+
+
+class Sampler:
+    """statvfs of each filesystem every *every_s*: the peak growth per (stage, filesystem)."""
+
+    def __init__(self, paths: dict[str, Path], every_s: float = 0.5) -> None:
+        self.fs: dict[int, str] = {}
+        self.where: dict[int, Path] = {}
+        for label, p in paths.items():
+            q = p
+            while not q.exists():
+                q = q.parent
+            dev = q.stat().st_dev
+            self.fs[dev] = f"{self.fs[dev]}+{label}" if dev in self.fs else label
+            self.where.setdefault(dev, q)
+        self.start = self._used()
+        self.stage = "start"
+        self.peak: dict[tuple[str, str], int] = {}
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _used(self) -> dict[int, int]:
+        out = {}
+        for dev, p in self.where.items():
+            st = os.statvfs(p)
+            out[dev] = (st.f_blocks - st.f_bfree) * st.f_frsize
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+    def sample(self) -> None:
+        now = self._used()
+        for dev, used in now.items():
+            key = (self.stage, self.fs[dev])
+            self.peak[key] = max(self.peak.get(key, 0), used - self.start[dev])
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def left(self) -> dict[str, int]:
+        now = self._used()
+        return {self.fs[d]: now[d] - self.start[d] for d in now}
+
+
+STAGE_WORDS = (("lazy", "lazy pull"), ("cold start", "cold pull"), ("push", "push"),
+               ("build", "build"), ("re-gzip", "build"), ("docker load", "load"),
+               ("scan", "scan"), ("smoke", "smoke"), ("lint", "lint"))
+
+
+def stage_of(line: str, current: str) -> str:
+    text = line.removeprefix("servelab: ").strip().lower()
+    for word, stage in STAGE_WORDS:
+        if word in text:
+            return stage
+    return current
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def run_servelab(spec: Path, out: Path, repeats: int, sampler: Sampler, *, lazy: bool,
+                 trivy_cache: Path) -> tuple[int, float]:
+    argv = [sys.executable, "-m", "servelab", "run", str(spec), "--out", str(out),
+            "--repeats", str(repeats), "--offline", "--trivy-cache-dir", str(trivy_cache),
+            "--cold-start-registry", REGISTRY]
+    if (SETUP / "registry-data").is_dir() and (SETUP / "registry.log").is_file():
+        argv += ["--registry-data", str(SETUP / "registry-data"),
+                 "--registry-log", str(SETUP / "registry.log")]
+    if lazy:
+        argv += ["--lazy", "soci", "--lazy-registry", TLS_REGISTRY,
+                 "--registry-ca", str(SETUP / "tls" / "ca.pem"),
+                 "--lazy-registry-log", str(SETUP / "registry-tls.log")]
+    t0 = time.monotonic()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=servelab_env())
+    assert child.stderr is not None
+    tail: list[str] = []
+    for line in child.stderr:
+        sampler.stage = stage_of(line, sampler.stage)
+        tail = [*tail[-40:], line]
+    child.wait()
+    if child.returncode not in (0, 1):
+        sys.stderr.write("".join(tail))
+    return child.returncode, time.monotonic() - t0
+
+
+def bare_tools(ctx: Path, trivy_cache: Path) -> dict[str, float]:
+    """The same steps by the bare tools, after the run (seconds)."""
+    from servelab.build import cache as buildcache
+    from servelab.scan.trivy import OFFLINE_FLAGS, QUIET_FLAGS
+
+    out: dict[str, float] = {}
+    tag = f"servelab-bench/real-bare:{os.getpid()}"
+    before = buildcache.cache_ids([]) or set()
+    t0 = time.monotonic()
+    try:
+        subprocess.run(["docker", "buildx", "build", "--no-cache", "--network", "none",
+                        "--load", "-t", tag, str(ctx)], check=True, capture_output=True,
+                       timeout=7200)
+        out["build + load (docker buildx build --load)"] = time.monotonic() - t0
+    finally:  # what the bare build left in BuildKit's cache (servelab prunes its own)
+        now = buildcache.cache_records([]) or {}
+        buildcache.prune_ids({i for i, d in now.items() if i not in before and (
+            BIG_MARK in d or d.startswith("local source for "))}, [])
+    try:
+        trivy = shutil.which("trivy") or str(Path(sys.executable).with_name("trivy"))
+        t0 = time.monotonic()
+        subprocess.run([trivy, "image", *QUIET_FLAGS, *OFFLINE_FLAGS, "--cache-dir",
+                        str(trivy_cache), "--scanners", "vuln,secret", "--format", "json",
+                        "--output", os.devnull, "--image-src", "docker", tag],
+                       check=True, capture_output=True, timeout=3600)
+        out["scan (trivy image --image-src docker)"] = time.monotonic() - t0
+        out["start to health (docker run)"] = bare_start(tag)
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+    return out
+
+
+def bare_start(tag: str) -> float:
+    t0 = time.monotonic()
+    cid = subprocess.run(["docker", "run", "-d", "--read-only", "--tmpfs", "/tmp", "-p",
+                          "127.0.0.1::8000", tag], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    try:
+        port = subprocess.run(["docker", "port", cid, "8000/tcp"], check=True,
+                              capture_output=True, text=True).stdout.split(":")[-1].strip()
+        import urllib.request
+
+        while time.monotonic() - t0 < 900:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    return time.monotonic() - t0
+            except OSError:
+                time.sleep(0.1)
+        return float("nan")
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, check=False)
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+def results_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("*/repeat-*/result.json"))]
+
+
+def stage_seconds(rows: list[dict[str, Any]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for r in rows:
+        for name, st in (r.get("stages") or {}).items():
+            if isinstance(st, dict) and st.get("seconds") is not None:
+                total[name] = total.get(name, 0.0) + float(st["seconds"])
+        rec = ((r.get("stages") or {}).get("build") or {}).get("record") or {}
+        for key, label in (("build_s", "  buildx build"), ("shape_s", "  re-gzip"),
+                           ("load_s", "  docker load")):
+            if rec.get(key) is not None:
+                total[label] = total.get(label, 0.0) + float(rec[key])
+    return total
+
+
+def startup(rows: list[dict[str, Any]], out: Path) -> list[str]:
+    lines = []
+    for r in rows:
+        cs = (r.get("metrics") or {}).get("coldstart") or {}
+        st = (r.get("metrics") or {}).get("startup") or {}
+        lazy = cs.get("lazy") or {}
+        rb = cs.get("read_before_ready") or {}
+        lines.append(
+            f"  {r['arm']} {r['repeat']}: engine start to ready {st.get('ready_s')} s | full "
+            f"pull->ready {(cs.get('to_ready_s') or {}).get('cold')} s, pulled "
+            f"{cs.get('image_bytes')} B, read before ready {rb.get('read_bytes')} B | lazy "
+            f"pull->ready {(cs.get('to_ready_s') or {}).get('lazy')} s, fetched "
+            f"{(lazy.get('bytes_fetched') or {}).get('total')} B, read "
+            f"{(lazy.get('bytes_read') or {}).get('synchronous_bytes_served')} B")
+    for log in sorted(out.glob("*/repeat-*/*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if '"import_s"' in line:
+                lines.append(f"  imports ({log.parent.name}): {line.strip()}")
+                break
+    return lines
+
+
+def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
+           bare: dict[str, float]) -> None:
+    if rows:
+        rec = ((rows[0].get("stages") or {}).get("build") or {}).get("record") or {}
+        u, c = rec.get("uncompressed_size") or 0, rec.get("compressed_size") or 0
+        print(f"image: U = {u / GB:.2f} GB uncompressed, C = {c / GB:.2f} GB compressed; "
+              f"2U + 2C + 1 GB = {(2 * u + 2 * c + 1e9) / GB:.2f} GB")
+    summary = out / "summary.json"
+    if summary.is_file():
+        plan = json.loads(summary.read_text()).get("disk_plan")
+        if plan:
+            print("disk plan before building: " + "; ".join(
+                f"{n['label']} needs {n['bytes'] / GB:.2f} GB" for n in plan["needs"]))
+    print("peak extra disk by stage and filesystem:")
+    for (stage, fs), peak in sorted(sampler.peak.items(), key=lambda kv: -kv[1]):
+        print(f"  {stage:10} {fs:28} {peak / GB:7.2f} GB")
+    whole: dict[str, int] = {}
+    for (_stage, fs), peak in sampler.peak.items():
+        whole[fs] = max(whole.get(fs, 0), peak)
+    print("peak extra disk by filesystem: " + ", ".join(
+        f"{fs} {v / GB:.2f} GB" for fs, v in whole.items()))
+    print("left after the run: " + ", ".join(
+        f"{fs} {v / GB:+.2f} GB" for fs, v in sampler.left().items()))
+    print(f"servelab run wall time: {wall:.1f} s")
+    print("seconds by stage (servelab, all repeats) | bare tool, one run:")
+    for name, s in stage_seconds(rows).items():
+        print(f"  {name:18} {s:9.1f} s")
+    for name, s in bare.items():
+        print(f"  bare: {name:44} {s:9.1f} s")
+    print("start-up figures:")
+    for line in startup(rows, out):
+        print(line)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
+    ap.add_argument("--no-lazy", action="store_true", help="no lazy pulls (SOCI)")
+    ap.add_argument("--no-bare", action="store_true", help="skip the bare tools")
+    ap.add_argument("--quick", action="store_true",
+                    help="a tiny wheel and one repeat: checks the script, not figures")
+    a = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trivydb
+
+    tmp = Path(tempfile.mkdtemp(prefix="servelab-bench-real-"))
+    try:
+        cache = tmp / "trivy"
+        trivydb.write_db(cache, trivydb.FIXTURE_ADVISORIES)
+        if a.quick:
+            wheels, imports, repeats = quick_wheel(tmp / "wheels"), [QUICK_MODULE], 1
+        else:
+            wheels, imports, repeats = wheelhouse(a.wheelhouse), IMPORTS, max(1, a.repeats)
+        spec = context(tmp, wheels, imports, repeats,
+                       f"{PACKAGE} from a local wheelhouse" if not a.quick else "quick")
+        out = tmp / "out"
+        root = subprocess.run(["docker", "info", "--format", "{{.DockerRootDir}}"],
+                              capture_output=True, text=True, check=False).stdout.strip()
+        paths = {"out": out, "tmp": Path(servelab_env().get("TMPDIR") or tempfile.gettempdir())}
+        if root:
+            paths["engine"] = Path(root)
+        if (SETUP / "registry-data").is_dir():
+            paths["registry"] = SETUP / "registry-data"
+        print(f"start: {machine()}", flush=True)
+        lazy = not a.no_lazy and not a.quick
+        with Sampler(paths) as sampler:
+            rc, wall = run_servelab(spec, out, repeats, sampler, lazy=lazy, trivy_cache=cache)
+        rows = results_of(out)
+        bare = {} if a.no_bare else bare_tools(spec.parent / "ctx", cache)
+        report(sampler, rows, out, wall, bare)
+        print(f"end: {machine()}; servelab run exit {rc}")
+        return 0 if rc in (0, 1) else rc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

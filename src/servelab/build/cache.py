@@ -1,0 +1,164 @@
+"""BuildKit's cache of one build, pruned once the build's record is written.
+
+API::
+
+    before = cache_ids(builder_args)        # the records the builder holds now (None: unknown)
+    ...                                     # docker buildx build ...
+    pruned = prune_new(before, builder_args)  # -> Pruned (records, bytes freed, left)
+
+A no-cache build still leaves its layers in BuildKit's cache (the snapshot of each new layer
+and its compressed blob, about U + C of the image), and nothing removes them: six builds of a
+2.1 GB image left 20 GB. servelab removes the records its build made: among the IDs that
+``docker buildx du --verbose`` lists after it and not before it, those whose description is
+one of the build's own steps
+(the step names BuildKit reported while it built: ``[2/4] COPY ...``, a ``RUN``'s
+``mount / from exec ... <its command>``), pruned with one ``docker buildx prune --filter
+id=^(a|b|...)$`` (buildx turns an ``id`` filter into BuildKit's regular-expression match).
+Records that were there before (the user's own cache), cache mounts (``RUN
+--mount=type=cache``: kept on purpose) and the steps of other builds running at the same time
+are never named. The context transfer (``local source for context``: one record per context
+directory, reused and updated by the next build of it, so it does not grow with the repeats)
+is left alone: every build's transfer is described alike, and pruning another build's while it
+exports fails that build ("failed to solve: not found"); docs/run.md, "Disk".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from servelab import proc
+from servelab.errors import ServelabError
+
+_ID = re.compile(r"^ID:\s+([a-z0-9]+)\s*$", re.MULTILINE)
+_TOTAL = re.compile(r"^Total:\s+([0-9.]+)\s*([kMGT]?B)\s*$", re.MULTILINE)
+_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+#: ``1``: keep every build's cache (a builder shared with identical builds running at once)
+KEEP_ENV = "SERVELAB_KEEP_BUILD_CACHE"
+#: IDs per prune call (one regular expression each), so a command line stays short
+BATCH = 200
+
+
+@dataclass
+class Pruned:
+    """What pruning one build's cache did."""
+
+    records: int = 0
+    bytes_freed: int = 0
+    #: records of the build still there afterwards (in use, or the prune failed)
+    left: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "bytes_freed": self.bytes_freed, "left": self.left,
+                "notes": list(self.notes)}
+
+
+def parse_ids(text: str) -> set[str]:
+    """The record IDs of ``docker buildx du --verbose`` (or ``prune --verbose``)."""
+    return set(_ID.findall(text))
+
+
+def parse_records(text: str) -> dict[str, str]:
+    """Record ID -> description, from ``docker buildx du --verbose``."""
+    out: dict[str, str] = {}
+    for block in re.split(r"\n\s*\n", text):
+        m = _ID.search(block)
+        if m is None:
+            continue
+        d = re.search(r"^Description:\s*(.*)$", block, re.MULTILINE)
+        out[m.group(1)] = d.group(1).strip() if d else ""
+    return out
+
+
+def owned(description: str, steps: list[str]) -> bool:
+    """Whether a record described so was made by a build whose steps are *steps*."""
+    if description in steps:
+        return True
+    if description.startswith("mount / from exec "):
+        cmd = description[len("mount / from exec "):]
+        cmd = cmd.split(" -c ", 1)[1] if " -c " in cmd else cmd
+        for step in steps:
+            run = step.split(" RUN ", 1)[1] if " RUN " in step else None
+            if run and (run.endswith(cmd) or cmd.endswith(run)):
+                return True
+    return False
+
+
+def parse_total(text: str) -> int:
+    """Bytes of the ``Total:`` line of ``docker buildx prune`` (0 when absent)."""
+    m = _TOTAL.search(text)
+    return round(float(m.group(1)) * _UNITS[m.group(2)]) if m else 0
+
+
+def cache_records(builder_args: list[str]) -> dict[str, str] | None:
+    """The builder's cache records now (ID -> description); None when they cannot be
+    listed."""
+    try:
+        res = proc.run(["docker", "buildx", "du", *builder_args, "--verbose"], timeout=120,
+                       check=False)
+    except ServelabError:
+        return None
+    return parse_records(res.stdout) if res.returncode == 0 else None
+
+
+def cache_ids(builder_args: list[str]) -> set[str] | None:
+    """The builder's cache record IDs now; None when they cannot be listed."""
+    records = cache_records(builder_args)
+    return set(records) if records is not None else None
+
+
+def prune_ids(ids: set[str], builder_args: list[str]) -> Pruned:
+    """Prune exactly *ids* (never another record)."""
+    done = Pruned()
+    todo = sorted(i for i in ids if re.fullmatch(r"[a-z0-9]+", i))
+    for k in range(0, len(todo), BATCH):
+        chunk = todo[k:k + BATCH]
+        argv = ["docker", "buildx", "prune", *builder_args, "--force", "--verbose",
+                "--filter", "id=^(" + "|".join(chunk) + ")$"]
+        try:
+            res = proc.run(argv, timeout=600, check=False)
+        except ServelabError as e:
+            done.notes.append(f"build cache not pruned: {e.message}")
+            continue
+        if res.returncode != 0:
+            done.notes.append("build cache not pruned: "
+                              + (proc.tail(res.stderr, 2, inline=True) or "no output"))
+            continue
+        done.records += len(parse_ids(res.stdout) & set(chunk))
+        done.bytes_freed += parse_total(res.stdout)
+    return done
+
+
+def prune_new(before: set[str] | None, builder_args: list[str], steps: list[str]) -> Pruned:
+    """Prune the records that appeared since *before* was listed and that the build of
+    *steps* made (:func:`owned`)."""
+    if os.environ.get(KEEP_ENV) == "1":
+        return Pruned(notes=[f"build cache kept ({KEEP_ENV}=1)"])
+    if before is None:
+        return Pruned(notes=["build cache not pruned: its records could not be listed "
+                             "before the build"])
+    now = cache_records(builder_args)
+    if now is None:
+        return Pruned(notes=["build cache not pruned: its records could not be listed"])
+    ours = {i for i, desc in now.items() if i not in before and owned(desc, steps)}
+    done = Pruned()
+    # a parent record goes once its children have: a few rounds at most
+    for _round in range(4):
+        if not ours:
+            break
+        step = prune_ids(ours, builder_args)
+        done.records += step.records
+        done.bytes_freed += step.bytes_freed
+        done.notes = step.notes
+        after = cache_ids(builder_args)
+        if after is None or step.records == 0:
+            break
+        ours &= after
+    done.left = len(ours)
+    if done.left:
+        done.notes.append(f"build cache: {done.left} record(s) of this build still in use, "
+                          "not pruned")
+    return done

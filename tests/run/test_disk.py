@@ -1,0 +1,134 @@
+"""The run's disk: refused before building when its peak cannot fit (tested on loop-mounted
+filesystems with their real statvfs), a disk that fills mid-run stops the run cleanly, and a
+build's BuildKit cache is pruned once its record is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from servelab.run import diskplan
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 and os.environ.get("CI") != "true",
+                                reason="loop mounts need root")
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 160 MB ext4 filesystem, loop-mounted for the test."""
+    img, mnt = tmp_path / "fs.img", tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "160M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def _spec(tmp_path: Path, dockerfile: str, files: dict[str, int] | None = None) -> Path:
+    ctx = tmp_path / "exp" / "ctx"
+    ctx.mkdir(parents=True)
+    (ctx / "Dockerfile").write_text(dockerfile)
+    for name, size in (files or {}).items():
+        with (ctx / name).open("wb") as f:
+            f.truncate(size)  # sparse: counted by the estimate, costs no disk here
+    spec = tmp_path / "exp" / "exp.yaml"
+    spec.write_text("apiVersion: servelab/v1\nkind: Experiment\nmetadata: {name: disk}\n"
+                    "spec:\n  change: disk\n  repeats: 2\n"
+                    "  treatment: {context: ctx, dockerfile: Dockerfile}\n"
+                    "  build: {sourceDateEpoch: 1700000000, network: none}\n")
+    return spec
+
+
+def _run(args: list[str], env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "servelab", "run", *args],
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def _cache_descriptions() -> str:
+    return subprocess.run(["docker", "buildx", "du", "--verbose"], capture_output=True,
+                          text=True, check=False).stdout
+
+
+def test_plan_refuses_a_small_engine_root(small_fs: Path) -> None:
+    """The same function the run calls, against a loop-mounted 'engine data root'."""
+    free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
+    plan = diskplan.estimate([], [], paths={"engine": small_fs}, arms=2, cold=True,
+                             keep=False, build=True)
+    plan.uncompressed, plan.compressed = 9 * 10**9, 4 * 10**9  # a vLLM image
+    need = next(n for n in plan.needs if n.label == "engine")
+    assert need.free == free and not need.fits
+    assert need.bytes == int(2.8 * 9e9)  # the build phase is the engine's peak
+    with pytest.raises(diskplan.DiskShort) as e:
+        plan.check()
+    assert f"on {small_fs} (engine), {diskplan.gib(free)} free" in e.value.message
+    assert "needs ~26.3 GB" in e.value.message
+    assert e.value.exit_code == 3
+    assert "--shard" in (e.value.hint or "") and "--stages" in (e.value.hint or "")
+    # a small image fits, and the first build's sizes replace the estimate
+    plan.uncompressed, plan.compressed = 10**6, 10**6
+    again = diskplan.replan(plan, 2 * 10**6, 10**6)
+    assert again.source == "first build" and all(n.bytes < free for n in again.needs)
+
+
+def test_one_filesystem_sums_its_paths(tmp_path: Path) -> None:
+    plan = diskplan.Plan(10**9, 4 * 10**8, "estimate", {"out": tmp_path, "tmp": tmp_path},
+                         arms=2, cold=True, keep=False, build=True)
+    (need,) = plan.needs
+    assert need.label == "out/tmp"
+    # the cold pull's phase: TMPDIR's root (U + C) and both archives (2C)
+    assert need.bytes == 10**9 + 4 * 10**8 + 2 * 4 * 10**8
+
+
+@pytest.mark.docker
+def test_run_refuses_before_building_on_a_small_out(tmp_path: Path, small_fs: Path) -> None:
+    spec = _spec(tmp_path, "FROM scratch\nCOPY wheels /wheels\n", {"wheels": 2 * 10**9})
+    out = small_fs / "out"
+    proc = _run([str(spec), "--out", str(out), "--stages", "build"])
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "will not fit" in proc.stderr and f"on {small_fs / 'out'} (out)" in proc.stderr
+    assert "free" in proc.stderr and "needs ~" in proc.stderr
+    assert not (out / "treatment").exists() and not list((out / "images").glob("*"))
+
+
+@pytest.mark.docker
+def test_disk_full_mid_run_stops_cleanly(tmp_path: Path, small_fs: Path,
+                                         base_image: str) -> None:
+    token = uuid.uuid4().hex
+    spec = _spec(tmp_path, f"FROM {base_image}\nRUN head -c 300000000 /dev/urandom > /{token}\n")
+    out = small_fs / "out"
+    proc = _run([str(spec), "--out", str(out), "--stages", "build"],
+                env={"SERVELAB_MIN_FREE_BYTES": "0"})
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "disk filled up mid-run" in proc.stderr
+    stopped = json.loads((out / "stopped.json").read_text())
+    assert stopped["stopped"] is True and "space" in stopped["reason"]
+    assert not (out / "images").exists()  # the archives went
+    assert token not in _cache_descriptions()  # the build's cache went too
+    left = [p for p in small_fs.rglob("*") if p.is_file() and p.name != "stopped.json"
+            and "lost+found" not in p.parts]
+    assert [p.name for p in left if p.suffix == ".tar"] == []
+
+
+@pytest.mark.docker
+def test_build_cache_is_pruned_once_the_record_is_written(tmp_path: Path,
+                                                          base_image: str) -> None:
+    token = uuid.uuid4().hex
+    spec = _spec(tmp_path, f"FROM {base_image}\nRUN echo {token} > /token\n")
+    proc = _run([str(spec), "--out", str(tmp_path / "out"), "--stages", "build",
+                 "--repeats", "1"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = json.loads((tmp_path / "out" / "treatment" / "repeat-1" / "build.json").read_text())
+    assert rec["cache"]["records"] >= 1 and rec["cache"]["left"] == 0
+    assert token not in _cache_descriptions()
