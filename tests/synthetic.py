@@ -13,7 +13,8 @@ from servelab.spec import Arm
 
 def skeleton_result(arm: str, repeat: int, *, machine: str = "m1",
                     repeats: int = 1) -> dict[str, Any]:
-    """A result.json with every stage skipped ("synthetic") and no figures yet."""
+    """A result.json with every stage skipped ("synthetic") and no figures yet; its build
+    inputs recorded (the Dockerfile's and context's hashes), as a real build records them."""
     skipped = "synthetic"
     rr = RepeatResult(arm=Arm(arm, Path(), Path("Dockerfile")), repeat=repeat,
                       build=BuildOutcome("skipped", skipped), scan=ScanOutcome("skipped", skipped),
@@ -23,4 +24,6 @@ def skeleton_result(arm: str, repeat: int, *, machine: str = "m1",
                     experiment={"name": "x", "spec_hash": "sha256:" + "c" * 64, "change": "c",
                                 "fixed": ["image"], "metrics": ["digest"], "repeats": repeats,
                                 "spec": {}},
-                    inputs=Inputs(build_args={}, git_ref=None), serve={})
+                    inputs=Inputs(build_args={}, git_ref=None,
+                                  dockerfile_sha256="sha256:" + "d" * 64,
+                                  context_sha256="sha256:" + "e" * 64), serve={})

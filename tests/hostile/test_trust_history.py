@@ -88,8 +88,11 @@ def test_hostile_history_absence(tmp_path: Path, case: str) -> None:
 
 def test_compare_unknown_inputs_are_never_the_same(tmp_path: Path) -> None:
     """Two results that recorded no commit or Dockerfile hash: unknown, not "same"."""
-    a = write_run(tmp_path / "a", [result("treatment", 1, D1)])
-    b = write_run(tmp_path / "b", [result("treatment", 1, D1)])
+    rows = [result("treatment", 1, D1), result("treatment", 1, D1)]
+    for r in rows:  # as an older servelab, or a build that never hashed them, left it
+        r["inputs"]["dockerfile_sha256"] = None
+    a = write_run(tmp_path / "a", [rows[0]])
+    b = write_run(tmp_path / "b", [rows[1]])
     cmp = compare_runs(a, b)
     inputs = cmp.data["arms"][0]["inputs"]
     for name in ("commit", "dockerfile_sha256"):

@@ -104,3 +104,33 @@ def test_hostile_same_report_property(tmp_path_factory: pytest.TempPathFactory,
     want = 1 if len(real) > 1 else 2 if None in digests else 0
     assert merged.exit_code == want
     assert merged.data["cross_machine_reproducible"] is (want == 0)
+
+
+@given(st.lists(st.tuples(st.sampled_from([D1, D2, None]), st.booleans()), min_size=1,
+                max_size=5))
+def test_hostile_same_report_unknown_inputs_are_never_equal(
+        tmp_path_factory: pytest.TempPathFactory,
+        runs: list[tuple[str | None, bool]]) -> None:
+    """Issue 31's absence rule in `report`: a result whose Dockerfile or context hash was not
+    recorded is matched with no other runner's, another unknown included, so it can never
+    make a group "same digest"; exit 0 only when every runner recorded its inputs and gave
+    one same digest."""
+    root = tmp_path_factory.mktemp("runs")
+    paths = []
+    for i, (digest, recorded) in enumerate(runs):
+        r = result("treatment", 1, digest, f"m{i}")
+        if not recorded:
+            r["inputs"]["dockerfile_sha256"] = None
+        paths.append(write_run(root / f"r{i}", [r]))
+    merged = merge_runs(paths)
+    known = [d for d, rec in runs if rec]
+    unknown_built = any(d for d, rec in runs if not rec)
+    if merged.exit_code == 0:
+        assert all(rec for _d, rec in runs) and None not in known and len(set(known)) == 1
+    for g in merged.data["groups"]:
+        if g["inputs_unknown"]:
+            assert g["verdict"] != "same digest"
+            assert sum(len(w) for w in g["digests"].values()) + len(g["no_digest"]) == 1
+    if unknown_built:
+        assert any("recorded no dockerfile_sha256" in m for m in merged.data["missing"])
+        assert merged.data["cross_machine_reproducible"] is False

@@ -20,12 +20,26 @@ class Merged:
     exit_code: int
 
 
-def input_key(r: dict[str, Any]) -> tuple[Any, ...]:
-    """What must be equal for two builds to be expected to give the same digest."""
+#: the recorded inputs without which two builds cannot be known to be of the same thing
+DECISIVE_INPUTS = ("dockerfile_sha256", "context_sha256")
+
+
+def unknown_build_inputs(r: dict[str, Any]) -> list[str]:
+    """The decisive inputs *r* did not record (a result of an older servelab, or one whose
+    build never hashed its inputs): such a result is matched with no other."""
+    i = r.get("inputs") or {}
+    return [k for k in DECISIVE_INPUTS if not isinstance(i.get(k), str) or not i.get(k)]
+
+
+def input_key(r: dict[str, Any], row: int = 0) -> tuple[Any, ...]:
+    """What must be equal for two builds to be expected to give the same digest. A result
+    whose decisive inputs are unknown gets a key of its own (its *row*): an unknown is never
+    equal to anything, another unknown included."""
     i = r.get("inputs", {})
+    own = ("unknown inputs", row) if unknown_build_inputs(r) else ()
     return (r.get("arm"), _get(r, "experiment", "spec_hash"), i.get("dockerfile_sha256"),
             i.get("context_sha256"), tuple(sorted((i.get("build_args") or {}).items())),
-            i.get("source_date_epoch"), i.get("commit"))
+            i.get("source_date_epoch"), i.get("commit"), *own)
 
 
 def _where(r: dict[str, Any], source: Path) -> str:
@@ -41,8 +55,8 @@ def merge_runs(paths: list[Path]) -> Merged:
     rows: list[tuple[dict[str, Any], Path]] = [
         (r, p) for p in paths for r in results.load_results(p)]
     groups: dict[tuple[Any, ...], tuple[dict[str, set[str]], set[str]]] = {}
-    for r, p in rows:
-        digests, missing = groups.setdefault(input_key(r), ({}, set()))
+    for n, (r, p) in enumerate(rows):
+        digests, missing = groups.setdefault(input_key(r, n), ({}, set()))
         digest = _get(r, "image", "digest")
         if isinstance(digest, str) and digest:
             digests.setdefault(digest, set()).add(_where(r, p))
@@ -57,22 +71,32 @@ def merge_runs(paths: list[Path]) -> Merged:
                else "same digest")
     data = {"schemaVersion": 1, "verdict": verdict,
             "cross_machine_reproducible": verdict == "same digest", "groups": table,
-            "missing": [f"{g['arm']}: no digest from {', '.join(g['no_digest'])} "
-                        "(the build failed or was skipped)" for g in table if g["no_digest"]],
+            "missing": [*(f"{g['arm']}: no digest from {', '.join(g['no_digest'])} "
+                          "(the build failed or was skipped)" for g in table if g["no_digest"]),
+                        *(_unknown_inputs_note(g) for g in table
+                          if g["inputs_unknown"] and g["digests"])],
             "runners": sorted({_where(r, p) for r, p in rows}),
             "results": [r for r, _ in rows]}
     return Merged(data, _merge_md(data), {"same digest": 0, "different digests": 1,
                                           "not comparable": 2}[verdict])
 
 
+def _unknown_inputs_note(g: dict[str, Any]) -> str:
+    where = ", ".join(w for ws in g["digests"].values() for w in ws)
+    return (f"{g['arm']}: the build on {where} recorded no {' or '.join(DECISIVE_INPUTS)} "
+            "(unknown inputs are never the same as another runner's)")
+
+
 def _group(key: tuple[Any, ...], digests: dict[str, set[str]], missing: set[str]
            ) -> dict[str, Any]:
     """One group of equal inputs: its digests, the runners that gave none, its verdict."""
+    unknown = len(key) > 7  # its decisive inputs were not recorded: matched with nothing
     verdict = ("different digests" if len(digests) > 1
-               else "not comparable" if missing or not digests else "same digest")
+               else "not comparable" if missing or not digests or unknown else "same digest")
     return {"arm": key[0], "spec_hash": key[1], "commit": key[6], "source_date_epoch": key[5],
             "digests": {d: sorted(w) for d, w in digests.items()},
             "no_digest": sorted(missing), "verdict": verdict,
+            "inputs_unknown": unknown,
             "same_digest_everywhere": verdict == "same digest"}
 
 
@@ -88,7 +112,8 @@ def _value(value: float | None, unit: str) -> str:
 
 _MERGE_HEAD = {"same digest": "same digest on every runner",
                "different digests": "**different digests for the same inputs**",
-               "not comparable": "**not comparable**: a runner gave no digest"}
+               "not comparable": "**not comparable**: a runner gave no digest, or its build's "
+                                 "inputs are unknown"}
 
 
 def _merge_md(data: dict[str, Any]) -> str:
