@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from servelab.errors import UsageError
-from servelab.findings import Finding, FindingsReport, Rule
+from servelab.findings import CoverageNote, Finding, FindingsReport, Rule
 from servelab.k8s import rules as _rules  # noqa: F401 (registers every rule)
 from servelab.k8s.checks import CHECKS, RULES, Context
 from servelab.k8s.load import expand_paths, load_inventory, unread_refs
@@ -117,7 +117,6 @@ def _attach_image(image: str, workloads: list[Workload]) -> ImageFiles:
     without a digest); when none names it, to every serving container. Its files (the note
     of what was read is the first of its notes; what its history could not tell is a
     coverage note)."""
-    from servelab.findings import CoverageNote
     from servelab.k8s.imagefiles import as_list, read_image
     from servelab.k8s.provenance import read_history
 
@@ -180,8 +179,25 @@ def check_manifests(
         rules=all_rules(),
         files=list(inv.files),
         notes=_notes(inv, skipped, measured, checked) + ctx.notes,
-        coverage=[] if files is None else list(files.coverage),
+        coverage=[*([] if files is None else files.coverage), *_unread(checked)],
     )
+
+
+def _unread(workloads: list[Workload]) -> list[CoverageNote]:
+    """What following each container's start scripts did not read (k8s.script.MAX_DEPTH)."""
+    from servelab.k8s.script import MAX_DEPTH
+
+    notes: list[CoverageNote] = []
+    for w in workloads:
+        for c in (*w.init_containers, *w.containers):
+            for what in c.unread:
+                note = CoverageNote(
+                    f"{what} (container {c.name} of {w.ref})",
+                    f"servelab follows scripts {MAX_DEPTH} levels deep "
+                    "(servelab.k8s.script.MAX_DEPTH)", file=w.obj.source.file)
+                if note not in notes:
+                    notes.append(note)
+    return notes
 
 
 def _unique(findings: Iterable[Finding]) -> list[Finding]:

@@ -146,6 +146,9 @@ class Container:
     image_files: ImageFiles | None = None
     #: How the checked image (--image) was made, when it is this container's
     image_history: ImageHistory | None = None
+    #: What following its start scripts did not read, and why (a bound reached): the
+    #: report's coverage notes (k8s.script.container_commands fills it)
+    unread: list[str] = field(default_factory=list)
 
     def where(self, path: JsonPath) -> tuple[K8sObject, JsonPath] | None:
         """The object and field that wrote *path* of a merged container; None otherwise."""

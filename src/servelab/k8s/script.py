@@ -193,8 +193,10 @@ def _shell_script(argv: list[tuple[str, JsonPath]]) -> int | None:
     return None
 
 
-def _commands(src: _Source, env: dict[str, str], depth: int = 0) -> Iterator[Command]:
-    """The commands of a shell script; assignments update *env* for the ones after them."""
+def _commands(src: _Source, env: dict[str, str], depth: int = 0,
+              unread: list[str] | None = None) -> Iterator[Command]:
+    """The commands of a shell script; assignments update *env* for the ones after them. A
+    ``sh -c`` script nested past MAX_DEPTH is not read: said in *unread*."""
     words: list[str] = []
     first = 0
     pending: list[tuple[list[str], int, str]] = []
@@ -213,9 +215,11 @@ def _commands(src: _Source, env: dict[str, str], depth: int = 0) -> Iterator[Com
             continue
         inner = _inner_script(ws)
         if inner is not None and depth < MAX_DEPTH:  # bash -c "..." inside the script
-            for sub in _commands(_Source(inner, src.obj, src.path), env, depth + 1):
+            for sub in _commands(_Source(inner, src.obj, src.path), env, depth + 1, unread):
                 yield replace(sub, line=src.line(line))
             continue
+        if inner is not None and unread is not None:
+            _say(unread, f"a `{ws[0]} -c` script nested more than {MAX_DEPTH} levels deep")
         piped = tuple(simple[k + 1][0]) if op == "|" and k + 1 < len(simple) else ()
         yield Command(tuple(ws), src.obj, src.path, src.line(line), piped, src.text,
                       note=src.note(line))
@@ -306,6 +310,11 @@ def container_commands(w: Workload, c: Container, inv: Inventory) -> list[Comman
     return cmds + (_from_image(c, img, cmds, env) if img is not None else [])
 
 
+def _say(unread: list[str], what: str) -> None:
+    if what not in unread:
+        unread.append(what)
+
+
 #: How a command of the ``postStart`` hook is named in a finding
 HOOK_NOTE = " (in the postStart hook)"
 
@@ -330,7 +339,7 @@ def _argv_commands(w: Workload, c: Container, argv: list[tuple[str, JsonPath]],
         return [Command(tuple(v for v, _ in argv), w.obj, argv[0][1], None,
                         word_paths=tuple(p for _, p in argv))]
     obj, path = c.where(argv[at][1]) or (w.obj, argv[at][1])
-    return list(_commands(_Source(argv[at][0], obj, path), env))
+    return list(_commands(_Source(argv[at][0], obj, path), env, unread=c.unread))
 
 
 def _mounted_over(c: Container, path: str) -> bool:
@@ -360,9 +369,15 @@ def _from_image(c: Container, img: ImageFiles, cmds: list[Command],
                 seen.add(hit[0])
                 path, line = cmd.where(i) if cmd.word_paths else (cmd.path, cmd.line)
                 src = _ImageScript(hit[1], cmd.obj, path, at_line=line, file=hit[0])
-                found += [dataclasses.replace(k, word_paths=()) for k in _commands(src, env)]
+                found += [dataclasses.replace(k, word_paths=())
+                          for k in _commands(src, env, unread=c.unread)]
         out += found
         todo = found
+    deeper = sorted({hit[0] for cmd in todo for word in cmd.words
+                     if (hit := img.script(word)) is not None and hit[0] not in seen})
+    if deeper:
+        _say(c.unread, f"the image's script(s) {', '.join(deeper)}, run by a script "
+             f"{MAX_DEPTH} levels down")
     return out
 
 
@@ -375,6 +390,9 @@ def _from_configmaps(w: Workload, c: Container, inv: Inventory, cmds: list[Comma
         found = [s for cmd in todo for s in _script_files(w, c, inv, list(cmd.words))
                  if (s.obj.name, s.path) not in seen]
         seen |= {(s.obj.name, s.path) for s in found}
-        todo = [cmd for s in found for cmd in _commands(s, env)]
+        todo = [cmd for s in found for cmd in _commands(s, env, unread=c.unread)]
         out += todo
+    if any((s.obj.name, s.path) not in seen for cmd in todo
+           for s in _script_files(w, c, inv, list(cmd.words))):
+        _say(c.unread, f"a ConfigMap script run by a script {MAX_DEPTH} levels down")
     return out
