@@ -13,7 +13,7 @@ import pytest
 DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
 
 _HEADER = re.compile(
-    r"^#\s*(expect|result|margin|container|only|error|wrong|missed|says|never-says):\s*(.+?)\s*$")
+    r"^#\s*(expect|result|margin|container|only|error|wrong|missed|says|never-says|note):\s*(.+?)\s*$")
 _EXPECT = re.compile(r"^([a-z0-9-]+)@(\d+)(?:\s+(error|warning|info))?$")
 #: ``rule@line why``: a finding the tool gives and should not (wrong), or misses (missed)
 _JUDGED = re.compile(r"^([a-z0-9-]+)@(\d+)\s+\S.*$")
@@ -40,6 +40,8 @@ class Fixture:
     says: list[tuple[str, int, str]] = field(default_factory=list)
     #: Text no message may contain (what the input does not have: "Service", "not dropped")
     never_says: list[str] = field(default_factory=list)
+    #: Text some note of the report must contain (what is said without a finding)
+    notes: list[str] = field(default_factory=list)
 
 
 def _read_message(fx: Fixture, key: str, value: str) -> None:
@@ -80,6 +82,8 @@ def read_fixture(path: Path) -> Fixture:
             _read_message(fx, key, value)
         elif key == "error":
             fx.errors.append(value)
+        elif key == "note":
+            fx.notes.append(value)
         elif key in ("wrong", "missed"):
             j = _JUDGED.match(value)
             assert j, f"{path.name}: bad {key} line {value!r} (rule@line why)"

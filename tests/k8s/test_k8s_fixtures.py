@@ -6,7 +6,8 @@ A fixture states its expectations in leading comments:
 * ``# result: results/x.json`` the --result file(s); ``# margin: 2.0``; ``# container: NAME``;
 * ``# only: rule-a, rule-b`` compare only these rules (for deliberately partial manifests);
 * ``# says: rule-id@line text`` a finding of that rule at that line says *text* (its message
-  is checked against the fixture it describes); ``# never-says: text`` no message says it.
+  is checked against the fixture it describes); ``# never-says: text`` no message says it;
+* ``# note: text`` a note of the report (said without a finding) contains *text*.
 
 Without ``only``, the findings must equal the expectations exactly, over every rule.
 """
@@ -35,6 +36,9 @@ def _run(fx: Any) -> list[Finding]:
         [fx.path], result_paths=fx.results, startup_margin=fx.margin,
         serving_container=fx.container,
     )
+    for text in fx.notes:
+        assert any(text in n for n in report.notes), f"{fx.path.name}: no note says {text!r}: " \
+            f"{report.notes}"
     return [f for f in report.findings if not fx.only or f.rule_id in fx.only]
 
 

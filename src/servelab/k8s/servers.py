@@ -126,14 +126,27 @@ def gpu_server(image: str, argv: list[str]) -> Server | None:
 
 #: An image repository or tag that names a CPU build (vLLM's ``vllm-cpu-release-repo``,
 #: ``...:v0.8.5-cpu``, ``openvino``-style ``-cpu`` variants).
-CPU_BUILD = re.compile(r"(^|[-_./:])cpu([-_./]|$)", re.IGNORECASE)
+CPU_BUILD = re.compile(r"(^|[-_./:])cpu([-_./:]|$)", re.IGNORECASE)
 #: Pip arguments that install CPU-only torch wheels.
 CPU_WHEELS = re.compile(r"download\.pytorch\.org/whl/cpu|torch[=<>~!]=?[\w.]*\+cpu")
 #: Node labels that select nodes by CPU features (Node Feature Discovery) or CPU model.
 CPU_FEATURE_LABELS = ("feature.node.kubernetes.io/cpu-", "cpu-feature", "node.kubernetes.io/cpu")
 
 
-def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
+def own_build(image: str, argv: list[str]) -> bool:
+    """Whether *image* is a user's own build named after a server (``registry:5000/vllm``, a
+    repository with no publisher namespace) and its command names no server: its base, and so
+    whether it is a GPU build, is unknown."""
+    if not image:
+        return False
+    repo, _ = _repository(image)
+    words = {w.rsplit("/", 1)[-1] for w in argv}
+    named = any(words & set(s.commands) for s in KNOWN_SERVERS)
+    return "/" not in repo and not named
+
+
+def cpu_reason(image: str, argv: list[str], node_keys: list[str],
+               env: dict[str, str] | None = None) -> str | None:
     """Why a container that requests no GPU is a CPU server by design, or None when unknown.
 
     * an image whose repository or tag names a CPU build (``vllm-cpu``, ``-cpu``), or a
@@ -141,7 +154,8 @@ def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
     * a known server whose GPU build the image is not (a tag without -gpu/-cuda), or one that
       is CPU or GPU by configuration (Ollama, MLServer) and is given no GPU;
     * CPU-only torch wheels installed by its command;
-    * nodes chosen by CPU features (Node Feature Discovery's cpu-* labels).
+    * nodes chosen by CPU features (Node Feature Discovery's cpu-* labels);
+    * vLLM's CPU backend variables (``VLLM_CPU_KVCACHE_SPACE`` and the other VLLM_CPU_*).
     """
     repo, tag = _repository(image) if image else ("", None)
     if CPU_BUILD.search(f"{repo}:{tag or ''}"):
@@ -156,6 +170,9 @@ def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
         return f"{server.name} runs on CPU when it is given no GPU"
     if server is not None and server.gpu == GPU_TAG and gpu_server(image, argv) is None:
         return f"{server.name}'s CPU build (the image tag names no GPU build)"
+    key = next((k for k in env or {} if k.startswith("VLLM_CPU_")), None)
+    if key is not None:
+        return f"its environment configures vLLM's CPU backend ({key})"
     if any(CPU_WHEELS.search(a) for a in argv):
         return "its command installs CPU-only torch wheels"
     key = next((k for k in node_keys if k.startswith(CPU_FEATURE_LABELS)), None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,7 @@ from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.rules.model_source import model_refs
 from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
-from servelab.k8s.servers import cpu_reason, gpu_server, known_server
+from servelab.k8s.servers import cpu_reason, gpu_server, known_server, own_build
 
 #: Node labels that name the GPU model.
 PRODUCT_KEYS = {
@@ -85,10 +86,45 @@ def _node_keys(w: Workload) -> list[str]:
     return keys + [r.key for alt in node_alternatives(w) for r in alt]
 
 
+#: Accelerators other than */gpu resources: AWS Neuron, Google TPU, Intel Gaudi and Intel GPUs.
+ACCELERATOR = re.compile(r"^aws\.amazon\.com/neuron(core|device)?$|^google\.com/tpu$|"
+                         r"^habana\.ai/gaudi$|^gpu\.intel\.com/[\w.-]+$")
+#: llama.cpp's flags (and variable) that offload layers to the GPU.
+GPU_LAYER_FLAGS = {"--n-gpu-layers", "-ngl", "--gpu-layers"}
+
+
+def _accelerator(w: Workload, c: Container) -> str | None:
+    """Why the container runs on an accelerator that is not a */gpu resource, or None."""
+    for part in ("limits", "requests"):
+        name = next((str(n) for n in as_dict(c.resources.get(part)) if ACCELERATOR.match(str(n))),
+                    None)
+        if name is not None:
+            return f"it requests {name}"
+    key = next((k for k in c.env() if k.startswith("NEURON_")), None)
+    if key is not None:
+        return f"its environment configures AWS Neuron ({key})"
+    if w.obj.kind.startswith("Ray") and "neuron_cores" in json.dumps(w.obj.data, default=str):
+        return "its Ray resources name neuron_cores (AWS Neuron)"
+    return None
+
+
+def _gpu_layers(c: Container) -> str | None:
+    """llama.cpp's ``--n-gpu-layers N`` (or LLAMA_ARG_N_GPU_LAYERS) as written, when N > 0."""
+    words = [x for a in c.argv() for x in a.split()]
+    for i, word in enumerate(words):
+        flag, _, value = word.partition("=")
+        if flag in GPU_LAYER_FLAGS:
+            n = as_int(value if value else (words[i + 1] if i + 1 < len(words) else ""))
+            if n is not None and n > 0:
+                return f"{flag} {n}"
+    n = as_int(c.env().get("LLAMA_ARG_N_GPU_LAYERS"))
+    return f"LLAMA_ARG_N_GPU_LAYERS={n}" if n is not None and n > 0 else None
+
+
 def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
-    """A serving container without a GPU: an error for a GPU server (a known one, or one the
-    experiment measured on a GPU), nothing for a CPU server by design, else an info."""
-    image, argv = str(c.data.get("image") or ""), c.argv()
+    """A serving container without a GPU: an error for a GPU server (a known one, one the
+    experiment measured on a GPU, or llama.cpp told to offload layers), nothing for a CPU
+    server by design or another accelerator, and a report note when the need is unknown."""
     at = (*c.path, "resources", "limits")
     said = f"the serving container {c.name!r} requests no GPU (no nvidia.com/gpu or other */gpu " \
            "resource in limits)"
@@ -97,20 +133,38 @@ def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
         yield hit("gpu-limit", w, f"{said}: the experiment measured it on {measured}", at,
                   container=c)
         return
-    reason = cpu_reason(image, argv, _node_keys(w))
+    other = _accelerator(w, c)
+    if other is not None:
+        ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU but runs on another "
+                 f"accelerator ({other}): not reported")
+        return
+    layers = _gpu_layers(c)
+    if layers is not None:
+        yield hit("gpu-limit", w, f"container {c.name!r} asks llama.cpp to offload layers to the "
+                  f"GPU ({layers}) but requests no GPU: the layers stay on the CPU, or the "
+                  "server fails to start", at, container=c, fix="set resources.limits."
+                  "nvidia.com/gpu, or drop the GPU-layers flag for a CPU server")
+        return
+    yield from _no_gpu_server(w, c, ctx, said)
+
+
+def _no_gpu_server(w: Workload, c: Container, ctx: Context, said: str) -> Iterator[Finding]:
+    image, argv = str(c.data.get("image") or ""), c.argv()
+    reason = cpu_reason(image, argv, _node_keys(w), c.env())
     if reason is not None:
         ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU and is a CPU server "
                  f"by design ({reason}): not reported")
         return
     server = gpu_server(image, argv)
-    if server is not None:
-        yield hit("gpu-limit", w, f"{said}: it runs {server.name}, a GPU server", at,
-                  container=c)
+    if server is not None and not own_build(image, argv):
+        yield hit("gpu-limit", w, f"{said}: it runs {server.name}, a GPU server",
+                  (*c.path, "resources", "limits"), container=c)
         return
-    yield hit("gpu-limit", w, f"{said}; whether it needs one is unknown (not a server servelab "
-              "knows, no GPU measured, no CPU-only build seen)", at, container=c,
-              severity=Severity.INFO, fix="if it serves on a GPU, set resources.limits."
-              "nvidia.com/gpu; if it is a CPU server, nothing to do")
+    why = (f"{server.name} in an image built on an unknown base" if server is not None else
+           "not a server servelab knows, no GPU measured, no CPU-only build seen")
+    ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU; whether it needs one "
+             f"is unknown ({why}): not reported. If it serves on a GPU, set "
+             "resources.limits.nvidia.com/gpu")
 
 
 #: Values of NVIDIA_VISIBLE_DEVICES that show no GPU, or leave the choice to the device plugin.
