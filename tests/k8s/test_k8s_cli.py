@@ -15,7 +15,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
 CLEAN = DATA / "negative" / "vllm-deployment.yaml"
 SUMMARY = DATA / "results" / "summary.json"
 ERROR_CASE = DATA / "positive" / "image-not-digest-tag.yaml"
-WARNING_CASE = DATA / "positive" / "shm-missing.yaml"
+WARNING_CASE = DATA / "positive" / "disruption-missing.yaml"
 INFO_CASE = DATA / "positive" / "rollout-surge.yaml"
 
 
@@ -73,24 +73,24 @@ def test_sarif_output(capsys: pytest.CaptureFixture[str]) -> None:
     ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
     assert "shm" in ids and "driver-compat" in ids  # every rule is described
     [result] = run["results"]
-    assert result["ruleId"] == "shm"
-    assert ids[result["ruleIndex"]] == "shm"
+    assert result["ruleId"] == "disruption"
+    assert ids[result["ruleIndex"]] == "disruption"
     region = result["locations"][0]["physicalLocation"]["region"]
-    assert region["startLine"] == 120
+    assert region["startLine"] == 14
 
 
 def test_github_output(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = _run(capsys, str(WARNING_CASE), "-f", "github")
     assert out.startswith("::warning file=")
-    assert ",line=120," in out
-    assert "title=servelab shm::" in out
+    assert ",line=14," in out
+    assert "title=servelab disruption::" in out
 
 
 def test_output_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "report.md"
     code, out, _ = _run(capsys, str(WARNING_CASE), "-f", "markdown", "-o", str(target))
     assert code == 0 and out == ""
-    assert "| warning | `shm` |" in target.read_text()
+    assert "| warning | `disruption` |" in target.read_text()
 
 
 def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

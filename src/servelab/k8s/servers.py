@@ -11,9 +11,8 @@ recognised (image repository, command) and when it is a GPU server:
   a GPU (any runtime that does is one, listed here for the documentation).
 
 An entry may also name the server's default download cache (TGI's ``/data``, NIM's
-``/opt/nim/.cache``): model-mount looks for a persistent volume there. It also says whether the
-server uses ``/dev/shm`` with a single GPU (``shm``: vLLM's worker processes, SGLang, Triton's
-Python backend), whether it answers health before any model is loaded and loads models on
+``/opt/nim/.cache``): model-mount looks for a persistent volume there. It also says whether it
+answers health before any model is loaded and loads models on
 first request (``lazy``: Ollama), and whether its model store must be writable because the
 server pulls into it (``store``: Ollama).
 
@@ -41,8 +40,6 @@ class Server(NamedTuple):
     gpu: str
     #: Where the server keeps its model download cache when no variable says (model-mount)
     cache: str = ""
-    #: Uses /dev/shm with a single GPU (worker processes share tensors through it)
-    shm: bool = False
     #: Answers health before loading any model, loads on first request (no load at start)
     lazy: bool = False
     #: Command-line flags only this server takes (recognised like its command)
@@ -57,15 +54,14 @@ ALWAYS, GPU_TAG, GPU_RESOURCES = "always", "gpu tag", "GPU resources"
 
 KNOWN_SERVERS: tuple[Server, ...] = (
     Server("vLLM", r"(^|/)vllm(-openai|-tpu)?$|(^|/)vllmserver(-gpu)?$|/lmcache/vllm-openai$",
-           ("vllm", "vllm.entrypoints.openai.api_server"), ALWAYS, shm=True,
+           ("vllm", "vllm.entrypoints.openai.api_server"), ALWAYS,
            flags=("--gpu-memory-utilization",)),
     Server("Text Generation Inference", r"(^|/)text-generation-inference$",
            ("text-generation-launcher",), ALWAYS, cache="/data"),
-    Server("NVIDIA Triton Inference Server", r"(^|/)tritonserver$", ("tritonserver",), ALWAYS,
-           shm=True),
+    Server("NVIDIA Triton Inference Server", r"(^|/)tritonserver$", ("tritonserver",), ALWAYS),
     Server("TensorRT-LLM", r"(^|/)(tensorrt-llm|tensorrt_llm|trtllm)[\w/-]*$",
            ("trtllm-serve", "trtllm-build"), ALWAYS),
-    Server("SGLang", r"(^|/)sglang$", ("sglang.launch_server",), ALWAYS, shm=True,
+    Server("SGLang", r"(^|/)sglang$", ("sglang.launch_server",), ALWAYS,
            flags=("--mem-fraction-static",)),
     Server("LMDeploy", r"(^|/)lmdeploy$", ("lmdeploy",), ALWAYS),
     Server("NVIDIA NIM", r"^nim/", (), ALWAYS, cache="/opt/nim/.cache"),

@@ -13,7 +13,7 @@ from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.rules.model_source import model_refs
 from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
-from servelab.k8s.servers import cpu_reason, gpu_server, known_server, own_build
+from servelab.k8s.servers import cpu_reason, gpu_server, own_build
 
 #: Node labels that name the GPU model.
 PRODUCT_KEYS = {
@@ -110,7 +110,7 @@ def _accelerator(w: Workload, c: Container) -> str | None:
 
 def _gpu_layers(c: Container) -> str | None:
     """llama.cpp's ``--n-gpu-layers N`` (or LLAMA_ARG_N_GPU_LAYERS) as written, when N > 0."""
-    words = [x for a in c.argv() for x in a.split()]
+    words = _words(c)
     for i, word in enumerate(words):
         flag, _, value = word.partition("=")
         if flag in GPU_LAYER_FLAGS:
@@ -119,6 +119,17 @@ def _gpu_layers(c: Container) -> str | None:
                 return f"{flag} {n}"
     n = as_int(c.env().get("LLAMA_ARG_N_GPU_LAYERS"))
     return f"LLAMA_ARG_N_GPU_LAYERS={n}" if n is not None and n > 0 else None
+
+
+def _rpc(w: Workload, c: Container) -> str | None:
+    """Where llama.cpp's offloaded layers go when not to a local GPU: ``--rpc`` backends, or
+    the worker pods of a LeaderWorkerSet group (rpc-server workers)."""
+    if any(word.partition("=")[0] == "--rpc" for word in _words(c)):
+        return "--rpc"
+    size = as_int(as_dict(as_dict(w.obj.data.get("spec")).get("leaderWorkerTemplate")).get("size"))
+    if w.obj.kind == "LeaderWorkerSet" and size is not None and size > 1:
+        return f"the {size - 1} worker pod(s) of its LeaderWorkerSet group"
+    return None
 
 
 def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
@@ -139,6 +150,11 @@ def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
                  f"accelerator ({other}): not reported")
         return
     layers = _gpu_layers(c)
+    rpc = _rpc(w, c) if layers is not None else None
+    if layers is not None and rpc is not None:
+        ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU; its {layers} "
+                 f"offloads to llama.cpp RPC backends ({rpc}), not a local GPU: not reported")
+        return
     if layers is not None:
         yield hit("gpu-limit", w, f"container {c.name!r} asks llama.cpp to offload layers to the "
                   f"GPU ({layers}) but requests no GPU: the layers stay on the CPU, or the "
@@ -393,52 +409,84 @@ def _shm_size(w: Workload, c: Container, i: int, mount: dict[str, Any]) -> Itera
               "limits.memory by the shared memory the server needs")
 
 
-#: Flags (and variables) that set tensor or pipeline parallelism: vLLM, SGLang, TGI, LMDeploy.
+#: Flags (and variables) that set tensor, pipeline or data parallelism: vLLM, SGLang, TGI, LMDeploy.
 PARALLEL_FLAGS = {"--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--pipeline-parallel-size",
                   "-pp", "--pp", "--pp-size", "--num-shard", "--data-parallel-size", "-dp",
                   "--dp-size"}
-PARALLEL_ENV = ("NUM_SHARD", "TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE")
+PARALLEL_ENV = ("NUM_SHARD", "TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE", "DATA_PARALLEL_SIZE")
+#: Where a Ray object keeps its worker groups.
+RAY_GROUPS = {"RayCluster": ("spec",), "RayService": ("spec", "rayClusterConfig"),
+              "RayJob": ("spec", "rayClusterSpec")}
+
+
+def _words(c: Container) -> list[str]:
+    return [x for a in c.argv() for x in a.split()]
 
 
 def _parallel(c: Container) -> str | None:
-    """``--tensor-parallel-size 2`` (or ``=2``, or NUM_SHARD=2) as written, when above 1."""
-    words = [x for a in c.argv() for x in a.split()]
+    """``--tensor-parallel-size 2`` (or ``=2``, NUM_SHARD=2, TGI's ``--sharded true``) as
+    written, when above 1."""
+    words = _words(c)
     for i, word in enumerate(words):
         flag, _, value = word.partition("=")
+        value = value or (words[i + 1] if i + 1 < len(words) else "")
+        if flag == "--sharded" and value.lower() == "true":
+            return "--sharded true"
         if flag in PARALLEL_FLAGS:
-            n = as_int(value if value else (words[i + 1] if i + 1 < len(words) else ""))
+            n = as_int(value)
             if n is not None and n > 1:
                 return f"{flag} {n}"
     env = c.env()
+    if env.get("SHARDED", "").lower() == "true":
+        return "SHARDED=true"
     return next((f"{k}={env[k]}" for k in PARALLEL_ENV if (as_int(env.get(k)) or 0) > 1), None)
 
 
+def _multi_node(w: Workload) -> str | None:
+    """A LeaderWorkerSet group of more than one pod, or a Ray cluster with worker groups."""
+    spec = as_dict(w.obj.data.get("spec"))
+    if w.obj.kind == "LeaderWorkerSet":
+        size = as_int(as_dict(spec.get("leaderWorkerTemplate")).get("size"))
+        return f"the LeaderWorkerSet group has {size} pods" if size is not None and size > 1 \
+            else None
+    where = RAY_GROUPS.get(w.obj.kind)
+    if where is None:
+        return None
+    cluster: Any = w.obj.data
+    for key in where:
+        cluster = as_dict(cluster).get(key)
+    if as_list(as_dict(cluster).get("workerGroupSpecs")):
+        return "the Ray cluster spans a head and worker nodes"
+    return None
+
+
 def shm_need(w: Workload, c: Container) -> str | None:
-    """Why the serving container needs more than the default /dev/shm, or None: tensor or
-    pipeline parallelism, more than one GPU, or a server known to use it with one GPU."""
+    """Why the serving container needs more than the default /dev/shm, or None: tensor,
+    pipeline or data parallelism, more than one GPU, or a multi-node LWS or Ray group. A
+    server on one GPU alone (vLLM, Triton, TGI) does not."""
     parallel = _parallel(c)
     if parallel is not None:
-        return (f"tensor or pipeline parallelism is on ({parallel}) and NCCL shares memory "
-                "through it")
+        return (f"parallelism is on ({parallel}) and NCCL or the server's processes share "
+                "memory through it")
     if c.gpu_count() > 1:
         return (f"the container has {c.gpu_count()} GPUs and NCCL shares memory between them "
                 "through it")
-    server = known_server(str(c.data.get("image") or ""), c.argv())
-    if server is not None and server.shm:
-        return f"it runs {server.name}, whose worker processes share memory through it"
+    group = _multi_node(w)
+    if group is not None:
+        return f"{group}, and NCCL and the processes on each node share memory through it"
     return None
 
 
 @rule(
     "shm",
-    Severity.WARNING,
-    "no memory-backed emptyDir at /dev/shm for a GPU inference server, or one larger than the "
-    "memory limit",
-    rationale="Containers get a 64 MB /dev/shm; multi-GPU NCCL (tensor or pipeline "
-    "parallelism, more than one GPU: an error) and servers that share tensors between worker "
-    "processes with one GPU too (vLLM, SGLang, Triton's Python backend: a warning) fail or "
-    "slow down with it. A single-GPU server not known to use it (Ollama, llama.cpp, TF "
-    "Serving, an unknown server) is not reported. "
+    Severity.ERROR,
+    "no memory-backed emptyDir at /dev/shm where NCCL or multi-process sharing is in play, or "
+    "one larger than the memory limit",
+    rationale="Containers get a 64 MB /dev/shm; NCCL and the processes of a parallel server "
+    "(tensor, pipeline or data parallelism above 1, TGI --sharded true, more than one GPU in "
+    "the limit, a multi-node LeaderWorkerSet or Ray group) fail or slow down with it. A server "
+    "on one GPU alone (vLLM, Triton, TGI, Ollama, llama.cpp, an unknown server) is not "
+    "reported: its default /dev/shm suffices for one process per GPU. "
     "Memory-backed /dev/shm counts against the container's memory limit: a sizeLimit above "
     "it is never reached, the container is OOM-killed first.",
     fix="add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}} and mount it at "
@@ -449,22 +497,21 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     if not w.is_gpu or w.pod.get("hostIPC") is True:
         return
     gpus = c.gpu_count()
-    if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx):
+    if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx) and (
+            _multi_node(w) is None):
         return  # a single-GPU job that loads no model (a CUDA test or benchmark)
     why = shm_need(w, c)
     if why is None:
         return
-    severity = None if why.startswith("it runs") else Severity.ERROR
     found = _shm_mount(c)
     if found is None:
         if not c.inherits("mounts"):
             yield hit("shm", w, f"no memory-backed volume at /dev/shm, but {why}: the 64 MB "
-                      "default breaks or slows it", (*c.path, "volumeMounts"), container=c,
-                      severity=severity)
+                      "default breaks or slows it", (*c.path, "volumeMounts"), container=c)
         return
     i, mount = found
     if as_dict(w.volume(mount.get("name")).get("emptyDir")).get("medium") != "Memory":
         yield hit("shm", w, f"volume {mount.get('name')!r} at /dev/shm is not an emptyDir with "
-                  "medium: Memory", (*c.path, "volumeMounts", i), container=c, severity=severity)
+                  "medium: Memory", (*c.path, "volumeMounts", i), container=c)
         return
     yield from _shm_size(w, c, i, mount)
