@@ -114,3 +114,13 @@ def test_no_message_names_a_service_the_input_lacks(path: Path, k8s_fixture: Rea
         return
     said = [f.message for f in _run(fx) if SERVICE_WORD.search(f.message)]
     assert not said, f"{path.name} has no Service, yet: {said}"
+
+
+@pytest.mark.parametrize("path", [*POSITIVE, *NEGATIVE], ids=lambda p: p.stem)
+def test_no_message_prints_an_unset_value(path: Path, k8s_fixture: Reader) -> None:
+    """A field the input does not set is never shown as Python's None in a message."""
+    fx = k8s_fixture(path)
+    report = check_manifests([fx.path], result_paths=fx.results, startup_margin=fx.margin,
+                             serving_container=fx.container)
+    said = [f.message for f in report.findings if re.search(r"\bNone\b", f.message)]
+    assert not said, f"{path.name}: {said}"
