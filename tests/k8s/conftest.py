@@ -45,9 +45,9 @@ class Fixture:
 
 
 def _read_message(fx: Fixture, key: str, value: str) -> None:
-    """``# says: rule@line text`` and ``# never-says: text``."""
-    if key == "never-says":
-        fx.never_says.append(value)
+    """``# says: rule@line text``, ``# never-says: text`` and ``# note: text``."""
+    if key in ("never-says", "note"):
+        (fx.never_says if key == "never-says" else fx.notes).append(value)
         return
     j = re.match(r"^([a-z0-9-]+)@(\d+)\s+(\S.*)$", value)
     assert j, f"{fx.path.name}: bad says line {value!r} (rule@line text)"
@@ -78,12 +78,10 @@ def read_fixture(path: Path) -> Fixture:
             fx.container = value
         elif key == "only":
             fx.only = {r.strip() for r in value.split(",")}
-        elif key in ("says", "never-says"):
+        elif key in ("says", "never-says", "note"):
             _read_message(fx, key, value)
         elif key == "error":
             fx.errors.append(value)
-        elif key == "note":
-            fx.notes.append(value)
         elif key in ("wrong", "missed"):
             j = _JUDGED.match(value)
             assert j, f"{path.name}: bad {key} line {value!r} (rule@line why)"
