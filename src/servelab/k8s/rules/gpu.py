@@ -68,7 +68,10 @@ def _container_gpu(w: Workload, c: Container) -> Iterator[Finding]:
     Severity.ERROR,
     "the GPU resource is missing from limits, requested without a limit, or requests != limits",
     rationale="GPUs are extended resources: only limits schedule them, they cannot be "
-    "overcommitted, and a serving container without one runs on CPU or not at all.",
+    "overcommitted, and a serving container without one runs on CPU or not at all. Only a "
+    "known GPU server (or one measured on a GPU, or llama.cpp told to offload layers) is "
+    "reported for requesting none; CPU builds, other accelerators (Neuron, TPU, Gaudi, Intel "
+    "GPU) and servers whose GPU need is unknown get a report note.",
     fix="set resources.limits.nvidia.com/gpu (a whole number) on the serving container; if "
     "you also set requests, make them equal",
 )
