@@ -205,3 +205,16 @@ def test_a_committed_secret_and_the_same_token_in_env_are_one_finding(
     found = [f for f in json.loads(out)["findings"] if f["rule"] == "plaintext-secret"]
     assert len(found) == 1
     assert "Secret/hf-token key 'HF_TOKEN'" in found[0]["context"]["also"]
+
+
+def test_notes_are_in_every_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """What is said without a finding (a GPU need that is unknown) reaches every format."""
+    path = str(DATA / "negative" / "gpu-limit-unknown-server.yaml")
+    said = "whether it needs one is unknown"
+    for fmt in ("text", "json", "markdown", "github", "sarif"):
+        code, out, _ = _run(capsys, path, "-f", fmt)
+        assert code == 0 and said in out, fmt
+    _, out, _ = _run(capsys, path, "-f", "github")
+    assert out.startswith("::notice title=servelab note::")
+    _, out, _ = _run(capsys, path, "-f", "sarif")
+    assert any(said in n for n in json.loads(out)["runs"][0]["properties"]["notes"])
