@@ -370,9 +370,11 @@ class SarifReporter(Reporter):
         rules = [_sarif_rule(rid, report.rules.get(rid)) for rid in rule_ids]
         notes = [(n.text(), SarifLocation(_artifact_uri(n.file), n.line or 1) if n.file
                   else None) for n in report.coverage]
-        props = {"verdict": report.verdict()} if report.coverage else None
+        props: dict[str, Any] = {"verdict": report.verdict()} if report.coverage else {}
+        if report.notes:  # what was said without a finding (a CPU server, an unknown need)
+            props["notes"] = list(report.notes)
         return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings],
-                                    properties=props, notifications=notes))
+                                    properties=props or None, notifications=notes))
 
 
 _GH_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -400,9 +402,16 @@ class GithubReporter(Reporter):
             lines.append(self._command(f))
         lines += [f"::warning {','.join(self._where(n))}::{command_data(terminal_text(n.text()))}"
                   for n in report.coverage]
+        for note in report.notes:  # said without a finding: notices, under the same cap
+            if shown[Severity.INFO] >= GITHUB_ANNOTATION_CAP:
+                hidden += 1
+                continue
+            shown[Severity.INFO] += 1
+            lines.append(f"::notice title={command_property('servelab note')}::"
+                         f"{command_data(terminal_text(note))}")
         if hidden:
             lines.append(
-                f"::notice title=servelab::{hidden} more finding(s) not annotated "
+                f"::notice title=servelab::{hidden} more finding(s) or note(s) not annotated "
                 "(GitHub shows 10 per level); see the job summary or the JSON/SARIF output"
             )
         return "\n".join(lines) + ("\n" if lines else "")

@@ -13,7 +13,7 @@ import pytest
 DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
 
 _HEADER = re.compile(
-    r"^#\s*(expect|result|margin|container|only|error|wrong|missed|says|never-says):\s*(.+?)\s*$")
+    r"^#\s*(expect|result|margin|container|only|error|wrong|missed|says|never-says|note):\s*(.+?)\s*$")
 _EXPECT = re.compile(r"^([a-z0-9-]+)@(\d+)(?:\s+(error|warning|info))?$")
 #: ``rule@line why``: a finding the tool gives and should not (wrong), or misses (missed)
 _JUDGED = re.compile(r"^([a-z0-9-]+)@(\d+)\s+\S.*$")
@@ -40,12 +40,14 @@ class Fixture:
     says: list[tuple[str, int, str]] = field(default_factory=list)
     #: Text no message may contain (what the input does not have: "Service", "not dropped")
     never_says: list[str] = field(default_factory=list)
+    #: Text some note of the report must contain (what is said without a finding)
+    notes: list[str] = field(default_factory=list)
 
 
 def _read_message(fx: Fixture, key: str, value: str) -> None:
-    """``# says: rule@line text`` and ``# never-says: text``."""
-    if key == "never-says":
-        fx.never_says.append(value)
+    """``# says: rule@line text``, ``# never-says: text`` and ``# note: text``."""
+    if key in ("never-says", "note"):
+        (fx.never_says if key == "never-says" else fx.notes).append(value)
         return
     j = re.match(r"^([a-z0-9-]+)@(\d+)\s+(\S.*)$", value)
     assert j, f"{fx.path.name}: bad says line {value!r} (rule@line text)"
@@ -76,7 +78,7 @@ def read_fixture(path: Path) -> Fixture:
             fx.container = value
         elif key == "only":
             fx.only = {r.strip() for r in value.split(",")}
-        elif key in ("says", "never-says"):
+        elif key in ("says", "never-says", "note"):
             _read_message(fx, key, value)
         elif key == "error":
             fx.errors.append(value)

@@ -15,7 +15,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
 CLEAN = DATA / "negative" / "vllm-deployment.yaml"
 SUMMARY = DATA / "results" / "summary.json"
 ERROR_CASE = DATA / "positive" / "image-not-digest-tag.yaml"
-WARNING_CASE = DATA / "positive" / "shm-missing.yaml"
+WARNING_CASE = DATA / "positive" / "disruption-missing.yaml"
 INFO_CASE = DATA / "positive" / "rollout-surge.yaml"
 
 
@@ -73,24 +73,24 @@ def test_sarif_output(capsys: pytest.CaptureFixture[str]) -> None:
     ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
     assert "shm" in ids and "driver-compat" in ids  # every rule is described
     [result] = run["results"]
-    assert result["ruleId"] == "shm"
-    assert ids[result["ruleIndex"]] == "shm"
+    assert result["ruleId"] == "disruption"
+    assert ids[result["ruleIndex"]] == "disruption"
     region = result["locations"][0]["physicalLocation"]["region"]
-    assert region["startLine"] == 120
+    assert region["startLine"] == 14
 
 
 def test_github_output(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = _run(capsys, str(WARNING_CASE), "-f", "github")
     assert out.startswith("::warning file=")
-    assert ",line=120," in out
-    assert "title=servelab shm::" in out
+    assert ",line=14," in out
+    assert "title=servelab disruption::" in out
 
 
 def test_output_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "report.md"
     code, out, _ = _run(capsys, str(WARNING_CASE), "-f", "markdown", "-o", str(target))
     assert code == 0 and out == ""
-    assert "| warning | `shm` |" in target.read_text()
+    assert "| warning | `disruption` |" in target.read_text()
 
 
 def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,3 +205,16 @@ def test_a_committed_secret_and_the_same_token_in_env_are_one_finding(
     found = [f for f in json.loads(out)["findings"] if f["rule"] == "plaintext-secret"]
     assert len(found) == 1
     assert "Secret/hf-token key 'HF_TOKEN'" in found[0]["context"]["also"]
+
+
+def test_notes_are_in_every_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """What is said without a finding (a GPU need that is unknown) reaches every format."""
+    path = str(DATA / "negative" / "gpu-limit-unknown-server.yaml")
+    said = "whether it needs one is unknown"
+    for fmt in ("text", "json", "markdown", "github", "sarif"):
+        code, out, _ = _run(capsys, path, "-f", fmt)
+        assert code == 0 and said in out, fmt
+    _, out, _ = _run(capsys, path, "-f", "github")
+    assert out.startswith("::notice title=servelab note::")
+    _, out, _ = _run(capsys, path, "-f", "sarif")
+    assert any(said in n for n in json.loads(out)["runs"][0]["properties"]["notes"])

@@ -6,7 +6,8 @@ A fixture states its expectations in leading comments:
 * ``# result: results/x.json`` the --result file(s); ``# margin: 2.0``; ``# container: NAME``;
 * ``# only: rule-a, rule-b`` compare only these rules (for deliberately partial manifests);
 * ``# says: rule-id@line text`` a finding of that rule at that line says *text* (its message
-  is checked against the fixture it describes); ``# never-says: text`` no message says it.
+  is checked against the fixture it describes); ``# never-says: text`` no message says it;
+* ``# note: text`` a note of the report (said without a finding) contains *text*.
 
 Without ``only``, the findings must equal the expectations exactly, over every rule.
 """
@@ -35,6 +36,9 @@ def _run(fx: Any) -> list[Finding]:
         [fx.path], result_paths=fx.results, startup_margin=fx.margin,
         serving_container=fx.container,
     )
+    for text in fx.notes:
+        assert any(text in n for n in report.notes), f"{fx.path.name}: no note says {text!r}: " \
+            f"{report.notes}"
     return [f for f in report.findings if not fx.only or f.rule_id in fx.only]
 
 
@@ -110,3 +114,13 @@ def test_no_message_names_a_service_the_input_lacks(path: Path, k8s_fixture: Rea
         return
     said = [f.message for f in _run(fx) if SERVICE_WORD.search(f.message)]
     assert not said, f"{path.name} has no Service, yet: {said}"
+
+
+@pytest.mark.parametrize("path", [*POSITIVE, *NEGATIVE], ids=lambda p: p.stem)
+def test_no_message_prints_an_unset_value(path: Path, k8s_fixture: Reader) -> None:
+    """A field the input does not set is never shown as Python's None in a message."""
+    fx = k8s_fixture(path)
+    report = check_manifests([fx.path], result_paths=fx.results, startup_margin=fx.margin,
+                             serving_container=fx.container)
+    said = [f.message for f in report.findings if re.search(r"\bNone\b", f.message)]
+    assert not said, f"{path.name}: {said}"

@@ -112,6 +112,9 @@ def test_the_same_pod_spec_gives_the_same_findings(tmp_path: Path, kind: str) ->
     rules = {r for r, *_ in baseline}
     assert {"model-mount", "start-install", "probe-target", "security-context", "shm",
             "image-not-digest", "plaintext-secret", "priority"} <= rules
+    if kind == "InferenceService":  # KServe's webhook fills CPU and memory: a note instead
+        assert any(f[0] == "resources" for f in baseline)
+        baseline = {f for f in baseline if f[0] != "resources"}
     assert _findings(tmp_path, kind) == baseline
 
 

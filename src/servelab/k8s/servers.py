@@ -11,9 +11,8 @@ recognised (image repository, command) and when it is a GPU server:
   a GPU (any runtime that does is one, listed here for the documentation).
 
 An entry may also name the server's default download cache (TGI's ``/data``, NIM's
-``/opt/nim/.cache``): model-mount looks for a persistent volume there. It also says whether the
-server uses ``/dev/shm`` with a single GPU (``shm``: vLLM's worker processes, SGLang, Triton's
-Python backend), whether it answers health before any model is loaded and loads models on
+``/opt/nim/.cache``): model-mount looks for a persistent volume there. It also says whether it
+answers health before any model is loaded and loads models on
 first request (``lazy``: Ollama), and whether its model store must be writable because the
 server pulls into it (``store``: Ollama).
 
@@ -41,8 +40,6 @@ class Server(NamedTuple):
     gpu: str
     #: Where the server keeps its model download cache when no variable says (model-mount)
     cache: str = ""
-    #: Uses /dev/shm with a single GPU (worker processes share tensors through it)
-    shm: bool = False
     #: Answers health before loading any model, loads on first request (no load at start)
     lazy: bool = False
     #: Command-line flags only this server takes (recognised like its command)
@@ -57,15 +54,14 @@ ALWAYS, GPU_TAG, GPU_RESOURCES = "always", "gpu tag", "GPU resources"
 
 KNOWN_SERVERS: tuple[Server, ...] = (
     Server("vLLM", r"(^|/)vllm(-openai|-tpu)?$|(^|/)vllmserver(-gpu)?$|/lmcache/vllm-openai$",
-           ("vllm", "vllm.entrypoints.openai.api_server"), ALWAYS, shm=True,
+           ("vllm", "vllm.entrypoints.openai.api_server"), ALWAYS,
            flags=("--gpu-memory-utilization",)),
     Server("Text Generation Inference", r"(^|/)text-generation-inference$",
            ("text-generation-launcher",), ALWAYS, cache="/data"),
-    Server("NVIDIA Triton Inference Server", r"(^|/)tritonserver$", ("tritonserver",), ALWAYS,
-           shm=True),
+    Server("NVIDIA Triton Inference Server", r"(^|/)tritonserver$", ("tritonserver",), ALWAYS),
     Server("TensorRT-LLM", r"(^|/)(tensorrt-llm|tensorrt_llm|trtllm)[\w/-]*$",
            ("trtllm-serve", "trtllm-build"), ALWAYS),
-    Server("SGLang", r"(^|/)sglang$", ("sglang.launch_server",), ALWAYS, shm=True,
+    Server("SGLang", r"(^|/)sglang$", ("sglang.launch_server",), ALWAYS,
            flags=("--mem-fraction-static",)),
     Server("LMDeploy", r"(^|/)lmdeploy$", ("lmdeploy",), ALWAYS),
     Server("NVIDIA NIM", r"^nim/", (), ALWAYS, cache="/opt/nim/.cache"),
@@ -126,14 +122,27 @@ def gpu_server(image: str, argv: list[str]) -> Server | None:
 
 #: An image repository or tag that names a CPU build (vLLM's ``vllm-cpu-release-repo``,
 #: ``...:v0.8.5-cpu``, ``openvino``-style ``-cpu`` variants).
-CPU_BUILD = re.compile(r"(^|[-_./:])cpu([-_./]|$)", re.IGNORECASE)
+CPU_BUILD = re.compile(r"(^|[-_./:])cpu([-_./:]|$)", re.IGNORECASE)
 #: Pip arguments that install CPU-only torch wheels.
 CPU_WHEELS = re.compile(r"download\.pytorch\.org/whl/cpu|torch[=<>~!]=?[\w.]*\+cpu")
 #: Node labels that select nodes by CPU features (Node Feature Discovery) or CPU model.
 CPU_FEATURE_LABELS = ("feature.node.kubernetes.io/cpu-", "cpu-feature", "node.kubernetes.io/cpu")
 
 
-def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
+def own_build(image: str, argv: list[str]) -> bool:
+    """Whether *image* is a user's own build named after a server (``registry:5000/vllm``, a
+    repository with no publisher namespace) and its command names no server: its base, and so
+    whether it is a GPU build, is unknown."""
+    if not image:
+        return False
+    repo, _ = _repository(image)
+    words = {w.rsplit("/", 1)[-1] for w in argv}
+    named = any(words & set(s.commands) for s in KNOWN_SERVERS)
+    return "/" not in repo and not named
+
+
+def cpu_reason(image: str, argv: list[str], node_keys: list[str],
+               env: dict[str, str] | None = None) -> str | None:
     """Why a container that requests no GPU is a CPU server by design, or None when unknown.
 
     * an image whose repository or tag names a CPU build (``vllm-cpu``, ``-cpu``), or a
@@ -141,7 +150,8 @@ def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
     * a known server whose GPU build the image is not (a tag without -gpu/-cuda), or one that
       is CPU or GPU by configuration (Ollama, MLServer) and is given no GPU;
     * CPU-only torch wheels installed by its command;
-    * nodes chosen by CPU features (Node Feature Discovery's cpu-* labels).
+    * nodes chosen by CPU features (Node Feature Discovery's cpu-* labels);
+    * vLLM's CPU backend variables (``VLLM_CPU_KVCACHE_SPACE`` and the other VLLM_CPU_*).
     """
     repo, tag = _repository(image) if image else ("", None)
     if CPU_BUILD.search(f"{repo}:{tag or ''}"):
@@ -156,6 +166,9 @@ def cpu_reason(image: str, argv: list[str], node_keys: list[str]) -> str | None:
         return f"{server.name} runs on CPU when it is given no GPU"
     if server is not None and server.gpu == GPU_TAG and gpu_server(image, argv) is None:
         return f"{server.name}'s CPU build (the image tag names no GPU build)"
+    key = next((k for k in env or {} if k.startswith("VLLM_CPU_")), None)
+    if key is not None:
+        return f"its environment configures vLLM's CPU backend ({key})"
     if any(CPU_WHEELS.search(a) for a in argv):
         return "its command installs CPU-only torch wheels"
     key = next((k for k in node_keys if k.startswith(CPU_FEATURE_LABELS)), None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,7 @@ from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.rules.model_source import model_refs
 from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
-from servelab.k8s.servers import cpu_reason, gpu_server, known_server
+from servelab.k8s.servers import cpu_reason, gpu_server, own_build
 
 #: Node labels that name the GPU model.
 PRODUCT_KEYS = {
@@ -67,7 +68,10 @@ def _container_gpu(w: Workload, c: Container) -> Iterator[Finding]:
     Severity.ERROR,
     "the GPU resource is missing from limits, requested without a limit, or requests != limits",
     rationale="GPUs are extended resources: only limits schedule them, they cannot be "
-    "overcommitted, and a serving container without one runs on CPU or not at all.",
+    "overcommitted, and a serving container without one runs on CPU or not at all. Only a "
+    "known GPU server (or one measured on a GPU, or llama.cpp told to offload layers) is "
+    "reported for requesting none; CPU builds, other accelerators (Neuron, TPU, Gaudi, Intel "
+    "GPU) and servers whose GPU need is unknown get a report note.",
     fix="set resources.limits.nvidia.com/gpu (a whole number) on the serving container; if "
     "you also set requests, make them equal",
 )
@@ -85,10 +89,56 @@ def _node_keys(w: Workload) -> list[str]:
     return keys + [r.key for alt in node_alternatives(w) for r in alt]
 
 
+#: Accelerators other than */gpu resources: AWS Neuron, Google TPU, Intel Gaudi and Intel GPUs.
+ACCELERATOR = re.compile(r"^aws\.amazon\.com/neuron(core|device)?$|^google\.com/tpu$|"
+                         r"^habana\.ai/gaudi$|^gpu\.intel\.com/[\w.-]+$")
+#: llama.cpp's flags (and variable) that offload layers to the GPU.
+GPU_LAYER_FLAGS = {"--n-gpu-layers", "-ngl", "--gpu-layers"}
+
+
+def _accelerator(w: Workload, c: Container) -> str | None:
+    """Why the container runs on an accelerator that is not a */gpu resource, or None."""
+    for part in ("limits", "requests"):
+        name = next((str(n) for n in as_dict(c.resources.get(part)) if ACCELERATOR.match(str(n))),
+                    None)
+        if name is not None:
+            return f"it requests {name}"
+    key = next((k for k in c.env() if k.startswith("NEURON_")), None)
+    if key is not None:
+        return f"its environment configures AWS Neuron ({key})"
+    if w.obj.kind.startswith("Ray") and "neuron_cores" in json.dumps(w.obj.data, default=str):
+        return "its Ray resources name neuron_cores (AWS Neuron)"
+    return None
+
+
+def _gpu_layers(c: Container) -> str | None:
+    """llama.cpp's ``--n-gpu-layers N`` (or LLAMA_ARG_N_GPU_LAYERS) as written, when N > 0."""
+    words = _words(c)
+    for i, word in enumerate(words):
+        flag, _, value = word.partition("=")
+        if flag in GPU_LAYER_FLAGS:
+            n = as_int(value if value else (words[i + 1] if i + 1 < len(words) else ""))
+            if n is not None and n > 0:
+                return f"{flag} {n}"
+    n = as_int(c.env().get("LLAMA_ARG_N_GPU_LAYERS"))
+    return f"LLAMA_ARG_N_GPU_LAYERS={n}" if n is not None and n > 0 else None
+
+
+def _rpc(w: Workload, c: Container) -> str | None:
+    """Where llama.cpp's offloaded layers go when not to a local GPU: ``--rpc`` backends, or
+    the worker pods of a LeaderWorkerSet group (rpc-server workers)."""
+    if any(word.partition("=")[0] == "--rpc" for word in _words(c)):
+        return "--rpc"
+    size = as_int(as_dict(as_dict(w.obj.data.get("spec")).get("leaderWorkerTemplate")).get("size"))
+    if w.obj.kind == "LeaderWorkerSet" and size is not None and size > 1:
+        return f"the {size - 1} worker pod(s) of its LeaderWorkerSet group"
+    return None
+
+
 def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
-    """A serving container without a GPU: an error for a GPU server (a known one, or one the
-    experiment measured on a GPU), nothing for a CPU server by design, else an info."""
-    image, argv = str(c.data.get("image") or ""), c.argv()
+    """A serving container without a GPU: an error for a GPU server (a known one, one the
+    experiment measured on a GPU, or llama.cpp told to offload layers), nothing for a CPU
+    server by design or another accelerator, and a report note when the need is unknown."""
     at = (*c.path, "resources", "limits")
     said = f"the serving container {c.name!r} requests no GPU (no nvidia.com/gpu or other */gpu " \
            "resource in limits)"
@@ -97,20 +147,43 @@ def _no_gpu(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
         yield hit("gpu-limit", w, f"{said}: the experiment measured it on {measured}", at,
                   container=c)
         return
-    reason = cpu_reason(image, argv, _node_keys(w))
+    other = _accelerator(w, c)
+    if other is not None:
+        ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU but runs on another "
+                 f"accelerator ({other}): not reported")
+        return
+    layers = _gpu_layers(c)
+    rpc = _rpc(w, c) if layers is not None else None
+    if layers is not None and rpc is not None:
+        ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU; its {layers} "
+                 f"offloads to llama.cpp RPC backends ({rpc}), not a local GPU: not reported")
+        return
+    if layers is not None:
+        yield hit("gpu-limit", w, f"container {c.name!r} asks llama.cpp to offload layers to the "
+                  f"GPU ({layers}) but requests no GPU: the layers stay on the CPU, or the "
+                  "server fails to start", at, container=c, fix="set resources.limits."
+                  "nvidia.com/gpu, or drop the GPU-layers flag for a CPU server")
+        return
+    yield from _no_gpu_server(w, c, ctx, said)
+
+
+def _no_gpu_server(w: Workload, c: Container, ctx: Context, said: str) -> Iterator[Finding]:
+    image, argv = str(c.data.get("image") or ""), c.argv()
+    reason = cpu_reason(image, argv, _node_keys(w), c.env())
     if reason is not None:
         ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU and is a CPU server "
                  f"by design ({reason}): not reported")
         return
     server = gpu_server(image, argv)
-    if server is not None:
-        yield hit("gpu-limit", w, f"{said}: it runs {server.name}, a GPU server", at,
-                  container=c)
+    if server is not None and not own_build(image, argv):
+        yield hit("gpu-limit", w, f"{said}: it runs {server.name}, a GPU server",
+                  (*c.path, "resources", "limits"), container=c)
         return
-    yield hit("gpu-limit", w, f"{said}; whether it needs one is unknown (not a server servelab "
-              "knows, no GPU measured, no CPU-only build seen)", at, container=c,
-              severity=Severity.INFO, fix="if it serves on a GPU, set resources.limits."
-              "nvidia.com/gpu; if it is a CPU server, nothing to do")
+    why = (f"{server.name} in an image built on an unknown base" if server is not None else
+           "not a server servelab knows, no GPU measured, no CPU-only build seen")
+    ctx.note(f"gpu-limit: {w.ref}: container {c.name!r} requests no GPU; whether it needs one "
+             f"is unknown ({why}): not reported. If it serves on a GPU, set "
+             "resources.limits.nvidia.com/gpu")
 
 
 #: Values of NVIDIA_VISIBLE_DEVICES that show no GPU, or leave the choice to the device plugin.
@@ -339,52 +412,84 @@ def _shm_size(w: Workload, c: Container, i: int, mount: dict[str, Any]) -> Itera
               "limits.memory by the shared memory the server needs")
 
 
-#: Flags (and variables) that set tensor or pipeline parallelism: vLLM, SGLang, TGI, LMDeploy.
+#: Flags (and variables) that set tensor, pipeline or data parallelism: vLLM, SGLang, TGI, LMDeploy.
 PARALLEL_FLAGS = {"--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--pipeline-parallel-size",
                   "-pp", "--pp", "--pp-size", "--num-shard", "--data-parallel-size", "-dp",
                   "--dp-size"}
-PARALLEL_ENV = ("NUM_SHARD", "TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE")
+PARALLEL_ENV = ("NUM_SHARD", "TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE", "DATA_PARALLEL_SIZE")
+#: Where a Ray object keeps its worker groups.
+RAY_GROUPS = {"RayCluster": ("spec",), "RayService": ("spec", "rayClusterConfig"),
+              "RayJob": ("spec", "rayClusterSpec")}
+
+
+def _words(c: Container) -> list[str]:
+    return [x for a in c.argv() for x in a.split()]
 
 
 def _parallel(c: Container) -> str | None:
-    """``--tensor-parallel-size 2`` (or ``=2``, or NUM_SHARD=2) as written, when above 1."""
-    words = [x for a in c.argv() for x in a.split()]
+    """``--tensor-parallel-size 2`` (or ``=2``, NUM_SHARD=2, TGI's ``--sharded true``) as
+    written, when above 1."""
+    words = _words(c)
     for i, word in enumerate(words):
         flag, _, value = word.partition("=")
+        value = value or (words[i + 1] if i + 1 < len(words) else "")
+        if flag == "--sharded" and value.lower() == "true":
+            return "--sharded true"
         if flag in PARALLEL_FLAGS:
-            n = as_int(value if value else (words[i + 1] if i + 1 < len(words) else ""))
+            n = as_int(value)
             if n is not None and n > 1:
                 return f"{flag} {n}"
     env = c.env()
+    if env.get("SHARDED", "").lower() == "true":
+        return "SHARDED=true"
     return next((f"{k}={env[k]}" for k in PARALLEL_ENV if (as_int(env.get(k)) or 0) > 1), None)
 
 
+def _multi_node(w: Workload) -> str | None:
+    """A LeaderWorkerSet group of more than one pod, or a Ray cluster with worker groups."""
+    spec = as_dict(w.obj.data.get("spec"))
+    if w.obj.kind == "LeaderWorkerSet":
+        size = as_int(as_dict(spec.get("leaderWorkerTemplate")).get("size"))
+        return f"the LeaderWorkerSet group has {size} pods" if size is not None and size > 1 \
+            else None
+    where = RAY_GROUPS.get(w.obj.kind)
+    if where is None:
+        return None
+    cluster: Any = w.obj.data
+    for key in where:
+        cluster = as_dict(cluster).get(key)
+    if as_list(as_dict(cluster).get("workerGroupSpecs")):
+        return "the Ray cluster spans a head and worker nodes"
+    return None
+
+
 def shm_need(w: Workload, c: Container) -> str | None:
-    """Why the serving container needs more than the default /dev/shm, or None: tensor or
-    pipeline parallelism, more than one GPU, or a server known to use it with one GPU."""
+    """Why the serving container needs more than the default /dev/shm, or None: tensor,
+    pipeline or data parallelism, more than one GPU, or a multi-node LWS or Ray group. A
+    server on one GPU alone (vLLM, Triton, TGI) does not."""
     parallel = _parallel(c)
     if parallel is not None:
-        return (f"tensor or pipeline parallelism is on ({parallel}) and NCCL shares memory "
-                "through it")
+        return (f"parallelism is on ({parallel}) and NCCL or the server's processes share "
+                "memory through it")
     if c.gpu_count() > 1:
         return (f"the container has {c.gpu_count()} GPUs and NCCL shares memory between them "
                 "through it")
-    server = known_server(str(c.data.get("image") or ""), c.argv())
-    if server is not None and server.shm:
-        return f"it runs {server.name}, whose worker processes share memory through it"
+    group = _multi_node(w)
+    if group is not None:
+        return f"{group}, and NCCL and the processes on each node share memory through it"
     return None
 
 
 @rule(
     "shm",
-    Severity.WARNING,
-    "no memory-backed emptyDir at /dev/shm for a GPU inference server, or one larger than the "
-    "memory limit",
-    rationale="Containers get a 64 MB /dev/shm; multi-GPU NCCL (tensor or pipeline "
-    "parallelism, more than one GPU: an error) and servers that share tensors between worker "
-    "processes with one GPU too (vLLM, SGLang, Triton's Python backend: a warning) fail or "
-    "slow down with it. A single-GPU server not known to use it (Ollama, llama.cpp, TF "
-    "Serving, an unknown server) is not reported. "
+    Severity.ERROR,
+    "no memory-backed emptyDir at /dev/shm where NCCL or multi-process sharing is in play, or "
+    "one larger than the memory limit",
+    rationale="Containers get a 64 MB /dev/shm; NCCL and the processes of a parallel server "
+    "(tensor, pipeline or data parallelism above 1, TGI --sharded true, more than one GPU in "
+    "the limit, a multi-node LeaderWorkerSet or Ray group) fail or slow down with it. A server "
+    "on one GPU alone (vLLM, Triton, TGI, Ollama, llama.cpp, an unknown server) is not "
+    "reported: its default /dev/shm suffices for one process per GPU. "
     "Memory-backed /dev/shm counts against the container's memory limit: a sizeLimit above "
     "it is never reached, the container is OOM-killed first.",
     fix="add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}} and mount it at "
@@ -395,22 +500,21 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     if not w.is_gpu or w.pod.get("hostIPC") is True:
         return
     gpus = c.gpu_count()
-    if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx):
+    if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx) and (
+            _multi_node(w) is None):
         return  # a single-GPU job that loads no model (a CUDA test or benchmark)
     why = shm_need(w, c)
     if why is None:
         return
-    severity = None if why.startswith("it runs") else Severity.ERROR
     found = _shm_mount(c)
     if found is None:
         if not c.inherits("mounts"):
             yield hit("shm", w, f"no memory-backed volume at /dev/shm, but {why}: the 64 MB "
-                      "default breaks or slows it", (*c.path, "volumeMounts"), container=c,
-                      severity=severity)
+                      "default breaks or slows it", (*c.path, "volumeMounts"), container=c)
         return
     i, mount = found
     if as_dict(w.volume(mount.get("name")).get("emptyDir")).get("medium") != "Memory":
         yield hit("shm", w, f"volume {mount.get('name')!r} at /dev/shm is not an emptyDir with "
-                  "medium: Memory", (*c.path, "volumeMounts", i), container=c, severity=severity)
+                  "medium: Memory", (*c.path, "volumeMounts", i), container=c)
         return
     yield from _shm_size(w, c, i, mount)

@@ -323,8 +323,10 @@ def writable_store(w: Workload, c: Container) -> tuple[str, str] | None:
     return server.name, env.get(server.store_env) or server.store
 
 
-def _store(w: Workload, c: Container) -> Iterator[Finding]:
-    """A writable model store must outlive the pod, or every start pulls the models again."""
+def _store(w: Workload, c: Container, ctx: Context) -> None:
+    """A store the server pulls into, on an emptyDir or no volume, when nothing in the manifest
+    pulls at start (a pull at start is reported where it runs): users fill it at run time, so
+    losing it with the pod is a choice, not a download at every start. Said as a note."""
     found = writable_store(w, c)
     if found is None:
         return
@@ -334,11 +336,10 @@ def _store(w: Workload, c: Container) -> Iterator[Finding]:
         return
     where = (f"an emptyDir (volume {mount[1].get('name')!r})" if mount is not None else
              "no volume (the container's own filesystem)")
-    yield hit("model-mount", w, f"{name} pulls models into its store {path}, which is on "
-              f"{where}: every new pod pulls them again at start", (*c.path, "volumeMounts")
-              if mount is None else (*c.path, "volumeMounts", mount[0]), container=c,
-              fix=f"keep {path} on a PersistentVolumeClaim (mounted writable: {name} writes "
-              "into it), or bake the models into an image volume")
+    ctx.note(f"model-mount: {w.ref}: {name}'s model store {path} in container {c.name!r} is on "
+             f"{where}, but nothing in the manifest pulls at start (no pull in the command, a "
+             "postStart hook or an init container): models pulled at run time are lost with the "
+             "pod; not reported. Keep the store on a PersistentVolumeClaim to keep them")
 
 
 def _uri(w: Workload, ctx: Context) -> Iterator[Finding]:
@@ -385,7 +386,7 @@ def model_mount(w: Workload, ctx: Context) -> Iterator[Finding]:
     script = list(_script_downloads(w, w.serving, ctx))
     yield from script
     if not init and not script:  # a pull at start is already the finding
-        yield from _store(w, w.serving)
+        _store(w, w.serving, ctx)
     yield from _named(w, ctx, script=bool(script))
 
 

@@ -246,7 +246,9 @@ _WANTED = (
     rationale="Without requests the scheduler may pack the pod next to others that starve "
     "tokenization and batching; without a memory limit a leak or a large batch takes the node's "
     "memory (and the memory-backed /dev/shm counts against it). A missing CPU limit is only "
-    "info: some teams leave it out on purpose to avoid throttling.",
+    "info: some teams leave it out on purpose to avoid throttling. A KServe "
+    "InferenceService's container without CPU or memory gets KServe's defaults (1 CPU, 2Gi) "
+    "from its webhook: a report note names them, no finding.",
     fix="set resources.requests.cpu, requests.memory and limits.memory (and limits.cpu if "
     "you want throttling) on every container",
 )
@@ -256,11 +258,34 @@ def resources(w: Workload, ctx: Context) -> Iterator[Finding]:
     for c in (*w.containers, *w.init_containers):
         if c.inherits("resources"):
             continue
-        limits = as_dict(c.resources.get("limits"))
-        for section, name, severity in _WANTED:
-            have = as_dict(c.resources.get(section))
-            if name in have or (section == "requests" and name in limits):
-                continue  # a request defaults to the limit
+        missing = _missing_resources(c)
+        if missing and w.obj.kind == "InferenceService":
+            _kserve_defaults(w, c, missing, ctx)
+            continue
+        for section, name, severity in missing:
             yield hit("resources", w, f"{section}.{name} is not set",
                       (*c.path, "resources", section), container=c, severity=severity,
                       fix=f"set resources.{section}.{name}")
+
+
+def _missing_resources(c: Container) -> list[tuple[str, str, Severity]]:
+    limits = as_dict(c.resources.get("limits"))
+    return [(section, name, severity) for section, name, severity in _WANTED
+            if name not in as_dict(c.resources.get(section))
+            and not (section == "requests" and name in limits)]  # a request defaults to the limit
+
+
+#: What KServe's InferenceService webhook sets where a predictor's container leaves it out
+#: (the inferenceservice-config ConfigMap's resource defaults, KServe's built-in values).
+KSERVE_DEFAULTS = {"cpu": "1", "memory": "2Gi"}
+
+
+def _kserve_defaults(w: Workload, c: Container, missing: list[tuple[str, str, Severity]],
+                     ctx: Context) -> None:
+    """An InferenceService's container without CPU or memory is not unset: KServe's webhook
+    fills them from its defaults. Said once per container, as a note that names them."""
+    fields = ", ".join(f"{section}.{name}={KSERVE_DEFAULTS[name]}"
+                       for section, name, _ in missing)
+    ctx.note(f"resources: {w.ref}: container {c.name!r} leaves CPU/memory to KServe: its webhook "
+             f"sets the inferenceservice-config ConfigMap's defaults ({fields} unless the "
+             "cluster changed them): not reported; set them if the model needs more than 2Gi")

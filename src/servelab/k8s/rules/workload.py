@@ -143,24 +143,33 @@ def priority(w: Workload, ctx: Context) -> Iterator[Finding]:
                   severity=Severity.ERROR, fix="fix the name, or add the PriorityClass")
 
 
-def _rolling(w: Workload, ctx: Context, strategy: dict[str, Any]) -> Iterator[Finding]:
-    count = replicas(w, ctx).low
+def _zero(value: Any) -> bool:
+    """Whether an int-or-percent is written as zero (``0``, ``"0%"``)."""
+    return scaled(value, 100, round_up=False) == 0
+
+
+def _rolling(w: Workload, ctx: Context, strategy: dict[str, Any], count: int) -> Iterator[Finding]:
     ru = as_dict(strategy.get("rollingUpdate"))
     base = ("spec", "strategy", "rollingUpdate")
-    unavailable = scaled(ru.get("maxUnavailable", "25%"), count, round_up=False)
-    surge = scaled(ru.get("maxSurge", "25%"), count, round_up=True)
+    max_unavailable, max_surge = ru.get("maxUnavailable", "25%"), ru.get("maxSurge", "25%")
+    if _zero(max_unavailable) and _zero(max_surge):
+        yield hit("rollout", w, f"maxUnavailable {max_unavailable} and maxSurge {max_surge} are "
+                  "both 0: the rollout cannot progress (Kubernetes rejects it)", base,
+                  severity=Severity.ERROR)
+        return
+    unavailable = scaled(max_unavailable, count, round_up=False)
+    surge = scaled(max_surge, count, round_up=True)
+    if unavailable == 0 and surge == 0:
+        unavailable = 1  # both round to 0: the Deployment controller lets one pod go
     if unavailable is not None and unavailable >= count:
-        yield hit("rollout", w, f"maxUnavailable {ru.get('maxUnavailable')} with {count} "
-                  "replica(s): a rollout stops every old pod before a new one is ready, an outage "
-                  "as long as the model load", (*base, "maxUnavailable"),
+        yield hit("rollout", w, f"maxUnavailable {max_unavailable} with {count} replica(s): a "
+                  "rollout stops every old pod before a new one is ready, an outage as long as "
+                  "the model load", (*base, "maxUnavailable") if "maxUnavailable" in ru else base,
                   fix="set maxUnavailable: 0 and maxSurge: 1 (with a free GPU), or run more "
                   "replicas")
-    if unavailable == 0 and surge == 0:
-        yield hit("rollout", w, "maxUnavailable and maxSurge are both 0: the rollout cannot "
-                  "progress (Kubernetes rejects it)", base, severity=Severity.ERROR)
-    elif surge and w.is_gpu:
+    if surge and w.is_gpu:
         gpus = w.serving.gpu_count() or 1
-        yield hit("rollout", w, f"maxSurge {ru.get('maxSurge', '25%')} starts {surge} extra pod(s) "
+        yield hit("rollout", w, f"maxSurge {max_surge} starts {surge} extra pod(s) "
                   f"during a rollout, each needing {gpus} free GPU(s): without spare GPU "
                   "capacity the new pod stays Pending and the rollout stalls",
                   (*base, "maxSurge"), severity=Severity.INFO,
@@ -182,6 +191,11 @@ def rollout(w: Workload, ctx: Context) -> Iterator[Finding]:
     if w.kind != "Deployment":
         return
     strategy = as_dict(w.spec.get("strategy"))
+    count = replicas(w, ctx).low
+    if count == 0:
+        ctx.note(f"rollout: {w.ref}: scaled to zero (replicas: 0): a rollout stops no serving "
+                 "pod, its strategy is not judged")
+        return
     if strategy.get("type", "RollingUpdate") == "Recreate":
         worst = ctx.measured.worst_startup_s if ctx.measured else None
         said = f" (measured: up to {worst:g}s)" if worst is not None else ""
@@ -191,7 +205,7 @@ def rollout(w: Workload, ctx: Context) -> Iterator[Finding]:
         yield hit("rollout", w, f"strategy Recreate stops every pod before starting new ones: an "
                   f"outage as long as {load}{said}", ("spec", "strategy", "type"))
         return
-    yield from _rolling(w, ctx, strategy)
+    yield from _rolling(w, ctx, strategy, count)
 
 
 def _service_ports(w: Workload, svc: K8sObject) -> Iterator[tuple[int, Any, int | None]]:
