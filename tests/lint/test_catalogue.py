@@ -230,3 +230,29 @@ def test_a_start_command_it_cannot_read_is_a_note_on_the_report_not_a_finding(
     assert not [f for f in quiet.findings if f.rule_id == "startup-download"]
     assert quiet.verdict() in (VERDICT_PARTLY, "findings")
     assert any("EXTRA_SETUP" in n.what for n in quiet.coverage)
+
+
+def test_an_env_model_the_build_fetches_is_not_a_start_download(tmp_path: Path) -> None:
+    """ENV names a hub id and a RUN fetches that id into the image at build: the server
+    finds it in the cache (weights-baked says the weights are in the image), so the ENV is
+    no start download; the same Dockerfile without the RUN is one (a warning)."""
+    from servelab.lint import LintConfig, lint_paths
+
+    base = ("FROM 127.0.0.1:5000/servelab/python-base:bookworm@sha256:"
+            "adcc27ecb800aee308f373f63e9801816ea75a459df513d4ce2728d210f7e0e1\n"
+            "ENV WHISPER_MODEL=acme-speech/whisper-small-int8 HF_HOME=/srv/hf\n")
+    fetch = ('RUN python3 -c "from huggingface_hub import snapshot_download; '
+             "snapshot_download('acme-speech/whisper-small-int8')\"\n")
+    tail = 'USER 10001\nEXPOSE 8000\nCMD ["uvicorn", "main:app", "--port", "8000"]\n'
+
+    def rules(text: str) -> list[tuple[str, str]]:
+        df = tmp_path / "Dockerfile"
+        df.write_text(text)
+        report = lint_paths([df], config=LintConfig(), hadolint=False)
+        return [(f.rule_id, f.severity.value) for f in report.findings
+                if f.rule_id in ("startup-download", "weights-baked")]
+
+    assert ("startup-download", "warning") in rules(base + tail)
+    built = rules(base + fetch + tail)
+    assert not [r for r in built if r[0] == "startup-download"]
+    assert [r for r in built if r[0] == "weights-baked"]

@@ -317,6 +317,11 @@ def offline(env: Mapping[str, str]) -> bool:
     return any(env.get(k, "").lower() in _TRUE for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
+def script_offline(text: str) -> bool:
+    """Whether *text* (a start command or script) sets HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE."""
+    return _script_offline(text)
+
+
 def _script_offline(text: str) -> bool:
     return (
         re.search(r"\b(HF_HUB_OFFLINE|TRANSFORMERS_OFFLINE)=[\"']?(1|true|yes|on)\b", text, re.I)
@@ -367,11 +372,45 @@ def model_args(cmd: SimpleCommand) -> list[str]:
 
 
 def _hub_ids(cmd: SimpleCommand, env: Mapping[str, str]) -> list[str]:
-    values = []
-    for x in model_args(cmd):
-        m = _VAR.match(x)
-        values.append(env.get(m.group(1), "") if m else x)
-    return [x for x in values if _hub_id(x)]
+    return [x for x in (expand_value(a, env) for a in model_args(cmd)) if _hub_id(x)]
+
+
+def expand_value(word: str, env: Mapping[str, str]) -> str:
+    """*word* as the shell gives it: ``$V``, ``${V}`` and every ``${V:-default}``-style
+    operator (BuildKit's lexer, the shell's rules for these forms); "" when it names a
+    variable nobody sets, or cannot be expanded."""
+    if "$" not in word:
+        return word
+    m = _VAR.match(word)
+    if m:
+        return env.get(m.group(1), "")
+    from servelab.lint.words import process_word
+
+    done = process_word(word, env.get)
+    return "" if done.error else done.value
+
+
+#: vLLM's option that names where it downloads the weights it is given
+_DOWNLOAD_DIR = frozenset({"--download-dir", "--download_dir"})
+
+
+def _download_dir_problem(cmd: SimpleCommand, env: Mapping[str, str]) -> StartProblem | None:
+    """A server told where to download its model (``--download-dir DIR``) whose model comes
+    from a variable the image does not set: the deployer's hub id is downloaded at start."""
+    args = cmd.argv[1:]
+    where = next((a.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
+                  for i, a in enumerate(args) if a.partition("=")[0] in _DOWNLOAD_DIR), None)
+    unset = [a for a in model_args(cmd) if "$" in a and not expand_value(a, env)]
+    if where is None or not unset:
+        return None
+    return StartProblem(f"passes its model from `{shown(unset[0])}` (not set in the image) with "
+                        f"`--download-dir {shown(where)}`: the hub model is downloaded there at "
+                        "start", unset[0], cmd.line)
+
+
+def is_hub_id(value: str) -> bool:
+    """Whether *value* is a model id the hub serves (``org/name``), not a local path."""
+    return _hub_id(value)
 
 
 def _hub_id(value: str) -> bool:
@@ -445,6 +484,9 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
             continue
         if is_offline or offline(cmd.env):
             continue
+        told = _download_dir_problem(cmd, {**env, **cmd.env})
+        if told is not None:
+            out.append(told)
         for model in _hub_ids(cmd, {**env, **cmd.env}):
             out.append(
                 StartProblem(

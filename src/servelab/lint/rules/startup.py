@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from servelab.findings import Severity
@@ -9,6 +10,7 @@ from servelab.lint import downloads, follow, shell
 from servelab.lint.catalogue import FIRST_START
 from servelab.lint.coverage import CoverageNote
 from servelab.lint.image import StageState
+from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction
 
 from . import RULES, Context, Hit
@@ -63,6 +65,36 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
             yield from _app_hits(ctx, app, _attribute(token, primary, state))
         if not apps:
             yield from _missing_scripts(ctx, text, primary, state)
+    if not any(downloads.script_offline(text) for _primary, text in texts):
+        yield from _env_models(ctx, state, texts[0][0], "\n".join(t for _p, t in texts))
+
+
+#: ENV names that hold the model a server loads (WHISPER__MODEL, MODEL_ID, HF_MODEL_NAME...);
+#: not the name the server answers to (SERVED_MODEL_NAME) nor an alias
+_MODEL_ENV = LazyPattern(r"MODEL(?:_?ID|_?NAME|_?REPO|_?PATH)?$")
+_LABEL_ENV = LazyPattern(r"SERVED|ALIAS|DISPLAY|LABEL")
+
+
+def _env_models(ctx: Context, state: StageState, start: Instruction,
+                start_text: str) -> Iterator[Hit]:
+    """An ENV of the final image that names a hub model id (``WHISPER_MODEL=org/name``) for
+    the server it starts, with HF_HUB_OFFLINE unset and nothing in the build that fetches or
+    copies that id or reads that variable: the server downloads it at start. A variable the
+    start command itself uses is judged there (what it passes, offline or not). A warning:
+    servelab sees the name, not the server's code that reads it."""
+    if downloads.offline(state.env):
+        return
+    built = " ".join(i.original for i in ctx.df.instructions if i.cmd in {"RUN", "COPY", "ADD"})
+    for name, value in state.env.items():
+        if (_MODEL_ENV.search(name.upper()) and not _LABEL_ENV.search(name.upper())
+                and downloads.is_hub_id(value) and value not in built and name not in built
+                and not re.search(rf"\$\{{?{name}\b", start_text)):
+            yield Hit("startup-download", start.line,
+                      f"ENV {name} names the hub model {value!r} and nothing in the build "
+                      f"fetches or copies it: the server the {start.cmd} starts downloads it "
+                      "at start (HF_HUB_OFFLINE unset)", severity=Severity.WARNING,
+                      fix="download it at build time into the image's cache or mount it "
+                      "read-only, and set HF_HUB_OFFLINE=1")
 
 
 def _problem_hit(ctx: Context, ins: Instruction, who: str, p: downloads.StartProblem,
