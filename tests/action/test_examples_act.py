@@ -219,7 +219,9 @@ def test_scheduled_rebuild_carries_its_history_then_checks_a_release_record(
     assert len(entries) == 3 and len(rows) == 3
     assert rows[0].startswith("| ◆ ") and not any(r.startswith("| ◆ ") for r in rows[1:])
     change = next(x for x in trend.splitlines() if x.startswith("- ") and "treatment" in x)
-    assert "inputs changed: " in change and "commit" in change and "context_sha256" in change
+    plain = re.sub(r"\\(.)", r"\1", change)  # the Markdown's backslash escapes, as shown
+    assert "inputs changed: " in plain and "commit" in plain and "context_sha256" in plain
+    assert "inputs unknown" not in plain, plain  # no build args recorded is known: "(none)"
     shown = third.log.split("Summary - ## servelab history: ", 1)[1]  # the job summary
     assert len(_trend_rows(shown.split("### Digest changes", 1)[0])) == 3
     assert "xychart-beta" in third.log

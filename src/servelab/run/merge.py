@@ -170,8 +170,7 @@ def _builder(r: dict[str, Any]) -> str | None:
 #: equal digest depends on (base image, builder, engine) and what the scan depended on.
 RECORDED: dict[str, Any] = {
     **{f: (lambda r, f=f: _get(r, "inputs", f)) for f in INPUT_FIELDS},
-    "build_args": lambda r: ", ".join(
-        f"{k}={v}" for k, v in sorted((_get(r, "inputs", "build_args") or {}).items())) or None,
+    "build_args": lambda r: _build_args(_get(r, "inputs", "build_args")),
     "base_digest": _base_digests,
     "builder": _builder,
     "engine": lambda r: _get(r, "environment", "engine", "version"),
@@ -179,6 +178,14 @@ RECORDED: dict[str, Any] = {
     "trivy": lambda r: _get(r, "environment", "trivy", "version"),
     "trivy_db": lambda r: _get(r, "environment", "trivy", "db_updated_at"),
 }
+
+
+def _build_args(args: Any) -> str | None:
+    """A result's build arguments as one value: "(none)" when it recorded that there were
+    none (known, and equal to another run's none), None when it did not record them."""
+    if not isinstance(args, dict):
+        return None
+    return ", ".join(f"{k}={v}" for k, v in sorted(args.items())) or "(none)"
 
 
 #: The recorded inputs an image digest depends on; the others (model, request, scanner and
