@@ -136,8 +136,8 @@ def _quiet(what: str, fn: Callable[[], Any], errors: list[str]) -> None:
     try:
         fn()
     except Exception as e:
-        if type(e).__name__ == "NotFound":
-            return
+        if any(c.__name__ == "NotFound" for c in type(e).__mro__):
+            return  # already gone (the SDK's ImageNotFound is a NotFound): nothing to say
         msg = f"could not remove {what}: {str(e).splitlines()[0][:200] if str(e) else e!r}"
         log.warning("%s", msg)
         errors.append(msg)

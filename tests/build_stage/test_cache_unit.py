@@ -57,3 +57,15 @@ def test_a_build_owns_its_steps_and_its_context_only() -> None:
     assert not owned("[2/5] COPY other/ /x", STEPS)  # another build's step
     assert not owned("mount / from exec /bin/sh -c make all", STEPS)
     assert not owned("cached mount /root/.cache/pip from exec /bin/sh -c pip install", STEPS)
+
+
+def test_a_base_images_records_are_never_a_builds_own() -> None:
+    """Another build on the same base may be using them at that moment (a concurrent prune
+    of the FROM record failed the other build's export): never pruned, even when the step
+    is this build's own."""
+    steps = [*STEPS, "[1/5] FROM 127.0.0.1:5000/servelab/python-base@sha256:" + "0" * 64]
+    assert not owned(steps[-1], steps)
+    assert not owned("pulled from 127.0.0.1:5000/servelab/python-base@sha256:" + "0" * 64,
+                     steps)
+    assert not owned("[internal] load build definition from Dockerfile", steps)
+    assert owned(STEPS[1], steps)  # its own COPY still is

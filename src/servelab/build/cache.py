@@ -15,8 +15,10 @@ one of the build's own steps
 ``mount / from exec ... <its command>``), pruned with one ``docker buildx prune --filter
 id=^(a|b|...)$`` (buildx turns an ``id`` filter into BuildKit's regular-expression match).
 Records that were there before (the user's own cache), cache mounts (``RUN
---mount=type=cache``: kept on purpose) and the steps of other builds running at the same time
-are never named. The context transfer (``local source for context``: one record per context
+--mount=type=cache``: kept on purpose), the base image's layers (a ``FROM`` step: another
+build on the same base may be using them at that moment, which failed its export) and the
+steps of other builds running at the same time are never named. The context transfer
+(``local source for context``: one record per context
 directory, reused and updated by the next build of it, so it does not grow with the repeats)
 is left alone: every build's transfer is described alike, and pruning another build's while it
 exports fails that build ("failed to solve: not found"); docs/run.md, "Disk".
@@ -73,8 +75,16 @@ def parse_records(text: str) -> dict[str, str]:
     return out
 
 
+#: records another build may be using at the same moment: the base image's layers (a
+#: ``FROM`` step, a pulled image) and BuildKit's internal loads; never pruned by a build
+_SHARED = re.compile(r"^(\[[^\]]*\] FROM |FROM |pulled from |\[internal\] )")
+
+
 def owned(description: str, steps: list[str]) -> bool:
-    """Whether a record described so was made by a build whose steps are *steps*."""
+    """Whether a record described so was made by a build whose steps are *steps* (and only
+    by it: a base image's layers are shared with every build on it, :data:`_SHARED`)."""
+    if _SHARED.match(description):
+        return False
     if description in steps:
         return True
     if description.startswith("mount / from exec "):
