@@ -257,7 +257,7 @@ def build_weight_downloads(text: str) -> list[str]:
                 if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u):
                     out.append(f"{cmd.name} {u}")
         elif cmd.name in _BUILD_MODEL_TOOLS:
-            out += [f"{cmd.name} {x}" for x in model_args(cmd) if _hub_id(x)][:1]
+            out += [f"{cmd.name} {x}" for x in model_args(cmd) if is_hub_id(x)][:1]
         elif cmd.name in _BUILD_FETCHERS:
             out.append(cmd.name)
         elif (found := catalogue.command_form(cmd.argv)) and catalogue.is_cloud_copy(found[1]):
@@ -319,10 +319,6 @@ def offline(env: Mapping[str, str]) -> bool:
 
 def script_offline(text: str) -> bool:
     """Whether *text* (a start command or script) sets HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE."""
-    return _script_offline(text)
-
-
-def _script_offline(text: str) -> bool:
     return (
         re.search(r"\b(HF_HUB_OFFLINE|TRANSFORMERS_OFFLINE)=[\"']?(1|true|yes|on)\b", text, re.I)
         is not None
@@ -372,7 +368,7 @@ def model_args(cmd: SimpleCommand) -> list[str]:
 
 
 def _hub_ids(cmd: SimpleCommand, env: Mapping[str, str]) -> list[str]:
-    return [x for x in (expand_value(a, env) for a in model_args(cmd)) if _hub_id(x)]
+    return [x for x in (expand_value(a, env) for a in model_args(cmd)) if is_hub_id(x)]
 
 
 def expand_value(word: str, env: Mapping[str, str]) -> str:
@@ -409,11 +405,6 @@ def _download_dir_problem(cmd: SimpleCommand, env: Mapping[str, str]) -> StartPr
 
 
 def is_hub_id(value: str) -> bool:
-    """Whether *value* is a model id the hub serves (``org/name``), not a local path."""
-    return _hub_id(value)
-
-
-def _hub_id(value: str) -> bool:
     """``org/name`` (``HF://org/name`` as MLC writes it, ``org/name:quant`` as llama.cpp's
     ``-hf`` takes it) and not a relative path (``models/x.gguf``, ``weights/llama``)."""
     if value[:5].lower() == "hf://":
@@ -466,7 +457,7 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
     *env* is the image's ENV (with ``HF_HUB_OFFLINE=1`` hub model ids are local).
     """
     out: list[StartProblem] = []
-    is_offline = offline(env) or _script_offline(text)
+    is_offline = offline(env) or script_offline(text)
     for cmd in commands(text, env=env):
         if cmd.argv[0] == UNREAD:
             out.append(StartProblem(f"runs `{shown(cmd.argv[1])}`, whose command is not "

@@ -31,15 +31,12 @@ def unknown_build_inputs(r: dict[str, Any]) -> list[str]:
     return [k for k in DECISIVE_INPUTS if not isinstance(i.get(k), str) or not i.get(k)]
 
 
-def input_key(r: dict[str, Any], row: int = 0) -> tuple[Any, ...]:
-    """What must be equal for two builds to be expected to give the same digest. A result
-    whose decisive inputs are unknown gets a key of its own (its *row*): an unknown is never
-    equal to anything, another unknown included."""
+def input_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    """What must be equal for two builds to be expected to give the same digest."""
     i = r.get("inputs", {})
-    own = ("unknown inputs", row) if unknown_build_inputs(r) else ()
     return (r.get("arm"), _get(r, "experiment", "spec_hash"), i.get("dockerfile_sha256"),
             i.get("context_sha256"), tuple(sorted((i.get("build_args") or {}).items())),
-            i.get("source_date_epoch"), i.get("commit"), *own)
+            i.get("source_date_epoch"), i.get("commit"))
 
 
 def _where(r: dict[str, Any], source: Path) -> str:
@@ -54,15 +51,19 @@ def merge_runs(paths: list[Path]) -> Merged:
     unless another group already shows different digests (exit 1)."""
     rows: list[tuple[dict[str, Any], Path]] = [
         (r, p) for p in paths for r in results.load_results(p)]
-    groups: dict[tuple[Any, ...], tuple[dict[str, set[str]], set[str]]] = {}
+    # a result whose decisive inputs are unknown gets a group of its own (keyed by its row):
+    # an unknown is never equal to anything, another unknown included
+    groups: dict[tuple[Any, ...], tuple[dict[str, set[str]], set[str], bool]] = {}
     for n, (r, p) in enumerate(rows):
-        digests, missing = groups.setdefault(input_key(r, n), ({}, set()))
+        unknown = bool(unknown_build_inputs(r))
+        key = (*input_key(r), n) if unknown else input_key(r)
+        digests, missing, _ = groups.setdefault(key, ({}, set(), unknown))
         digest = _get(r, "image", "digest")
         if isinstance(digest, str) and digest:
             digests.setdefault(digest, set()).add(_where(r, p))
         else:
             missing.add(_where(r, p))
-    table = [_group(key, digests, missing) for key, (digests, missing) in groups.items()]
+    table = [_group(key, *group) for key, group in groups.items()]
     verdicts = {g["verdict"] for g in table}
     # one group with two digests proves "not reproducible" whatever else is missing; "same"
     # needs every group to have a digest from every runner
@@ -87,10 +88,10 @@ def _unknown_inputs_note(g: dict[str, Any]) -> str:
             "(unknown inputs are never the same as another runner's)")
 
 
-def _group(key: tuple[Any, ...], digests: dict[str, set[str]], missing: set[str]
-           ) -> dict[str, Any]:
-    """One group of equal inputs: its digests, the runners that gave none, its verdict."""
-    unknown = len(key) > 7  # its decisive inputs were not recorded: matched with nothing
+def _group(key: tuple[Any, ...], digests: dict[str, set[str]], missing: set[str],
+           unknown: bool) -> dict[str, Any]:
+    """One group of equal inputs: its digests, the runners that gave none, its verdict; a
+    group of *unknown* inputs (one result that recorded none) is never "same digest"."""
     verdict = ("different digests" if len(digests) > 1
                else "not comparable" if missing or not digests or unknown else "same digest")
     return {"arm": key[0], "spec_hash": key[1], "commit": key[6], "source_date_epoch": key[5],
