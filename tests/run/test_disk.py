@@ -91,6 +91,21 @@ def test_one_filesystem_sums_its_paths(tmp_path: Path) -> None:
     assert need.bytes == 10**9 + 4 * 10**8 + 2 * 4 * 10**8
 
 
+def test_one_copy_of_the_image_is_unpacked_at_a_time(tmp_path: Path) -> None:
+    """The engine's copy is out while the private node pulls, and back (pulled with the base
+    held) once the node's root is gone: never both at once."""
+    u, c = 10**9, 4 * 10**8
+    plan = diskplan.Plan(u, c, "estimate", {"engine": tmp_path}, arms=1, cold=True, keep=False,
+                         build=True, context=3 * 10**8)
+    held = {phase: {lbl: sum(b for l2, b, _ in parts if l2 == lbl) for lbl, _, _ in parts}
+            for phase, parts in diskplan.phases(plan).items()}
+    assert held["cold pull"]["engine"] == 3 * 10**8  # the context's transfer only
+    assert held["cold pull"]["tmp"] == u + c
+    assert held["warm-base pull"]["engine"] == u + c + 3 * 10**8
+    assert "tmp" not in held["warm-base pull"]
+    assert held["build"]["engine"] == 2.8 * u + 3 * 10**8
+
+
 @pytest.mark.docker
 def test_run_refuses_before_building_on_a_small_out(tmp_path: Path, small_fs: Path) -> None:
     spec = _spec(tmp_path, "FROM scratch\nCOPY wheels /wheels\n", {"wheels": 2 * 10**9})
@@ -132,3 +147,23 @@ def test_build_cache_is_pruned_once_the_record_is_written(tmp_path: Path,
     rec = json.loads((tmp_path / "out" / "treatment" / "repeat-1" / "build.json").read_text())
     assert rec["cache"]["records"] >= 1 and rec["cache"]["left"] == 0
     assert token not in _cache_descriptions()
+
+
+@pytest.mark.docker
+def test_the_runs_context_transfers_go_at_its_end(tmp_path: Path, base_image: str) -> None:
+    """BuildKit keeps a context's transfer (the context's size, 4 GB for a vLLM wheelhouse)
+    between the run's repeats; once the run's builds are done it goes too."""
+    from servelab.build.cache import cache_records
+
+    spec = _spec(tmp_path, f"FROM {base_image}\nCOPY blob /blob\n", {"blob": 3 * 10**6})
+    before = cache_records([])
+    assert before is not None
+    proc = _run([str(spec), "--out", str(tmp_path / "out"), "--stages", "build"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = cache_records([])
+    assert after is not None
+    new = {i: d for i, d in after.items() if i not in before}
+    assert [d for d in new.values() if d.startswith("local source for ")] == []
+    # and each repeat's own records went when its record was written
+    rec = json.loads((tmp_path / "out" / "treatment" / "repeat-2" / "build.json").read_text())
+    assert rec["cache"]["left"] == 0

@@ -197,8 +197,17 @@ def probe_mtime(archive: Path, name: str = "probe.txt") -> int | None:
     return None
 
 
+#: the probe's one step as BuildKit describes its cache record
+PROBE_STEP = "[1/1] COPY probe.txt /probe.txt"
+
+
 def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
-    """Whether *builder* (None: the current one) exports OCI with rewritten timestamps."""
+    """Whether *builder* (None: the current one) exports OCI with rewritten timestamps. The
+    probe's own cache record goes afterwards, as a build's does (:mod:`servelab.build.cache`)."""
+    from servelab.build import cache
+
+    args = ["--builder", builder] if builder else []
+    before = cache.cache_ids(args) if run is proc.run else None
     tmp = Path(tempfile.mkdtemp(prefix="servelab-probe-"))
     try:
         ctx = _write_probe_context(tmp)
@@ -217,6 +226,8 @@ def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
         return ProbeResult(True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if before is not None:
+            cache.prune_new(before, args, [PROBE_STEP])
 
 
 _FACTS: dict[str | None, BuilderFacts] = {}

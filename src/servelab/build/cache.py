@@ -20,8 +20,10 @@ build on the same base may be using them at that moment, which failed its export
 steps of other builds running at the same time are never named. The context transfer
 (``local source for context``: one record per context
 directory, reused and updated by the next build of it, so it does not grow with the repeats)
-is left alone: every build's transfer is described alike, and pruning another build's while it
-exports fails that build ("failed to solve: not found"); docs/run.md, "Disk".
+is left alone by each build: every build's transfer is described alike, and pruning another
+build's while it exports fails that build ("failed to solve: not found"). The run prunes the
+transfers that appeared during it once its last build is done (:func:`prune_transfers`);
+docs/run.md, "Disk".
 """
 
 from __future__ import annotations
@@ -140,6 +142,25 @@ def prune_ids(ids: set[str], builder_args: list[str]) -> Pruned:
         done.records += len(parse_ids(res.stdout) & set(chunk))
         done.bytes_freed += parse_total(res.stdout)
     return done
+
+
+#: a context transfer's record: one per directory a build sent (``context``, ``dockerfile``)
+_TRANSFER = re.compile(r"^local source for ")
+
+
+def prune_transfers(before: set[str] | None, builder_args: list[str]) -> Pruned:
+    """At the end of a run's builds: the context transfers that appeared since *before* (the
+    records before its first build). They are kept between its repeats (the next build of the
+    same directory sends only what changed) and went nowhere after the run: a 4 GB context
+    left 4 GB in the engine. Records still in use (another build sending right now) are
+    skipped by BuildKit itself."""
+    if os.environ.get(KEEP_ENV) == "1" or before is None:
+        return Pruned()
+    now = cache_records(builder_args)
+    if now is None:
+        return Pruned(notes=["context transfers not pruned: the records could not be listed"])
+    return prune_ids({i for i, d in now.items() if i not in before and _TRANSFER.match(d)},
+                     builder_args)
 
 
 def prune_new(before: set[str] | None, builder_args: list[str], steps: list[str]) -> Pruned:

@@ -495,6 +495,9 @@ class Builds:
         self._shaper = export.Shaper(store_dir)
         #: the step names BuildKit reported for the build under way (build.cache)
         self._steps: list[str] = []
+        #: the builder's records before this run's first build (its transfers go at the end)
+        self._before_run: set[str] | None = None
+        self._built = False
 
     def __enter__(self) -> Builds:
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -526,6 +529,8 @@ class Builds:
             save_sizes(self._sizes)
             if self._client is not None:
                 self._client.close()
+            if self._built and self.facts is not None:
+                cache.prune_transfers(self._before_run, self.facts.builder_args())
         finally:
             self._stack.close()
 
@@ -545,16 +550,20 @@ class Builds:
         self._check_disk()
         tmp = self.store_dir / f".partial-{arm.name}-{repeat}-{os.getpid()}.oci.tar"
         before = cache.cache_ids(self.facts.builder_args())
+        if not self._built:
+            self._before_run, self._built = before, True
         self._steps = []
         pruned: cache.Pruned | None = None
         try:
             build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
                                    rewrite_timestamp=rewrite_timestamp, repeat=repeat)
+            # the image is in the archive now: BuildKit's copy (U + C) goes before the
+            # re-gzip and the load add theirs (docs/run.md, "Disk")
+            pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
             shaped = self._shape(tmp)
             archive = shaped.archive
             platforms, index, todo = read_archive(archive, self._sizes)
             ref, image_id, load_s, loaded = self._load_counting(arm, archive, platforms, todo)
-            pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
         finally:
             tmp.unlink(missing_ok=True)
             if pruned is None:  # the build failed or was interrupted: its cache goes too

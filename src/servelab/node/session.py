@@ -175,10 +175,16 @@ class NodeStarts:
         held = [*bases, *self.settings.node_has]
         node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases),
                          cold_fallback=self.cold_fallback)
-        node.cold = self._cold(img, start, node)
-        if node.cold_start is None and node.cold_start_skipped is None:
-            node.cold_start_skipped = (no_start or "no start spec given")
-        node.lazy = self._lazy(img, start, node, no_start)
+        name = self._out_of_engine(image, img)
+        try:
+            node.cold = self._cold(img, start, node)
+            if node.cold_start is None and node.cold_start_skipped is None:
+                node.cold_start_skipped = (no_start or "no start spec given")
+            node.lazy = self._lazy(img, start, node, no_start)
+        except Exception:
+            if name is not None:  # not on Ctrl-C/SIGTERM: the run ends
+                self._bring_back([(name, img.ref)])
+            raise
         node.warm = self._warm_base(img, image, held, node.notes)
         self.arms[arm] = img
         return node
@@ -360,6 +366,20 @@ class NodeStarts:
         self._in_engine[img.manifest.digest] = (name, source)
         rec.notes += self._held_elsewhere(rec, holds)
         return rec
+
+    def _out_of_engine(self, image: str, img: ImageLayers) -> str | None:
+        """servelab's names of *image* out of the engine before the node pulls, so that the
+        disk holds one copy of the image at the cold pull (the private node's), not two (docs/
+        run.md, "Disk"): the warm-base pull takes them out anyway and gives the image back,
+        pulled, under the same name. The name taken out, or None (no warm-base pull)."""
+        name = _name_of(image)
+        if name is None:
+            return None
+        try:
+            self._take_out(name, img.ref)
+        except CapabilityError:
+            return None  # still in use: the warm-base pull tries again, and says why
+        return name
 
     def _take_out(self, name: str, pulled: str) -> None:
         """Remove servelab's names of an image: the build's (or the arm's) and, after an

@@ -13,9 +13,10 @@ size, the run goes through two phases that hold the most:
   blobs, then the loaded image (:data:`servelab.build.export.ENGINE_PER_BYTE` x U, measured);
   ``--out`` holds the other arm's archive, BuildKit's archive and the registry-shaped one (3C);
   the registry's storage the other arm's pushed blobs (C).
-* **cold pull** (each repeat, with a cold-start registry): the engine holds the loaded image
-  (U + C), TMPDIR the private containerd's content and snapshots (U + C), ``--out`` both arms'
-  archives (2C), the registry both arms' blobs (2C).
+* **cold pull** (each repeat, with a cold-start registry): TMPDIR holds the private
+  containerd's content and snapshots (U + C), ``--out`` both arms' archives (2C), the registry
+  both arms' blobs (2C); the engine's copy of the image was taken out before the pull and
+  comes back with the **warm-base pull** (U + C in the engine) once the private root is gone.
 
 Nothing grows with the repeats: each build's cache is pruned once its record is written
 (:mod:`servelab.build.cache`), the engine's image goes when the repeat is done, one archive
@@ -98,7 +99,7 @@ class Plan:
     #: bytes already on each filesystem label that the peak counts (after the first build)
     held: dict[str, int] = field(default_factory=dict)
     #: the build context's bytes: BuildKit keeps its transfer (one record per context
-    #: directory, not pruned: build.cache)
+    #: directory) until the run's builds are done (build.cache.prune_transfers)
     context: int = 0
 
     @property
@@ -128,26 +129,39 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
     kept = p.arms * (u + c) if p.keep else 0
     out: dict[str, list[tuple[str, float, str]]] = {}
     if p.build:
+        # BuildKit's snapshots and its blobs (compressed, then rewritten with the build's
+        # timestamps): 3 C beside U where the layers hardly compress (2.1 GB measured)
+        engine = max(ENGINE_PER_BYTE * u, u + 3 * c)
         out["build"] = [
-            ("engine", ENGINE_PER_BYTE * u + kept + p.context,
-             f"build: {ENGINE_PER_BYTE:g} x U in the engine (snapshots, BuildKit blobs, the "
-             "loaded image)" + (", + U + C per kept image" if kept else "")
+            ("engine", engine + kept + p.context,
+             f"build: max({ENGINE_PER_BYTE:g} x U, U + 3 x C) in the engine (snapshots, "
+             "BuildKit blobs, the loaded image)" + (", + U + C per kept image" if kept else "")
              + (", + the context's transfer" if p.context else "")),
             ("out", (p.arms + 1) * c,
-             f"build: {p.arms + 1} x C in --out (archives, the one being shaped)"),
+             f"build: {p.arms + 1} x C in --out (archives, the one being written)"),
         ]
         if p.cold:
-            out["build"].append(("registry", (p.arms - 1) * c,
-                                 "build: the other arm's pushed blobs"))
+            out["build"].append(("registry", p.arms * c,
+                                 "build: every arm's blobs, pushed in an earlier repeat"))
     if p.cold:
+        transfer = p.context if p.build else 0
+        # the engine's copy is taken out before the node pulls (node.session) and comes
+        # back with the warm-base pull, after the private node's root is gone
         out["cold pull"] = [
-            ("engine", u + c + kept + (p.context if p.build else 0),
-             "cold pull: the loaded image (U + C)"
-             + (" and the context's transfer" if p.context and p.build else "")),
+            ("engine", kept + transfer,
+             "cold pull: the tested image out of the engine"
+             + (", the context's transfer" if transfer else "")),
             ("tmp", u + c, "cold pull: the private containerd's content and snapshots "
                            "(U + C)"),
             ("out", p.arms * c, "cold pull: one archive per arm"),
             ("registry", p.arms * c, "cold pull: each arm's blobs, pushed once"),
+        ]
+        out["warm-base pull"] = [
+            ("engine", u + c + kept + transfer,
+             "warm-base pull: the image back in the engine (U + C)"
+             + (" and the context's transfer" if transfer else "")),
+            ("out", p.arms * c, "warm-base pull: one archive per arm"),
+            ("registry", p.arms * c, "warm-base pull: each arm's blobs, pushed once"),
         ]
     return out
 
