@@ -189,6 +189,24 @@ def context(tmp: Path, wheels: Path, imports: list[str], repeats: int, change: s
 # ---------------------------------------------------------------------------- disk
 
 
+def device_io(where: dict[int, Path]) -> tuple[int, int]:
+    """Bytes read and written so far on the block devices that hold *where*'s filesystems
+    (/proc/diskstats: sectors of 512 bytes). Device-wide: every process's I/O counts, and a
+    read the page cache serves is not a read; on a quiet machine it is the image's passes."""
+    devs = {(os.major(d), os.minor(d)) for d in where}
+    read = written = 0
+    try:
+        lines = Path("/proc/diskstats").read_text().splitlines()
+    except OSError:
+        return 0, 0
+    for line in lines:
+        f = line.split()
+        if len(f) >= 10 and (int(f[0]), int(f[1])) in devs:
+            read += int(f[5]) * 512
+            written += int(f[9]) * 512
+    return read, written
+
+
 class Sampler:
     """statvfs of each filesystem every *every_s*: the peak growth per (stage, filesystem)."""
 
@@ -205,6 +223,9 @@ class Sampler:
         self.start = self._used()
         self.stage = "start"
         self.peak: dict[tuple[str, str], int] = {}
+        #: bytes read and written on the block devices under these filesystems, per stage
+        self.io: dict[str, list[int]] = {}
+        self._io_last = device_io(self.where)
         self.every_s = every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -221,6 +242,11 @@ class Sampler:
             self.sample()
 
     def sample(self) -> None:
+        io = device_io(self.where)
+        acc = self.io.setdefault(self.stage, [0, 0])
+        acc[0] += io[0] - self._io_last[0]
+        acc[1] += io[1] - self._io_last[1]
+        self._io_last = io
         now = self._used()
         for dev, used in now.items():
             key = (self.stage, self.fs[dev])
@@ -282,33 +308,45 @@ def run_servelab(spec: Path, out: Path, repeats: int, sampler: Sampler, *, lazy:
     return child.returncode, time.monotonic() - t0
 
 
-def bare_tools(ctx: Path, trivy_cache: Path) -> dict[str, float]:
-    """The same steps by the bare tools, after the run (seconds)."""
+#: a bare step: (seconds, bytes read, bytes written on the sampled devices)
+Step = tuple[float, int, int]
+
+
+def _step(where: dict[int, Path], fn: Any) -> Step:
+    r0, w0 = device_io(where)
+    t0 = time.monotonic()
+    fn()
+    took = time.monotonic() - t0
+    r1, w1 = device_io(where)
+    return took, r1 - r0, w1 - w0
+
+
+def bare_tools(ctx: Path, trivy_cache: Path, where: dict[int, Path]) -> dict[str, Step]:
+    """The same steps by the bare tools, once, after the run: seconds and bytes."""
     from servelab.build import cache as buildcache
     from servelab.scan.trivy import OFFLINE_FLAGS, QUIET_FLAGS
 
-    out: dict[str, float] = {}
+    out: dict[str, Step] = {}
     tag = f"servelab-bench/real-bare:{os.getpid()}"
     before = buildcache.cache_ids([]) or set()
-    t0 = time.monotonic()
     try:
-        subprocess.run(["docker", "buildx", "build", "--no-cache", "--network", "none",
-                        "--load", "-t", tag, str(ctx)], check=True, capture_output=True,
-                       timeout=7200)
-        out["build + load (docker buildx build --load)"] = time.monotonic() - t0
+        out["build + load (docker buildx build --load)"] = _step(where, lambda: subprocess.run(
+            ["docker", "buildx", "build", "--no-cache", "--network", "none", "--load", "-t",
+             tag, str(ctx)], check=True, capture_output=True, timeout=7200))
     finally:  # what the bare build left in BuildKit's cache (servelab prunes its own)
         now = buildcache.cache_records([]) or {}
         buildcache.prune_ids({i for i, d in now.items() if i not in before and (
             BIG_MARK in d or d.startswith("local source for "))}, [])
     try:
         trivy = shutil.which("trivy") or str(Path(sys.executable).with_name("trivy"))
-        t0 = time.monotonic()
-        subprocess.run([trivy, "image", *QUIET_FLAGS, *OFFLINE_FLAGS, "--cache-dir",
-                        str(trivy_cache), "--scanners", "vuln,secret", "--format", "json",
-                        "--output", os.devnull, "--image-src", "docker", tag],
-                       check=True, capture_output=True, timeout=3600)
-        out["scan (trivy image --image-src docker)"] = time.monotonic() - t0
-        out["start to health (docker run)"] = bare_start(tag)
+        out["scan (trivy image --image-src docker)"] = _step(where, lambda: subprocess.run(
+            [trivy, "image", *QUIET_FLAGS, *OFFLINE_FLAGS, "--cache-dir", str(trivy_cache),
+             "--scanners", "vuln,secret", "--format", "json", "--output", os.devnull,
+             "--image-src", "docker", tag], check=True, capture_output=True, timeout=3600))
+        r0, w0 = device_io(where)
+        start = bare_start(tag)
+        r1, w1 = device_io(where)
+        out["start to health (docker run)"] = (start, r1 - r0, w1 - w0)
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
     return out
@@ -379,7 +417,7 @@ def startup(rows: list[dict[str, Any]], out: Path) -> list[str]:
 
 
 def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
-           bare: dict[str, float]) -> None:
+           bare: dict[str, Step]) -> None:
     if rows:
         rec = ((rows[0].get("stages") or {}).get("build") or {}).get("record") or {}
         u, c = rec.get("uncompressed_size") or 0, rec.get("compressed_size") or 0
@@ -403,10 +441,22 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
         f"{fs} {v / GB:+.2f} GB" for fs, v in sampler.left().items()))
     print(f"servelab run wall time: {wall:.1f} s")
     print("seconds by stage (servelab, all repeats) | bare tool, one run:")
-    for name, s in stage_seconds(rows).items():
-        print(f"  {name:18} {s:9.1f} s")
-    for name, s in bare.items():
-        print(f"  bare: {name:44} {s:9.1f} s")
+    for name, sec in stage_seconds(rows).items():
+        print(f"  {name:18} {sec:9.1f} s")
+    for name, (sec, rd, wr) in bare.items():
+        print(f"  bare: {name:44} {sec:9.1f} s, read {rd / GB:6.2f} GB, "
+              f"written {wr / GB:6.2f} GB")
+    print("bytes read / written on the sampled devices by stage (servelab, all repeats; "
+          "page-cache hits are not reads):")
+    for stage, (rd, wr) in sampler.io.items():
+        print(f"  {stage:10} read {rd / GB:7.2f} GB, written {wr / GB:7.2f} GB")
+    bare_s = sum(sec for sec, _, _ in bare.values())
+    if bare_s and rows:
+        n = len(rows)
+        print(f"wall: servelab {wall:.0f} s for {n} repeat(s) against the bare build, scan "
+              f"and start {bare_s:.0f} s x {n} = {bare_s * n:.0f} s (ratio "
+              f"{wall / (bare_s * n):.2f}; servelab's cold and lazy pulls, re-gzip and push "
+              f"have no bare step here)")
     print("start-up figures:")
     for line in startup(rows, out):
         print(line)
@@ -448,7 +498,7 @@ def main() -> int:
         with Sampler(paths) as sampler:
             rc, wall = run_servelab(spec, out, repeats, sampler, lazy=lazy, trivy_cache=cache)
         rows = results_of(out)
-        bare = {} if a.no_bare else bare_tools(spec.parent / "ctx", cache)
+        bare = {} if a.no_bare else bare_tools(spec.parent / "ctx", cache, sampler.where)
         report(sampler, rows, out, wall, bare)
         print(f"end: {machine()}; servelab run exit {rc}")
         return 0 if rc in (0, 1) else rc

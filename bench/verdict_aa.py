@@ -13,6 +13,7 @@ runs; or reads the runs of an earlier one with ``--from DIR``), then, from those
   weights, minus). Printed: the share of draws read "worse" (or "better" for the bytes).
 
     .venv/bin/python bench/verdict_aa.py [--runs 10] [--repeats 3] [--from DIR]
+    .venv/bin/python bench/verdict_aa.py --big         # the same on the ~1 GB bench image
     .venv/bin/python bench/verdict_aa.py --quick       # 2 runs of 1 repeat: does it run?
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import ROOT, machine, servelab_env
+from node_starts import big_experiment
 
 from servelab.run import intervals
 from servelab.run.aggregate import NUMERIC
@@ -41,10 +43,10 @@ TARGET = 0.10
 WEIGHTS = 8 << 20
 
 
-def calibrate(out: Path, runs: int, repeats: int, cold: bool) -> int:
-    argv = [sys.executable, "-m", "servelab", "calibrate",
-            str(ROOT / "examples" / "experiment.yaml"), "--out", str(out), "--runs", str(runs),
-            "--repeats", str(repeats), "--stages", "build,smoke"]
+def calibrate(spec: Path, out: Path, runs: int, repeats: int, cold: bool) -> int:
+    argv = [sys.executable, "-m", "servelab", "calibrate", str(spec), "--out", str(out),
+            "--runs", str(runs), "--repeats", str(repeats), "--stages", "build,smoke",
+            "--effect", "startup=0.5", "--effect", "node_ready_cold=2"]
     if cold:
         argv += ["--cold-start-registry", REGISTRY, "--registry-data",
                  str(SETUP / "registry-data"), "--registry-log", str(SETUP / "registry.log")]
@@ -110,6 +112,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--from", dest="source", type=Path,
                     help="the --out of an earlier servelab calibrate (its aa/summary.json)")
+    ap.add_argument("--big", action="store_true",
+                    help="calibrate on the ~1 GB bench image (bench/node_starts.py's) instead "
+                         "of the example")
+    ap.add_argument("--keep-out", type=Path, metavar="DIR",
+                    help="write the calibration there (kept) instead of a temp dir")
     ap.add_argument("--quick", action="store_true", help="2 runs of 1 repeat, no cold pull")
     args = ap.parse_args()
     print(machine(), flush=True)
@@ -117,8 +124,10 @@ def main() -> int:
         return 0 if report(runs_of(args.source), args.repeats) else 1
     runs, repeats = (2, 1) if args.quick else (args.runs, args.repeats)
     with tempfile.TemporaryDirectory(prefix="servelab-bench-aa-") as tmp:
-        out = Path(tmp) / "cal"
-        rc = calibrate(out, runs, repeats, cold=not args.quick)
+        out = args.keep_out or Path(tmp) / "cal"
+        spec = (big_experiment(Path(tmp) / "big") if args.big
+                else ROOT / "examples" / "experiment.yaml")
+        rc = calibrate(spec, out, runs, repeats, cold=not args.quick)
         if rc != 0:
             print(f"servelab calibrate exited {rc}")
             return rc

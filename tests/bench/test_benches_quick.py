@@ -35,6 +35,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "cold_steady.py": ("1 run(s) x 1 repeat(s): target met in", ("docker", "registry")),
     "node_starts.py": ("example treatment | full: pull->ready", ("docker", "registry")),
     "verdict_aa.py": ("A/A: the verdict moved in", ("docker", "registry")),
+    "verdict_runs.py": ("real change: improved in", ("docker", "registry")),
     "real_image.py": ("peak extra disk by filesystem:", ("docker", "registry", "trivy")),
 }
 
