@@ -37,10 +37,12 @@ REGISTRY = os.environ.get("SERVELAB_REGISTRY", "127.0.0.1:5000")
 TARGET = 1.5
 
 
-def run_once(out: Path, repeats: int, drop: bool) -> tuple[int, float]:
-    """One ``servelab run`` of the example into *out*: its exit code and wall seconds."""
-    argv = [sys.executable, "-m", "servelab", "run", str(ROOT / "examples" / "experiment.yaml"),
-            "--out", str(out), "--repeats", str(repeats), "--stages", "build,smoke",
+def run_once(out: Path, repeats: int, drop: bool = False,
+             spec: Path = ROOT / "examples" / "experiment.yaml") -> tuple[int, float]:
+    """One ``servelab run`` of *spec* (the example) into *out*, build and smoke with the cold
+    pull: its exit code and wall seconds."""
+    argv = [sys.executable, "-m", "servelab", "run", str(spec), "--out", str(out),
+            "--repeats", str(repeats), "--stages", "build,smoke",
             "--cold-start-registry", REGISTRY,
             "--registry-data", str(SETUP / "registry-data"),
             "--registry-log", str(SETUP / "registry.log"), "--format", "json"]

@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import ROOT, machine, servelab_env
+from benchlib import ROOT, machine
+from cold_steady import run_once
 
 from servelab.run import intervals
 from servelab.run.runner import abba_names
 
-SETUP = Path("/var/tmp/servelab-setup")
-REGISTRY = "127.0.0.1:5000"
 AA_TARGET = 0.9
 QUIET = ("no detectable change", "inconclusive")
 ORDER_METRICS = ("node_ready_cold", "node_ready_warm_base", "startup")
@@ -65,19 +63,6 @@ def aa_spec(tmp: Path) -> Path:
     path = ex / "experiment-aa.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-def run_once(spec: Path, out: Path, repeats: int) -> tuple[int, float]:
-    argv = [sys.executable, "-m", "servelab", "run", str(spec), "--out", str(out),
-            "--repeats", str(repeats), "--stages", "build,smoke",
-            "--cold-start-registry", REGISTRY, "--registry-data", str(SETUP / "registry-data"),
-            "--registry-log", str(SETUP / "registry.log"), "--format", "json", "--quiet"]
-    t0 = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600,
-                          env=servelab_env())
-    if proc.returncode not in (0, 1):
-        sys.stderr.write(proc.stderr[-3000:])
-    return proc.returncode, time.monotonic() - t0
 
 
 def timing_readings(summary: dict[str, Any]) -> str:
@@ -132,7 +117,7 @@ def series(label: str, spec: Path, runs: int, repeats: int, tmp: Path) -> list[d
     for n in range(1, runs + 1):
         out = tmp / f"{label}-{n}"
         load = machine()
-        rc, took = run_once(spec, out, repeats)
+        rc, took = run_once(out, repeats, spec=spec)
         if not (out / "summary.json").is_file():
             raise SystemExit(f"{label} {n}: servelab run exited {rc}, no summary ({load})")
         s = json.loads((out / "summary.json").read_text())
