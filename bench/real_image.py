@@ -416,8 +416,9 @@ def startup(rows: list[dict[str, Any]], out: Path) -> list[str]:
     return lines
 
 
-def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
-           bare: dict[str, Step]) -> None:
+def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float) -> None:
+    """servelab's figures, printed before the bare tools run (a long bench stopped during
+    them keeps these)."""
     if rows:
         rec = ((rows[0].get("stages") or {}).get("build") or {}).get("record") or {}
         u, c = rec.get("uncompressed_size") or 0, rec.get("compressed_size") or 0
@@ -440,26 +441,30 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
     print("left after the run: " + ", ".join(
         f"{fs} {v / GB:+.2f} GB" for fs, v in sampler.left().items()))
     print(f"servelab run wall time: {wall:.1f} s")
-    print("seconds by stage (servelab, all repeats) | bare tool, one run:")
+    print("seconds by stage (servelab, all repeats):")
     for name, sec in stage_seconds(rows).items():
         print(f"  {name:18} {sec:9.1f} s")
-    for name, (sec, rd, wr) in bare.items():
-        print(f"  bare: {name:44} {sec:9.1f} s, read {rd / GB:6.2f} GB, "
-              f"written {wr / GB:6.2f} GB")
     print("bytes read / written on the sampled devices by stage (servelab, all repeats; "
           "page-cache hits are not reads):")
     for stage, (rd, wr) in sampler.io.items():
         print(f"  {stage:10} read {rd / GB:7.2f} GB, written {wr / GB:7.2f} GB")
-    bare_s = sum(sec for sec, _, _ in bare.values())
-    if bare_s and rows:
-        n = len(rows)
-        print(f"wall: servelab {wall:.0f} s for {n} repeat(s) against the bare build, scan "
-              f"and start {bare_s:.0f} s x {n} = {bare_s * n:.0f} s (ratio "
-              f"{wall / (bare_s * n):.2f}; servelab's cold and lazy pulls, re-gzip and push "
-              f"have no bare step here)")
     print("start-up figures:")
     for line in startup(rows, out):
         print(line)
+    sys.stdout.flush()
+
+
+def report_bare(bare: dict[str, Step], wall: float, repeats: int) -> None:
+    print("the bare tools, one run each, after servelab's run:")
+    for name, (sec, rd, wr) in bare.items():
+        print(f"  bare: {name:44} {sec:9.1f} s, read {rd / GB:6.2f} GB, "
+              f"written {wr / GB:6.2f} GB")
+    bare_s = sum(sec for sec, _, _ in bare.values())
+    if bare_s and repeats:
+        print(f"wall: servelab {wall:.0f} s for {repeats} repeat(s) against the bare build, "
+              f"scan and start {bare_s:.0f} s x {repeats} = {bare_s * repeats:.0f} s (ratio "
+              f"{wall / (bare_s * repeats):.2f}; servelab's cold and lazy pulls, re-gzip and "
+              "push have no bare step here)")
 
 
 def main() -> int:
@@ -498,8 +503,9 @@ def main() -> int:
         with Sampler(paths) as sampler:
             rc, wall = run_servelab(spec, out, repeats, sampler, lazy=lazy, trivy_cache=cache)
         rows = results_of(out)
-        bare = {} if a.no_bare else bare_tools(spec.parent / "ctx", cache, sampler.where)
-        report(sampler, rows, out, wall, bare)
+        report(sampler, rows, out, wall)
+        if not a.no_bare:
+            report_bare(bare_tools(spec.parent / "ctx", cache, sampler.where), wall, len(rows))
         print(f"end: {machine()}; servelab run exit {rc}")
         return 0 if rc in (0, 1) else rc
     finally:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -272,8 +273,15 @@ def test_two_gb_image_stays_within_its_disk_budget_and_leaves_nothing(
     assert disk.peak <= formula + 1e9, (disk.peak, formula, u, c, x)
     plan = json.loads(proc.stdout)["disk_plan"]
     assert plan["source"] == "first build"
-    # nothing left but the run directory and the blobs the registry keeps until its GC
-    left = disk.used() - disk.start - _du(out)
+    # nothing left but the run directory and the blobs the registry keeps until its GC (the
+    # engine's containerd frees a removed image's content by its own garbage collection, a
+    # moment after the removal)
+    for _ in range(60):
+        left = disk.used() - disk.start - _du(out)
+        if left <= c + 0.3e9:
+            break
+        time.sleep(1)
+    print(f"left after the run besides the run directory: {left / 1e9:.2f} GB")
     assert left <= c + 0.3e9, (left, c)
     assert {i.id for i in docker_client.images.list()} <= images
     after = cache_records([])

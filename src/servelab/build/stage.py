@@ -560,6 +560,9 @@ class Builds:
             # the image is in the archive now: BuildKit's copy (U + C) goes before the
             # re-gzip and the load add theirs (docs/run.md, "Disk")
             pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
+            # and the context's transfer: BuildKit may make a new one for the next build of
+            # the same directory, so kept ones add up with the repeats (X each)
+            cache.prune_transfers(self._before_run, self.facts.builder_args())
             shaped = self._shape(tmp)
             archive = shaped.archive
             platforms, index, todo = read_archive(archive, self._sizes)

@@ -192,6 +192,24 @@ def remove_cgroups(namespace: str) -> list[str]:
     return removed
 
 
+#: how long a killed container's cgroups may take to empty (a loaded machine: seconds)
+CGROUP_WAIT_S = 5.0
+
+
+def remove_cgroups_waiting(namespace: str, seconds: float = CGROUP_WAIT_S) -> None:
+    """:func:`remove_cgroups` until none of the namespace's cgroup dirs is left: a killed
+    container leaves its cgroup only once it has exited, and a dir with no process listed
+    can still be busy for a moment (rmdir: EBUSY)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        remove_cgroups(namespace)
+        if not any(d.exists() for d in _cgroup_dirs(namespace)):
+            return
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
 def namespace_of(work: Path) -> str:
     """The containerd namespace of the instance living in *work* (``PREFIX<safe>-<random>``)."""
     return "servelab-" + work.name.removeprefix(PREFIX).rpartition("-")[0]
@@ -207,10 +225,7 @@ def _remove(work: Path) -> None:
         if not _pids_using(work):
             break
         time.sleep(0.02)
-    for _ in range(50):  # a killed container leaves its cgroup once it has exited
-        if not remove_cgroups(ns) and not _cgroup_pids(ns):
-            break
-        time.sleep(0.02)
+    remove_cgroups_waiting(ns)
     unmount_under(work)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -296,10 +311,7 @@ def _sweep_orphan_cgroups(parent: Path) -> list[str]:
         if any(parent.glob(f"{PREFIX}{safe}-*")):
             continue  # a live instance (or one the sweep above could not remove)
         _kill_all(_cgroup_pids(ns))
-        for _ in range(50):
-            if not remove_cgroups(ns) and not _cgroup_pids(ns):
-                break
-            time.sleep(0.02)
+        remove_cgroups_waiting(ns)
         notes.append(f"removed the containers of a private containerd whose dir was gone: {ns}")
     return notes
 
