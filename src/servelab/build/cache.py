@@ -18,9 +18,9 @@ Records that were there before (the user's own cache), cache mounts (``RUN
 --mount=type=cache``: kept on purpose), the base image's layers (a ``FROM`` step: another
 build on the same base may be using them at that moment, which failed its export) and the
 steps of other builds running at the same time are never named. The context transfer
-(``local source for context``: one record per context
-directory, reused and updated by the next build of it, so it does not grow with the repeats)
-is not one build's own: every build's transfer is described alike, and pruning another
+(``local source for context``: one record per context directory, sometimes reused by the
+next build of it and sometimes made anew, so kept ones add up with the repeats) is not one
+build's own: every build's transfer is described alike, and pruning another
 build's while it exports fails that build ("failed to solve: not found"). The run prunes the
 transfers that appeared since its first build, after each build and at its end
 (:func:`prune_transfers`; ``SERVELAB_KEEP_BUILD_CACHE=1`` keeps them for a builder shared

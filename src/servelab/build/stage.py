@@ -495,7 +495,8 @@ class Builds:
         self._shaper = export.Shaper(store_dir)
         #: the step names BuildKit reported for the build under way (build.cache)
         self._steps: list[str] = []
-        #: the builder's records before this run's first build (its transfers go at the end)
+        #: the builder's records before this run's first build (the transfers that appear
+        #: after it go after each build and at the end: build.cache.prune_transfers)
         self._before_run: set[str] | None = None
         self._built = False
 

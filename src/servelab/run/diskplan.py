@@ -98,8 +98,9 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: bytes already on each filesystem label that the peak counts (after the first build)
     held: dict[str, int] = field(default_factory=dict)
-    #: the build context's bytes: BuildKit keeps its transfer (one record per context
-    #: directory) until the run's builds are done (build.cache.prune_transfers)
+    #: the build context's bytes: BuildKit holds its transfer (one record per context
+    #: directory) while a build runs; pruned after it (build.cache.prune_transfers), it is
+    #: still counted in the pulls' phases, a margin
     context: int = 0
 
     @property
