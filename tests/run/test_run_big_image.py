@@ -218,6 +218,20 @@ class _DiskPeak:
         self._thread.join()
 
 
+def _grown(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """The directories that grew by more than 50 MB, largest first (what a failing "nothing
+    left" check names)."""
+    rows = [(after[k] - before.get(k, 0), k) for k in after]
+    return [f"{k} +{d / 1e9:.2f} GB" for d, k in sorted(rows, reverse=True) if d > 50e6][:12]
+
+
+def _tree(paths: list[Path]) -> dict[str, int]:
+    """Bytes per directory, three levels under each of *paths* (`du`, one file system)."""
+    proc = subprocess.run(["du", "-x", "-b", "--max-depth=3", *map(str, paths)],
+                          capture_output=True, text=True, check=False)
+    return {k: int(n) for n, k in (line.split("\t", 1) for line in proc.stdout.splitlines())}
+
+
 def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -250,6 +264,8 @@ def test_two_gb_image_stays_within_its_disk_budget_and_leaves_nothing(
     state = Path(os.environ.get("SERVELAB_STATE", "/var/tmp/servelab-setup"))
     records = cache_records([])
     images = {i.id for i in docker_client.images.list()}
+    watched = [root, state, Path(tempfile.gettempdir())]
+    tree = _tree(watched)
     with _DiskPeak([root, tmp_path, Path(tempfile.gettempdir()), state]) as disk:
         proc = subprocess.run(
             [sys.executable, "-m", "servelab", "run", str(spec), "--out", str(out),
@@ -282,7 +298,8 @@ def test_two_gb_image_stays_within_its_disk_budget_and_leaves_nothing(
             break
         time.sleep(1)
     print(f"left after the run besides the run directory: {left / 1e9:.2f} GB")
-    assert left <= c + 0.3e9, (left, c)
+    print("grown:", _grown(tree, _tree(watched)))
+    assert left <= c + 0.3e9, (left, c, _grown(tree, _tree(watched)))
     assert {i.id for i in docker_client.images.list()} <= images
     after = cache_records([])
     assert records is not None and after is not None

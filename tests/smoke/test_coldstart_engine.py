@@ -143,6 +143,13 @@ def test_cold_and_warm_base_pulls(own_image: str, own_archive: Path, base_image:
         again = nodes.measure("treatment", own_image, [base_image], **built)
         assert again.image == img
         assert again.warm is not None and again.warm.bytes_pulled == warm.bytes_pulled
+        # the repeat is done: the name the warm-base pull left goes (the build's name is the
+        # build stage's to release), so the next build does not run beside a second copy
+        assert pushed in _names(docker_client, own_image)
+        assert nodes.release(digest) is True
+        assert pushed not in _names(docker_client, own_image)
+        assert docker_client.api.inspect_image(own_image)["Id"] == img.manifest.digest
+        assert nodes.release(digest) is False  # once
     # the end of the run: the pushed manifest is deleted, the pulled name removed
     with pytest.raises(InputError, match="not found"):
         reg.get_manifest(ImageRef.parse(pushed))

@@ -203,7 +203,7 @@ PROBE_STEP = "[1/1] COPY probe.txt /probe.txt"
 
 def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
     """Whether *builder* (None: the current one) exports OCI with rewritten timestamps. The
-    probe's own cache record goes afterwards, as a build's does (:mod:`servelab.build.cache`)."""
+    probe's own cache record and its context's transfers go afterwards, as a build's do (:mod:`servelab.build.cache`)."""
     from servelab.build import cache
 
     args = ["--builder", builder] if builder else []
@@ -226,8 +226,9 @@ def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
         return ProbeResult(True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        if before is not None:
+        if before is not None:  # and its context's transfers (new ones on a fresh builder)
             cache.prune_new(before, args, [PROBE_STEP])
+            cache.prune_transfers(before, args)
 
 
 _FACTS: dict[str | None, BuilderFacts] = {}

@@ -12,8 +12,11 @@ and its compressed blob, about U + C of the image), and nothing removes them: si
 ``docker buildx du --verbose`` lists after it and not before it, those whose description is
 one of the build's own steps
 (the step names BuildKit reported while it built: ``[2/4] COPY ...``, a ``RUN``'s
-``mount / from exec ... <its command>``), pruned with one ``docker buildx prune --filter
-id=^(a|b|...)$`` (buildx turns an ``id`` filter into BuildKit's regular-expression match).
+``mount / from exec ... <its command>``), pruned with one ``docker buildx prune --all
+--filter id=^(a|b|...)$`` (buildx turns an ``id`` filter into BuildKit's regular-expression
+match; ``--all`` because BuildKit otherwise skips a record whose layers an image in the
+engine shares). Records it could not prune at once are tried again after the next build and
+at the run's end (:func:`prune_left`).
 Records that were there before (the user's own cache), cache mounts (``RUN
 --mount=type=cache``: kept on purpose), the base image's layers (a ``FROM`` step: another
 build on the same base may be using them at that moment, which failed its export) and the
@@ -55,6 +58,9 @@ class Pruned:
     #: records of the build still there afterwards (in use, or the prune failed)
     left: int = 0
     notes: list[str] = field(default_factory=list)
+    #: their IDs: :func:`prune_left` tries them again later (after the next build, at the
+    #: run's end)
+    left_ids: set[str] = field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.records, "bytes_freed": self.bytes_freed, "left": self.left,
@@ -129,7 +135,10 @@ def prune_ids(ids: set[str], builder_args: list[str]) -> Pruned:
     todo = sorted(i for i in ids if re.fullmatch(r"[a-z0-9]+", i))
     for k in range(0, len(todo), BATCH):
         chunk = todo[k:k + BATCH]
-        argv = ["docker", "buildx", "prune", *builder_args, "--force", "--verbose",
+        # --all: BuildKit skips, without it, a record whose layers an image in the engine
+        # shares ("Shared: true": the previous repeat's image of the same layers, or a
+        # record an earlier run left), and the 2.1 GB image's two big layers stayed for good
+        argv = ["docker", "buildx", "prune", *builder_args, "--all", "--force", "--verbose",
                 "--filter", "id=^(" + "|".join(chunk) + ")$"]
         try:
             res = proc.run(argv, timeout=600, check=False)
@@ -167,7 +176,8 @@ def prune_transfers(before: set[str] | None, builder_args: list[str]) -> Pruned:
 
 def prune_new(before: set[str] | None, builder_args: list[str], steps: list[str]) -> Pruned:
     """Prune the records that appeared since *before* was listed and that the build of
-    *steps* made (:func:`owned`)."""
+    *steps* made (:func:`owned`). Those BuildKit would not prune (in use, or the parent of a
+    record that is not the build's) are in ``left_ids``, for :func:`prune_left`."""
     if os.environ.get(KEEP_ENV) == "1":
         return Pruned(notes=[f"build cache kept ({KEEP_ENV}=1)"])
     if before is None:
@@ -177,8 +187,28 @@ def prune_new(before: set[str] | None, builder_args: list[str], steps: list[str]
     if now is None:
         return Pruned(notes=["build cache not pruned: its records could not be listed"])
     ours = {i for i, desc in now.items() if i not in before and owned(desc, steps)}
+    done = _prune_rounds(ours, builder_args)
+    if done.left:
+        done.notes.append(f"build cache: {done.left} record(s) of this build still in use, "
+                          "tried again after the next build and at the run's end")
+    return done
+
+
+def prune_left(ids: set[str], builder_args: list[str]) -> Pruned:
+    """Records an earlier :func:`prune_new` left in use: pruned now if they are still there
+    (no wait; what is still in use stays in ``left_ids``)."""
+    if not ids or os.environ.get(KEEP_ENV) == "1":
+        return Pruned(left_ids=set(ids))
+    now = cache_ids(builder_args)
+    if now is None:
+        return Pruned(left=len(ids), left_ids=set(ids),
+                      notes=["build cache: its records could not be listed"])
+    return _prune_rounds(ids & now, builder_args)
+
+
+def _prune_rounds(ours: set[str], builder_args: list[str]) -> Pruned:
+    """Prune *ours* in rounds: a parent record goes once its children have."""
     done = Pruned()
-    # a parent record goes once its children have: a few rounds at most
     for _round in range(4):
         if not ours:
             break
@@ -190,8 +220,5 @@ def prune_new(before: set[str] | None, builder_args: list[str], steps: list[str]
         if after is None or step.records == 0:
             break
         ours &= after
-    done.left = len(ours)
-    if done.left:
-        done.notes.append(f"build cache: {done.left} record(s) of this build still in use, "
-                          "not pruned")
+    done.left, done.left_ids = len(ours), set(ours)
     return done

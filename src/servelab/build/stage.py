@@ -499,6 +499,9 @@ class Builds:
         #: after it go after each build and at the end: build.cache.prune_transfers)
         self._before_run: set[str] | None = None
         self._built = False
+        #: this run's records BuildKit still held when their build's prune ran (tried again
+        #: after each build and at the end: build.cache.prune_left)
+        self._in_use: set[str] = set()
 
     def __enter__(self) -> Builds:
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -532,6 +535,7 @@ class Builds:
                 self._client.close()
             if self._built and self.facts is not None:
                 cache.prune_transfers(self._before_run, self.facts.builder_args())
+                cache.prune_left(self._in_use, self.facts.builder_args())
         finally:
             self._stack.close()
 
@@ -562,8 +566,11 @@ class Builds:
             # re-gzip and the load add theirs (docs/run.md, "Disk")
             pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
             # and the context's transfer: BuildKit may make a new one for the next build of
-            # the same directory, so kept ones add up with the repeats (X each)
+            # the same directory, so kept ones add up with the repeats (X each); and what
+            # earlier builds left in use
             cache.prune_transfers(self._before_run, self.facts.builder_args())
+            self._in_use = (cache.prune_left(self._in_use, self.facts.builder_args()).left_ids
+                            | pruned.left_ids)
             shaped = self._shape(tmp)
             archive = shaped.archive
             platforms, index, todo = read_archive(archive, self._sizes)
@@ -571,7 +578,8 @@ class Builds:
         finally:
             tmp.unlink(missing_ok=True)
             if pruned is None:  # the build failed or was interrupted: its cache goes too
-                cache.prune_new(before, self.facts.builder_args(), self._steps)
+                self._in_use |= cache.prune_new(before, self.facts.builder_args(),
+                                                self._steps).left_ids
         for p in platforms:
             for layer in p.layers:
                 layer.uncompressed_size = self._sizes.get(layer.digest)

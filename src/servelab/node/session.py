@@ -367,6 +367,20 @@ class NodeStarts:
         rec.notes += self._held_elsewhere(rec, holds)
         return rec
 
+    def release(self, digest: str) -> bool:
+        """The repeat of *digest* is done: the name its warm-base pull left in the engine goes
+        (the run's own name goes with the build's release), so that the next repeat's build
+        does not run beside a second unpacked copy of the image (a 2.1 GB image's peak moved
+        by 3.3 GB with it; docs/run.md, "Disk"). Kept with ``keep``; True when a name went."""
+        entry = self._in_engine.pop(digest, None)
+        if entry is None or self.keep:
+            return False
+        try:
+            self._untag(entry[1])
+        except CapabilityError:
+            return False  # still in use: removed at the run's end
+        return True
+
     def _out_of_engine(self, image: str, img: ImageLayers) -> str | None:
         """servelab's names of *image* out of the engine before the node pulls, so that the
         disk holds one copy of the image at the cold pull (the private node's), not two (docs/

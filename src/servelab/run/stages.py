@@ -233,10 +233,13 @@ class Stages:
                             files={"build": str(out_dir / RECORD_FILE)}, build=rec)
 
     def release(self, build: BuildOutcome) -> None:
-        """The repeat's stages are done: its engine image goes (not with --keep)."""
+        """The repeat's stages are done: its engine image goes, under the build's name and
+        the name its warm-base pull gave it (not with --keep)."""
         rec = build.build
         if self._builds is not None and rec is not None:
             self._builds.release(rec.manifest_digest)
+        if self._nodes is not None and rec is not None:
+            self._nodes.release(rec.manifest_digest)
 
     # ------------------------------------------------------------------ scan
     def _scanner_for(self) -> Scanner:
