@@ -203,7 +203,8 @@ PROBE_STEP = "[1/1] COPY probe.txt /probe.txt"
 
 def probe(builder: str | None, run: Runner = proc.run) -> ProbeResult:
     """Whether *builder* (None: the current one) exports OCI with rewritten timestamps. The
-    probe's own cache record and its context's transfers go afterwards, as a build's do (:mod:`servelab.build.cache`)."""
+    probe's own cache record and its context's transfers go afterwards, as a build's do
+    (:mod:`servelab.build.cache`)."""
     from servelab.build import cache
 
     args = ["--builder", builder] if builder else []
