@@ -55,12 +55,14 @@ class Pruned:
 
     records: int = 0
     bytes_freed: int = 0
-    #: records of the build still there afterwards (in use, or the prune failed)
-    left: int = 0
     notes: list[str] = field(default_factory=list)
-    #: their IDs: :func:`prune_left` tries them again later (after the next build, at the
-    #: run's end)
+    #: records of the build still there afterwards (in use, or the prune failed):
+    #: :func:`prune_left` tries them again later (after the next build, at the run's end)
     left_ids: set[str] = field(default_factory=set)
+
+    @property
+    def left(self) -> int:
+        return len(self.left_ids)
 
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.records, "bytes_freed": self.bytes_freed, "left": self.left,
@@ -201,8 +203,7 @@ def prune_left(ids: set[str], builder_args: list[str]) -> Pruned:
         return Pruned(left_ids=set(ids))
     now = cache_ids(builder_args)
     if now is None:
-        return Pruned(left=len(ids), left_ids=set(ids),
-                      notes=["build cache: its records could not be listed"])
+        return Pruned(left_ids=set(ids), notes=["build cache: its records could not be listed"])
     return _prune_rounds(ids & now, builder_args)
 
 
@@ -220,5 +221,5 @@ def _prune_rounds(ours: set[str], builder_args: list[str]) -> Pruned:
         if after is None or step.records == 0:
             break
         ours &= after
-    done.left, done.left_ids = len(ours), set(ours)
+    done.left_ids = set(ours)
     return done
