@@ -298,8 +298,9 @@ def test_two_gb_image_stays_within_its_disk_budget_and_leaves_nothing(
             break
         time.sleep(1)
     print(f"left after the run besides the run directory: {left / 1e9:.2f} GB")
-    print("grown:", _grown(tree, _tree(watched)))
-    assert left <= c + 0.3e9, (left, c, _grown(tree, _tree(watched)))
+    grown = _grown(tree, _tree(watched))
+    print("grown:", grown)
+    assert left <= c + 0.3e9, (left, c, grown)
     assert {i.id for i in docker_client.images.list()} <= images
     after = cache_records([])
     assert records is not None and after is not None
