@@ -372,8 +372,10 @@ class NodeStarts:
         (the run's own name goes with the build's release), so that the next repeat's build
         does not run beside a second unpacked copy of the image (a 2.1 GB image's peak moved
         by 3.3 GB with it; docs/run.md, "Disk"). Kept with ``keep``; True when a name went."""
+        if self.keep:  # kept: still set aside for another image's warm-base pull
+            return False
         entry = self._in_engine.pop(digest, None)
-        if entry is None or self.keep:
+        if entry is None:
             return False
         try:
             self._untag(entry[1])
