@@ -416,6 +416,21 @@ def startup(rows: list[dict[str, Any]], out: Path) -> list[str]:
     return lines
 
 
+def print_plan(plan: dict[str, Any]) -> None:
+    """The disk plan: the estimate before building (the peak it expects on each filesystem,
+    to set beside the sampled peak) and, after the first build, what it still expected on top
+    of what that build left."""
+    before = plan.get("before_building") or plan
+    print(f"disk plan before building ({before.get('source')}: U = "
+          f"{before['uncompressed_bytes'] / GB:.2f} GB, C = {before['compressed_bytes'] / GB:.2f}"
+          " GB): " + "; ".join(f"{n['label']} peak {n['bytes'] / GB:.2f} GB"
+                               for n in before["needs"]))
+    if plan is not before:
+        print("disk plan after the first build (real U and C): " + "; ".join(
+            f"{n['label']} {n['bytes'] / GB:.2f} GB more" for n in plan["needs"])
+            + f" on top of {sum(plan.get('held_bytes', {}).values()) / GB:.2f} GB it left")
+
+
 def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float) -> None:
     """servelab's figures, printed before the bare tools run (a long bench stopped during
     them keeps these)."""
@@ -428,8 +443,7 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float)
     if summary.is_file():
         plan = json.loads(summary.read_text()).get("disk_plan")
         if plan:
-            print("disk plan before building: " + "; ".join(
-                f"{n['label']} needs {n['bytes'] / GB:.2f} GB" for n in plan["needs"]))
+            print_plan(plan)
     print("peak extra disk by stage and filesystem:")
     for (stage, fs), peak in sorted(sampler.peak.items(), key=lambda kv: -kv[1]):
         print(f"  {stage:10} {fs:28} {peak / GB:7.2f} GB")

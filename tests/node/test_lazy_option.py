@@ -237,3 +237,27 @@ def test_a_longer_temp_dir_trims_the_instance_name() -> None:
         assert not ctd.work.exists()
     finally:
         shutil.rmtree(top)
+
+
+@pytest.mark.docker
+@pytest.mark.registry
+@pytest.mark.slow
+@pytest.mark.usefixtures("root_only")
+def test_a_server_that_exits_on_the_lazy_node_leaves_its_last_lines(
+        docker_client: Any, registry: str, own_copy: ImageLayers,
+        lazy_registry: LazyRegistry, cold_settings: ColdSettings) -> None:
+    from servelab.node import CtrStartSpec
+
+    settings = NodeSettings(registry, cold=cold_settings,
+                            lazy=LazySettings(registry=lazy_registry))
+    spec = CtrStartSpec(8000, "/health", 30.0, args=[
+        "python3", "-c",
+        "print('starting'); print('no weights at /models/x'); raise SystemExit(3)"])
+    with Cleanup(f"{RUN}{secrets.token_hex(3)}", client=docker_client) as cu:
+        got = _starts(settings, docker_client, cu)._lazy(own_copy, spec)
+    assert cu.errors == []
+    assert got is not None
+    jsonschema.validate(got, _lazy_schema())
+    assert got["start_outcome"] == "exited"
+    assert got["start_log_tail"][-2:] == ["starting", "no weights at /models/x"]
+    assert "its last line: no weights at /models/x" in got["notes"][-1]

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 REPOSITORY = "servelab-coldstart"
 #: what a start from the private containerd may take beyond the readiness timeout
 START_MARGIN_S = 60.0
+#: lines of the server's output kept when its start on the lazy node was not ready
+LAZY_LOG_LINES = 20
 
 
 @dataclass
@@ -270,6 +272,8 @@ class NodeStarts:
         out = {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
         if started is not None:
             out["start_outcome"] = started.outcome
+            if not started.ready:
+                out["start_log_tail"] = started.log_tail[-LAZY_LOG_LINES:]
             if node is not None:
                 node.with_lazy_start(started.phases())
         return out
@@ -308,8 +312,9 @@ class NodeStarts:
             return None
         if not counted:
             account_bytes(pc, rec, img)
+            last = f"; its last line: {started.log_tail[-1][:200]}" if started.log_tail else ""
             rec.notes.append("the server on the lazy node was not ready ("
-                             + ("; ".join(started.notes[-2:]) or started.outcome)
+                             + ("; ".join(started.notes[-2:]) or started.outcome) + last
                              + "): bytes fetched and read are those up to the end of its start")
         return started
 

@@ -102,6 +102,9 @@ class Plan:
     #: directory) while a build runs; pruned after it (build.cache.prune_transfers), it is
     #: still counted in the pulls' phases, a margin
     context: int = 0
+    #: the estimate made before building (its :meth:`to_dict`), once the first build
+    #: replaced it: what a reader compares with the run's real peak
+    before: dict[str, Any] | None = None
 
     @property
     def needs(self) -> list[Need]:
@@ -115,7 +118,8 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {"uncompressed_bytes": self.uncompressed, "compressed_bytes": self.compressed,
                 "source": self.source, "needs": [n.to_dict() for n in self.needs],
-                "notes": list(self.notes)}
+                "held_bytes": dict(self.held), "notes": list(self.notes),
+                **({"before_building": self.before} if self.before is not None else {})}
 
 
 def gib(n: float) -> str:
@@ -247,7 +251,7 @@ def replan(p: Plan, uncompressed: int, compressed: int) -> Plan:
     held = {"out": compressed, "engine": uncompressed + compressed}
     held["engine"] += p.context // max(1, p.arms)  # the first arm's context transfer
     return Plan(uncompressed, compressed, "first build", p.paths, p.arms, p.cold, p.keep,
-                p.build, list(p.notes), held, p.context)
+                p.build, list(p.notes), held, p.context, p.to_dict())
 
 
 def context_bytes(path: Path) -> tuple[int, bool]:
