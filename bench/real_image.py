@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -321,7 +322,8 @@ def _step(where: dict[int, Path], fn: Any) -> Step:
     return took, r1 - r0, w1 - w0
 
 
-def bare_tools(ctx: Path, trivy_cache: Path, where: dict[int, Path]) -> dict[str, Step]:
+def bare_tools(ctx: Path, trivy_cache: Path, where: dict[int, Path], *,
+               lazy: bool) -> dict[str, Step]:
     """The same steps by the bare tools, once, after the run: seconds and bytes."""
     from servelab.build import cache as buildcache
     from servelab.scan.trivy import OFFLINE_FLAGS, QUIET_FLAGS
@@ -347,8 +349,67 @@ def bare_tools(ctx: Path, trivy_cache: Path, where: dict[int, Path]) -> dict[str
         start = bare_start(tag)
         r1, w1 = device_io(where)
         out["start to health (docker run)"] = (start, r1 - r0, w1 - w0)
+        out.update(bare_node(tag, where, lazy=lazy))
     finally:
-        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+        subprocess.run(["docker", "rmi", "-f", tag, f"{REGISTRY}/{tag}"], capture_output=True,
+                       check=False)
+    return out
+
+
+def bare_node(tag: str, where: dict[int, Path], *, lazy: bool) -> dict[str, Step]:
+    """What a node does, by the bare CLIs: ``docker push``, then ``ctr images pull`` into an
+    empty containerd, and with *lazy* the SOCI index (``ctr images pull``, ``soci create``,
+    ``soci push``) and ``soci image rpull`` into an empty containerd with SOCI's
+    snapshotter. The daemons are servelab's private instances, started before the clock
+    (a node's daemon is already running); only the CLI calls are timed."""
+    from servelab.cleanup import Cleanup
+    from servelab.image.ref import ImageRef
+    from servelab.image.registry import RegistryClient
+    from servelab.node.containerd import PrivateContainerd
+    from servelab.node.soci import LazyRegistry
+
+    ref = f"{REGISTRY}/{tag}"
+    subprocess.run(["docker", "tag", tag, ref], check=True, capture_output=True)
+    out = {"push (docker push)": _step(where, lambda: subprocess.run(
+        ["docker", "push", "-q", ref], check=True, capture_output=True, timeout=3600))}
+    rid = f"bench-bare-{os.getpid()}"
+    try:
+        with Cleanup(rid) as cu:
+            cold = PrivateContainerd(f"{rid}-cold")
+            cu.callback(cold.stop, f"private containerd {cold.work}")
+            with cold:
+                out["cold pull (ctr images pull)"] = _step(where, lambda: cold.ctr(
+                    "images", "pull", "--plain-http", ref, timeout=3600))
+            if lazy:
+                out.update(bare_lazy(tag, where, rid, cu,
+                                     LazyRegistry(TLS_REGISTRY, SETUP / "tls" / "ca.pem")))
+    finally:
+        with contextlib.suppress(Exception):
+            reg = RegistryClient()
+            pushed = ImageRef.parse(ref)
+            reg.delete_manifest(pushed.with_digest(reg.head_manifest(pushed).digest))
+    return out
+
+
+def bare_lazy(tag: str, where: dict[int, Path], rid: str, cu: Any,
+              registry: Any) -> dict[str, Step]:
+    from servelab.node.soci import SociContainerd
+
+    ref = f"{TLS_REGISTRY}/{tag}"
+    tls = registry.tls_args()
+    out: dict[str, Step] = {}
+    index = SociContainerd(f"{rid}-index", registry)
+    cu.callback(index.stop, f"private containerd {index.work}")
+    with index:
+        out["SOCI index (ctr pull, soci create, soci push)"] = _step(where, lambda: (
+            index.ctr("images", "pull", *tls, ref, timeout=3600),
+            index.soci("create", ref, timeout=3600),
+            index.soci("push", *tls, ref, timeout=3600)))
+    node = SociContainerd(f"{rid}-lazy", registry)
+    cu.callback(node.stop, f"private containerd {node.work}")
+    with node:
+        out["lazy pull (soci image rpull)"] = _step(where, lambda: node.soci(
+            "image", "rpull", *tls, ref, timeout=3600))
     return out
 
 
@@ -475,10 +536,10 @@ def report_bare(bare: dict[str, Step], wall: float, repeats: int) -> None:
               f"written {wr / GB:6.2f} GB")
     bare_s = sum(sec for sec, _, _ in bare.values())
     if bare_s and repeats:
-        print(f"wall: servelab {wall:.0f} s for {repeats} repeat(s) against the bare build, "
-              f"scan and start {bare_s:.0f} s x {repeats} = {bare_s * repeats:.0f} s (ratio "
-              f"{wall / (bare_s * repeats):.2f}; servelab's cold and lazy pulls, re-gzip and "
-              "push have no bare step here)")
+        print(f"wall: servelab {wall:.0f} s for {repeats} repeat(s) against the bare tools' "
+              f"{bare_s:.0f} s x {repeats} = {bare_s * repeats:.0f} s (ratio "
+              f"{wall / (bare_s * repeats):.2f}; the bare steps: "
+              + ", ".join(name.split(" (")[0] for name in bare) + ")")
 
 
 def main() -> int:
@@ -519,7 +580,8 @@ def main() -> int:
         rows = results_of(out)
         report(sampler, rows, out, wall)
         if not a.no_bare:
-            report_bare(bare_tools(spec.parent / "ctx", cache, sampler.where), wall, len(rows))
+            report_bare(bare_tools(spec.parent / "ctx", cache, sampler.where, lazy=lazy), wall,
+                        len(rows))
         print(f"end: {machine()}; servelab run exit {rc}")
         return 0 if rc in (0, 1) else rc
     finally:

@@ -10,9 +10,10 @@ The model (docs/run.md, "Disk"). With U the image's uncompressed size and C its 
 size, the run goes through two phases that hold the most:
 
 * **build** (each repeat): the engine's data root holds the build's snapshots and BuildKit's
-  blobs, then the loaded image (:data:`servelab.build.export.ENGINE_PER_BYTE` x U, measured);
-  ``--out`` holds the other arm's archive, BuildKit's archive and the registry-shaped one (3C);
-  the registry's storage the other arm's pushed blobs (C).
+  blobs (U + 2C, :func:`servelab.build.export.engine_peak`) and the context's transfer;
+  ``--out`` the archive being written and the archives of the distinct images built before
+  (one per arm at most); the registry's storage those images' pushed blobs (C each). The last
+  build of the run is the fullest.
 * **cold pull** (each repeat, with a cold-start registry): TMPDIR holds the private
   containerd's content and snapshots (U + C), ``--out`` both arms' archives (2C), the registry
   both arms' blobs (2C); the engine's copy of the image was taken out before the pull and
@@ -49,8 +50,9 @@ if TYPE_CHECKING:
     from servelab.run.options import RunOptions
     from servelab.spec import Arm, Experiment
 
-#: installed bytes per byte of build context (pip wheels -> site-packages: 9.3 / 4.3)
-INSTALL_FACTOR = 2.2
+#: installed bytes per byte of build context (pip wheels -> site-packages: the vLLM image's
+#: 10.08 GB from a 4.3 GB wheelhouse on a 0.17 GB base)
+INSTALL_FACTOR = 2.3
 #: uncompressed bytes of a base per compressed byte the engine reports for it
 BASE_RATIO = 2.5
 #: files walked in a context before the estimate stops counting (and says so)
@@ -105,6 +107,14 @@ class Plan:
     #: the estimate made before building (its :meth:`to_dict`), once the first build
     #: replaced it: what a reader compares with the run's real peak
     before: dict[str, Any] | None = None
+    #: builds per arm (1 for a shard): how many archives and pushed images the last build
+    #: finds on the disk
+    repeats: int = 1
+
+    @property
+    def prior(self) -> int:
+        """Distinct images built before the run's last build (one per arm at most)."""
+        return min(self.arms, self.arms * max(1, self.repeats) - 1)
 
     @property
     def needs(self) -> list[Need]:
@@ -128,26 +138,25 @@ def gib(n: float) -> str:
 
 def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
     """(filesystem label, bytes, why) held at once in each phase."""
-    from servelab.build.export import ENGINE_PER_BYTE
+    from servelab.build.export import BUILDKIT_BLOBS_PER_COMPRESSED_BYTE, engine_peak
 
     u, c = p.uncompressed, p.compressed
     kept = p.arms * (u + c) if p.keep else 0
     out: dict[str, list[tuple[str, float, str]]] = {}
     if p.build:
-        # BuildKit's snapshots and its blobs (compressed, then rewritten with the build's
-        # timestamps): 3 C beside U where the layers hardly compress (2.1 GB measured)
-        engine = max(ENGINE_PER_BYTE * u, u + 3 * c)
+        n = p.prior
         out["build"] = [
-            ("engine", engine + kept + p.context,
-             f"build: max({ENGINE_PER_BYTE:g} x U, U + 3 x C) in the engine (snapshots, "
-             "BuildKit blobs, the loaded image)" + (", + U + C per kept image" if kept else "")
+            ("engine", engine_peak(u, c) + kept + p.context,
+             f"build: U + {BUILDKIT_BLOBS_PER_COMPRESSED_BYTE:g} x C in the engine (the "
+             "snapshots, BuildKit's blobs)" + (", + U + C per kept image" if kept else "")
              + (", + the context's transfer" if p.context else "")),
-            ("out", (p.arms + 1) * c,
-             f"build: {p.arms + 1} x C in --out (archives, the one being written)"),
+            ("out", (n + 1) * c,
+             f"build: {n + 1} x C in --out (the archive being written"
+             + (f", {n} built before)" if n else ")")),
         ]
-        if p.cold:
-            out["build"].append(("registry", p.arms * c,
-                                 "build: every arm's blobs, pushed in an earlier repeat"))
+        if p.cold and n:
+            out["build"].append(("registry", n * c,
+                                 f"build: {n} x C, the blobs pushed in an earlier repeat"))
     if p.cold:
         transfer = p.context if p.build else 0
         # the engine's copy is taken out before the node pulls (node.session) and comes
@@ -223,7 +232,8 @@ def how_to_fit(p: Plan) -> str:
 
 
 def estimate(bases: list[str], contexts: list[Path], *, paths: dict[str, Path], arms: int,
-             cold: bool, keep: bool, build: bool, client: Any = None) -> Plan:
+             cold: bool, keep: bool, build: bool, client: Any = None,
+             repeats: int = 1) -> Plan:
     """The plan from the bases' sizes in the engine and the contexts' bytes."""
     notes: list[str] = []
     base_c = 0
@@ -242,7 +252,7 @@ def estimate(bases: list[str], contexts: list[Path], *, paths: dict[str, Path], 
                          f"{MAX_CONTEXT_FILES} files (counted up to there)")
     u = int(BASE_RATIO * base_c + INSTALL_FACTOR * ctx)
     return Plan(u, base_c + ctx, "estimate (bases and context)", paths, arms, cold, keep,
-                build, notes, context=ctx * arms if build else 0)
+                build, notes, context=ctx * arms if build else 0, repeats=repeats)
 
 
 def replan(p: Plan, uncompressed: int, compressed: int) -> Plan:
@@ -251,7 +261,7 @@ def replan(p: Plan, uncompressed: int, compressed: int) -> Plan:
     held = {"out": compressed, "engine": uncompressed + compressed}
     held["engine"] += p.context // max(1, p.arms)  # the first arm's context transfer
     return Plan(uncompressed, compressed, "first build", p.paths, p.arms, p.cold, p.keep,
-                p.build, list(p.notes), held, p.context, p.to_dict())
+                p.build, list(p.notes), held, p.context, p.to_dict(), p.repeats)
 
 
 def context_bytes(path: Path) -> tuple[int, bool]:
@@ -322,7 +332,8 @@ def plan_for(exp: Experiment, opts: RunOptions, arms: list[Arm]) -> Plan:
     try:
         plan = estimate(bases, [a.context for a in arms if a.image is None and
                                 a.context.is_dir()], paths=paths, arms=len(arms), cold=cold,
-                        keep=opts.keep, build=build, client=client)
+                        keep=opts.keep, build=build, client=client,
+                        repeats=1 if opts.shard else (opts.repeats or exp.repeats))
     finally:
         if client is not None:
             client.close()
