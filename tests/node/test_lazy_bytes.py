@@ -8,11 +8,13 @@ first MiB reads back as it was, and only the spans around it are fetched."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
 import random
 import secrets
+from typing import Any
 
 import pytest
 
@@ -21,8 +23,8 @@ from servelab.build import export
 from servelab.cleanup import Cleanup
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
-from servelab.node import read_layers
-from servelab.node.lazypull import build_index, lazy_pull
+from servelab.node import ColdSettings, NodeSettings, NodeStarts, read_layers
+from servelab.node.lazypull import LazySettings, build_index, lazy_pull
 from servelab.node.soci import LazyRegistry, metric_sum
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry, pytest.mark.slow,
@@ -34,12 +36,17 @@ LATE = "srv/late.txt"
 SNAPSHOTS = "/var/lib/soci-snapshotter-grpc/snapshotter/snapshots"
 
 
-def _layer() -> tuple[bytes, bytes, bytes]:
-    """(the layer's tar, its gzip as servelab writes it, the late file's bytes)."""
+def _layer(*, members: bool = False) -> tuple[bytes, bytes, bytes]:
+    """(the layer's tar, its gzip as servelab writes it, the late file's bytes); *members*:
+    one gzip member per MiB instead, as servelab 0.1 wrote it."""
     rng = random.Random(7)  # noqa: S311 (test data)
     late = b"".join(b"line %06d of the file past the first gzip piece\n" % i
                     for i in range(4000))
     tar = tar_bytes([E("srv/pad.bin", rng.randbytes(PAD)), E(LATE, late)])
+    if members:
+        step = export.BLOCK
+        return tar, b"".join(gzip.compress(tar[i:i + step], 4, mtime=0)
+                             for i in range(0, len(tar), step)), late
     out = io.BytesIO()
     export.gzip_to(io.BytesIO(tar), out.write)
     return tar, out.getvalue(), late
@@ -82,5 +89,30 @@ def test_a_file_past_the_first_piece_reads_back_lazily(lazy_registry: LazyRegist
     finally:
         RegistryClient().delete_manifest(ImageRef.parse(pushed))
     assert list(index.ztocs) == [img.layers[0].digest]
+    assert index.unusable is None
     assert read.encode() == late  # not zeros: the index maps the file to its own spans
     assert fetched is not None and 0 < fetched < len(gz) / 2  # lazily: not the whole layer
+
+
+def test_a_layer_of_many_gzip_members_is_not_measured_lazily_and_says_why(
+        docker_client: Any, registry: str, lazy_registry: LazyRegistry,
+        cold_settings: ColdSettings) -> None:
+    """Its index spans only the first member (soci 0.4.1): the lazy arm is "not measured",
+    with the reason, instead of a figure from a node that would read zeros."""
+    tar, gz, _late = _layer(members=True)
+    pushed = _push(tar, gz)
+    img = read_layers(RegistryClient(), ImageRef.parse(pushed))
+    settings = NodeSettings(registry, cold=cold_settings,
+                            lazy=LazySettings(registry=lazy_registry))
+    try:
+        with Cleanup(f"{RUN}{secrets.token_hex(3)}", client=docker_client) as cu:
+            nodes = NodeStarts(settings, run_id=cu.run_id, cleanup=cu, client=docker_client)
+            got = nodes._lazy(img)
+            index = nodes._indexes[img.manifest.digest]
+        assert cu.errors == []
+    finally:
+        RegistryClient().delete_manifest(ImageRef.parse(pushed))
+    assert index.unusable is not None and "several gzip members" in index.unusable
+    assert got is not None and got["lazy"] is False and got["pull_s"] is None
+    assert "covers 1 span(s) of 4 MiB of layer" in got["notes"][0]
+    assert "soci-snapshotter#1834" in got["notes"][0]

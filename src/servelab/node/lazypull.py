@@ -95,12 +95,40 @@ class SociIndex:
     source: str = "registry"
     #: why the archive was not used, when one was given
     source_note: str | None = None
+    #: why the index cannot serve the image (a layer it covers only in part), or None
+    unusable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"digest": self.digest, "min_layer_size": self.min_layer_size,
                 "indexed_layers": len(self.ztocs), "build_s": round(self.build_s, 3),
                 "source": self.source,
-                **({"source_note": self.source_note} if self.source_note else {})}
+                **({"source_note": self.source_note} if self.source_note else {}),
+                **({"unusable": self.unusable} if self.unusable else {})}
+
+
+def coverage(pc: SociContainerd, img: ImageLayers, ztocs: dict[str, str]) -> str | None:
+    """Why *ztocs* cannot serve *img*: a layer whose zTOC spans less than half of it (``soci
+    ztoc info``: ``num_spans`` x ``span_size``). soci before v0.13 indexes a gzip layer of
+    several members only up to the end of the first (awslabs/soci-snapshotter#1834): every
+    file maps to span 0, and a lazy node serves zeros past that member. None: each covers
+    its layer (or soci could not say)."""
+    sizes = {b.digest: b.size for b in img.layers}
+    for layer, ztoc in ztocs.items():
+        res = pc.soci("ztoc", "info", ztoc, check=False, timeout=RPULL_TIMEOUT_S)
+        try:
+            info = json.loads(res.stdout) if res.returncode == 0 else {}
+            spans, span = int(info.get("num_spans") or 0), int(info.get("span_size") or 0)
+        except (ValueError, TypeError, AttributeError):
+            continue
+        size = sizes.get(layer, 0)
+        if spans and span and spans * span < size // 2:
+            return (f"the SOCI index covers {spans} span(s) of {span >> 20} MiB of layer "
+                    f"{layer[7:19]} ({size / 1e6:.0f} MB compressed): the layer is several "
+                    "gzip members, which this soci indexes only up to the first "
+                    "(awslabs/soci-snapshotter#1834, fixed in soci v0.13), so a lazy node "
+                    "would serve zeros past it; recompress the layer as one gzip member "
+                    "(BuildKit, pigz and servelab's own builds do) or use a newer soci")
+    return None
 
 
 #: what the private mount namespace covers (a tmpfs on /var/lib): an archive there is hidden
@@ -148,6 +176,8 @@ def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: 
         try:
             source, source_note = _get_image(pc, ref, archive)
             made = pc.soci("create", "--min-layer-size", str(min_layer_size), ref)
+            unusable = coverage(pc, img, {m.group("layer"): m.group("ztoc")
+                                          for m in _ZTOC.finditer(made.stdout)})
             pushed = pc.soci("push", *registry.tls_args(), ref)
         except CommandError as e:
             raise CapabilityError(f"the SOCI index of {ref} could not be built and pushed: "
@@ -161,7 +191,7 @@ def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: 
                               f"{pushed.stdout.strip()[-300:] or 'no output'}",
                               hint="run `servelab doctor` (lazy pulling (SOCI))")
     out = SociIndex(ref, index[-1], min_layer_size, ztocs, time.monotonic() - t0, source,
-                    source_note)
+                    source_note, unusable)
     if not keep:
         cleanup.callback(lambda: unpublish_index(img, out.digest),
                          f"SOCI index {out.digest} of {img.ref}")

@@ -247,6 +247,9 @@ class NodeStarts:
                                 min_layer_size=self.settings.lazy.min_layer_size,
                                 keep=self.keep, archive=self._archives.get(img.manifest.digest))
             self._indexes[img.manifest.digest] = index
+        if index.unusable is not None:
+            raise CapabilityError(f"lazy pulling cannot be measured: {index.unusable}",
+                                  hint="see docs/run.md, \"Lazy pulling (SOCI)\"")
         self.progress(f"  cold start: lazy pull (SOCI) of {len(index.ztocs)} indexed layers")
         return lazy_pull(img, self.lazy_registry, index, self.run_id, self.cleanup,
                          drop_caches=self.settings.cold.drop_caches)
