@@ -293,6 +293,16 @@ setup_registry() {
   command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
   mkdir -p "$STATE/registry-data"
   registry_config "$REGISTRY_ADDR" > "$STATE/registry.yml"
+  # Runs delete their manifests but a registry keeps the blobs until its garbage collection,
+  # which must not run while it serves: do it now, while neither registry on the storage does
+  # (blobs no manifest references; manifests are kept, tagged or not).
+  if ! tls_registry_answers; then
+    before=$(du -sm "$STATE/registry-data" 2>/dev/null | cut -f1)
+    docker-registry garbage-collect "$STATE/registry.yml" >"$STATE/registry-gc.log" 2>&1 \
+      || log "registry garbage collection failed; see $STATE/registry-gc.log"
+    after=$(du -sm "$STATE/registry-data" 2>/dev/null | cut -f1)
+    log "registry storage garbage-collected: ${before:-?} MB -> ${after:-?} MB"
+  fi
   log "starting docker-registry on $REGISTRY_ADDR"
   setsid docker-registry serve "$STATE/registry.yml" >"$STATE/registry.log" 2>&1 < /dev/null &
   echo $! > "$STATE/registry.pid"
