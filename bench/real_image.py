@@ -365,14 +365,18 @@ def bare_node(tag: str, where: dict[int, Path], *, lazy: bool) -> dict[str, Step
     from servelab.cleanup import Cleanup
     from servelab.image.ref import ImageRef
     from servelab.image.registry import RegistryClient
-    from servelab.node.containerd import PrivateContainerd
-    from servelab.node.soci import LazyRegistry
+    from servelab.node.containerd import PrivateContainerd, unavailable
+    from servelab.node.soci import LazyRegistry, lazy_unavailable
 
     ref = f"{REGISTRY}/{tag}"
     subprocess.run(["docker", "tag", tag, ref], check=True, capture_output=True)
     out = {"push (docker push)": _step(where, lambda: subprocess.run(
         ["docker", "push", "-q", ref], check=True, capture_output=True, timeout=3600))}
     rid = f"bench-bare-{os.getpid()}"
+    why = unavailable()
+    if why is not None:  # as servelab's own run does: no private containerd here
+        print(f"bare: no cold or lazy pull here: {why}", flush=True)
+        return out
     try:
         with Cleanup(rid) as cu:
             cold = PrivateContainerd(f"{rid}-cold")
@@ -380,7 +384,7 @@ def bare_node(tag: str, where: dict[int, Path], *, lazy: bool) -> dict[str, Step
             with cold:
                 out["cold pull (ctr images pull)"] = _step(where, lambda: cold.ctr(
                     "images", "pull", "--plain-http", ref, timeout=3600))
-            if lazy:
+            if lazy and lazy_unavailable() is None:
                 out.update(bare_lazy(tag, where, rid, cu,
                                      LazyRegistry(TLS_REGISTRY, SETUP / "tls" / "ca.pem")))
     finally:
