@@ -153,7 +153,7 @@ class Member:
 
     def add(self, piece: bytes) -> None:
         """Compress *piece*; the one before it goes to be made non-final."""
-        if self._held is None and not self.pieces:
+        if not self.pieces:
             self.sink(GZIP_HEADER)
         held = (self.compress(piece, self.level), len(piece))
         if self._held is not None:
@@ -168,7 +168,7 @@ class Member:
 
     def close(self) -> None:
         """The last piece as it is (final), then the trailer; an empty member for no piece.
-        Also what :meth:`abort` does, when it raises."""
+        The helper thread is stopped (:meth:`abort`) however it ends."""
         try:
             if not self.pieces:
                 self.add(b"")

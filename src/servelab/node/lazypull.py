@@ -176,15 +176,14 @@ def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: 
         try:
             source, source_note = _get_image(pc, ref, archive)
             made = pc.soci("create", "--min-layer-size", str(min_layer_size), ref)
-            unusable = coverage(pc, img, {m.group("layer"): m.group("ztoc")
-                                          for m in _ZTOC.finditer(made.stdout)})
+            ztocs = {m.group("layer"): m.group("ztoc") for m in _ZTOC.finditer(made.stdout)}
+            unusable = coverage(pc, img, ztocs)
             pushed = pc.soci("push", *registry.tls_args(), ref)
         except CommandError as e:
             raise CapabilityError(f"the SOCI index of {ref} could not be built and pushed: "
                                   f"{proc.tail(e.stderr, 3, inline=True) or e.message}",
                                   hint="run `servelab doctor` (lazy pulling (SOCI)); the "
                                   "registry must accept OCI artifacts") from e
-    ztocs = {m.group("layer"): m.group("ztoc") for m in _ZTOC.finditer(made.stdout)}
     index = _PUSHED.findall(pushed.stdout)
     if not index:
         raise CapabilityError(f"soci push named no index for {ref}: "
