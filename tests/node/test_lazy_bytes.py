@@ -77,9 +77,9 @@ def test_a_file_past_the_first_piece_reads_back_lazily(lazy_registry: LazyRegist
     tar, gz, late = _layer()
     assert len(gz) > 2 * export.BLOCK * 10  # many pieces, one member
     pushed = _push(tar, gz)
-    img = read_layers(RegistryClient(), ImageRef.parse(pushed))
     rid = f"{RUN}{secrets.token_hex(3)}"
     try:
+        img = read_layers(RegistryClient(), ImageRef.parse(pushed))
         with Cleanup(rid) as cu:
             index = build_index(img, lazy_registry, rid, cu)
             with lazy_pull(img, lazy_registry, index, rid, cu) as (pc, rec):
@@ -101,10 +101,10 @@ def test_a_layer_of_many_gzip_members_is_not_measured_lazily_and_says_why(
     with the reason, instead of a figure from a node that would read zeros."""
     tar, gz, _late = _layer(members=True)
     pushed = _push(tar, gz)
-    img = read_layers(RegistryClient(), ImageRef.parse(pushed))
     settings = NodeSettings(registry, cold=cold_settings,
                             lazy=LazySettings(registry=lazy_registry))
     try:
+        img = read_layers(RegistryClient(), ImageRef.parse(pushed))
         with Cleanup(f"{RUN}{secrets.token_hex(3)}", client=docker_client) as cu:
             nodes = NodeStarts(settings, run_id=cu.run_id, cleanup=cu, client=docker_client)
             got = nodes._lazy(img)
