@@ -1,7 +1,5 @@
 """``python -m servelab``."""
 
-import sys
+from servelab.cli import entry
 
-from servelab.cli import main
-
-sys.exit(main())
+entry()

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from servelab import __version__, logs
 from servelab.errors import ExitCode, ServelabError, Terminated
@@ -145,6 +145,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"servelab: {'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}",
                   file=sys.stderr)
         return 143 if term else 130
+
+
+def entry() -> NoReturn:
+    """The ``servelab`` program (console script and ``python -m servelab``): :func:`main`,
+    then exit with its code. A signal that lands after main has returned, or while Python
+    shuts down (when it puts back the default handlers, and a SIGINT would end the process
+    as killed by it), is held blocked until the process is gone: the code main chose is the
+    exit code, and an interrupt that comes after it is not a traceback. SIGTERM raises
+    :class:`Terminated` for the whole of it, not only while a command runs."""
+    code: int | None = None
+    signal.signal(signal.SIGTERM, _raise_terminated)  # also once main has put its own back
+    while True:
+        try:
+            if code is None:
+                code = main()
+            if hasattr(signal, "pthread_sigmask"):
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            break
+        except KeyboardInterrupt as e:  # between main's return and the mask
+            code = 143 if isinstance(e, Terminated) else 130 if code is None else code
+    sys.exit(code)
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -87,6 +87,32 @@ def test_a_signal_at_any_moment_of_a_failing_lint_is_never_a_traceback(
         assert "Traceback" not in err and "internal error" not in err, err
 
 
+#: The program as its console script runs it, with a signal sent to itself while Python shuts
+#: down (an atexit callback runs inside that shutdown): the deterministic form of a signal
+#: that lands after the command's code is chosen.
+SIGNAL_AT_EXIT = """import atexit, os, signal, sys
+from servelab.cli import entry
+sig = int(sys.argv.pop(1))
+atexit.register(lambda: os.kill(os.getpid(), sig))
+entry()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_python_exits_keeps_the_commands_code(sig: int,
+                                                              tmp_path: Path) -> None:
+    """CI once saw -2: the error printed, exit code 2 chosen, then a SIGINT killed the
+    process as Python put back the default handlers."""
+    df = tmp_path / "Dockerfile"
+    df.write_text("FROM alpine\nENV ONLYKEY\n")
+    child = subprocess.run([sys.executable, "-c", SIGNAL_AT_EXIT, str(int(sig)), "lint",
+                            "--no-hadolint", str(df)], cwd=tmp_path, text=True,
+                           capture_output=True, timeout=60, check=False)
+    assert child.returncode == 2, child.stderr
+    assert "ENV must have two arguments" in child.stderr
+    assert "Traceback" not in child.stderr and "Exception ignored" not in child.stderr
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_waiting_on_standard_input_stops(sig: int, code: int, tmp_path: Path) -> None:
     """k8s-check - on a pipe nobody writes to: the read gives way to the signal."""
