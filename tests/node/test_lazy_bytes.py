@@ -24,7 +24,7 @@ from servelab.cleanup import Cleanup
 from servelab.image.ref import ImageRef
 from servelab.image.registry import RegistryClient
 from servelab.node import ColdSettings, NodeSettings, NodeStarts, read_layers
-from servelab.node.lazypull import LazySettings, build_index, lazy_pull
+from servelab.node.lazypull import LazySettings, build_index, coverage, lazy_pull
 from servelab.node.soci import LazyRegistry, metric_sum
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry, pytest.mark.slow,
@@ -86,10 +86,17 @@ def test_a_file_past_the_first_piece_reads_back_lazily(lazy_registry: LazyRegist
                 assert rec.lazy, rec.notes
                 read = pc.ns("sh", "-c", f"cat {SNAPSHOTS}/*/fs/{LATE}", timeout=120).stdout
                 fetched = metric_sum(pc.metrics(), "soci_fs_layer_fetched_size_bytes")
+                # a zTOC soci cannot report on: said, not passed silently
+                bogus = {img.layers[0].digest: "sha256:" + "0" * 64}
+                unusable, unchecked = coverage(pc, img, bogus)
     finally:
         RegistryClient().delete_manifest(ImageRef.parse(pushed))
     assert list(index.ztocs) == [img.layers[0].digest]
-    assert index.unusable is None
+    assert index.unusable is None and index.coverage_unchecked is None
+    assert unusable is None and unchecked is not None
+    assert unchecked.startswith(
+        "the index's coverage was not checked for 1 layer(s): `soci ztoc info` gave no span "
+        f"count for {img.layers[0].digest[7:19]} (")
     assert read.encode() == late  # not zeros: the index maps the file to its own spans
     assert fetched is not None and 0 < fetched < len(gz) / 2  # lazily: not the whole layer
 

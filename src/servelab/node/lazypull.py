@@ -97,28 +97,39 @@ class SociIndex:
     source_note: str | None = None
     #: why the index cannot serve the image (a layer it covers only in part), or None
     unusable: str | None = None
+    #: the layers whose coverage soci could not report, and why (None: all were checked)
+    coverage_unchecked: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"digest": self.digest, "min_layer_size": self.min_layer_size,
                 "indexed_layers": len(self.ztocs), "build_s": round(self.build_s, 3),
                 "source": self.source,
                 **({"source_note": self.source_note} if self.source_note else {}),
-                **({"unusable": self.unusable} if self.unusable else {})}
+                **({"unusable": self.unusable} if self.unusable else {}),
+                **({"coverage_unchecked": self.coverage_unchecked}
+                   if self.coverage_unchecked else {})}
 
 
-def coverage(pc: SociContainerd, img: ImageLayers, ztocs: dict[str, str]) -> str | None:
-    """Why *ztocs* cannot serve *img*: a layer whose zTOC spans less than half of it (``soci
-    ztoc info``: ``num_spans`` x ``span_size``). soci before v0.13 indexes a gzip layer of
-    several members only up to the end of the first (awslabs/soci-snapshotter#1834): every
-    file maps to span 0, and a lazy node serves zeros past that member. None: each covers
-    its layer (or soci could not say)."""
+def coverage(pc: SociContainerd, img: ImageLayers,
+             ztocs: dict[str, str]) -> tuple[str | None, str | None]:
+    """``(unusable, unchecked)``. *unusable*: why *ztocs* cannot serve *img*, a layer whose
+    zTOC spans less than half of it (``soci ztoc info``: ``num_spans`` x ``span_size``).
+    soci before v0.13 indexes a gzip layer of several members only up to the end of the first
+    (awslabs/soci-snapshotter#1834): every file maps to span 0, and a lazy node serves zeros
+    past that member. *unchecked*: the layers whose coverage soci could not report, and why
+    (the lazy figure is then kept, with that said beside it)."""
     sizes = {b.digest: b.size for b in img.layers}
+    unchecked: list[str] = []
     for layer, ztoc in ztocs.items():
         res = pc.soci("ztoc", "info", ztoc, check=False, timeout=RPULL_TIMEOUT_S)
         try:
-            info = json.loads(res.stdout) if res.returncode == 0 else {}
+            if res.returncode != 0:
+                raise ValueError(proc.tail(res.stderr or res.stdout, 1, inline=True)
+                                 or f"exit {res.returncode}")
+            info = json.loads(res.stdout)
             spans, span = int(info.get("num_spans") or 0), int(info.get("span_size") or 0)
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError) as e:
+            unchecked.append(f"{layer[7:19]} ({str(e)[:160] or type(e).__name__})")
             continue
         size = sizes.get(layer, 0)
         if spans and span and spans * span < size // 2:
@@ -127,8 +138,12 @@ def coverage(pc: SociContainerd, img: ImageLayers, ztocs: dict[str, str]) -> str
                     "gzip members, which this soci indexes only up to the first "
                     "(awslabs/soci-snapshotter#1834, fixed in soci v0.13), so a lazy node "
                     "would serve zeros past it; recompress the layer as one gzip member "
-                    "(BuildKit, pigz and servelab's own builds do) or use a newer soci")
-    return None
+                    "(BuildKit, pigz and servelab's own builds do) or use a newer soci"), None
+    if not unchecked:
+        return None, None
+    return None, (f"the index's coverage was not checked for {len(unchecked)} layer(s): "
+                  f"`soci ztoc info` gave no span count for {', '.join(unchecked[:3])}; a "
+                  "layer of several gzip members would read as zeros past its first")
 
 
 #: what the private mount namespace covers (a tmpfs on /var/lib): an archive there is hidden
@@ -177,7 +192,7 @@ def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: 
             source, source_note = _get_image(pc, ref, archive)
             made = pc.soci("create", "--min-layer-size", str(min_layer_size), ref)
             ztocs = {m.group("layer"): m.group("ztoc") for m in _ZTOC.finditer(made.stdout)}
-            unusable = coverage(pc, img, ztocs)
+            unusable, unchecked = coverage(pc, img, ztocs)
             pushed = pc.soci("push", *registry.tls_args(), ref)
         except CommandError as e:
             raise CapabilityError(f"the SOCI index of {ref} could not be built and pushed: "
@@ -190,7 +205,7 @@ def build_index(img: ImageLayers, registry: LazyRegistry, run_id: str, cleanup: 
                               f"{pushed.stdout.strip()[-300:] or 'no output'}",
                               hint="run `servelab doctor` (lazy pulling (SOCI))")
     out = SociIndex(ref, index[-1], min_layer_size, ztocs, time.monotonic() - t0, source,
-                    source_note, unusable)
+                    source_note, unusable, unchecked)
     if not keep:
         cleanup.callback(lambda: unpublish_index(img, out.digest),
                          f"SOCI index {out.digest} of {img.ref}")

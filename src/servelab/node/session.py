@@ -272,7 +272,10 @@ class NodeStarts:
             if self.settings.lazy.required:
                 raise
             return lazy_not_measured(e.message)
-        out = {**rec.to_dict(), "index": self._indexes[img.manifest.digest].to_dict()}
+        index = self._indexes[img.manifest.digest]
+        out = {**rec.to_dict(), "index": index.to_dict()}
+        if index.coverage_unchecked:
+            out["notes"] = [*out.get("notes", []), index.coverage_unchecked]
         if started is not None:
             out["start_outcome"] = started.outcome
             if not started.ready:
