@@ -237,8 +237,9 @@ _BUILD_MODEL_TOOLS = frozenset({"optimum-cli", "ct2-transformers-converter", "li
 #: ONNX model into ~/.u2net
 _BUILD_PULLS = frozenset({("huggingface-cli", "download"), ("hf", "download"),
                           ("ollama", "pull"), ("rembg", "d")})
-#: commands whose job is to fetch a model into a cache: NVIDIA NIM's ``download-to-cache``
-_BUILD_FETCHERS = frozenset({"download-to-cache"})
+#: commands whose job is to fetch a model into a cache: NVIDIA NIM's ``download-to-cache``,
+#: MinerU's ``mineru-models-download``
+_BUILD_FETCHERS = frozenset({"download-to-cache", "mineru-models-download"})
 
 
 def build_weight_downloads(text: str) -> list[str]:
@@ -250,6 +251,8 @@ def build_weight_downloads(text: str) -> list[str]:
             out.append(" ".join(cmd.argv[:2]))
         elif pair == ("git", "lfs") and "pull" in cmd.argv:
             out.append("git lfs pull")
+        elif pair == ("docling-tools", "models") and "download" in cmd.argv:
+            out.append("docling-tools models download")  # Docling's layout/OCR models
         elif pair == ("git", "clone") and any(HUB_URL.search(u) for u in urls(cmd.argv)):
             out.append("git clone of a model repository")
         elif cmd.name in {"curl", "wget"}:

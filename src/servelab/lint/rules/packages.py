@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator
 
 from servelab.findings import Severity
@@ -134,9 +135,8 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
     missing: list[tuple[str, Instruction]] = []
 
     def read(path: str) -> str | None:
-        img = ctx.analysis.resolve_in_image(path, state) or path
-        if not img.startswith("/"):
-            img = f"{workdir.rstrip('/')}/{img}"
+        # relative to the WORKDIR in effect at this RUN, not the stage's last one
+        img = posixpath.normpath(posixpath.join(workdir, path))
         src = ctx.analysis.source_of(img, state)
         if src is None or (src.context_path is not None and not src.context_path.is_file()):
             copy = follow.missing_copy(ctx.analysis, st, img)
