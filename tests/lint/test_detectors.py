@@ -49,6 +49,12 @@ def _unverified(text: str) -> list[str]:
         ("wget https://bootstrap.pypa.io/get-pip.py && python3 get-pip.py", "an installer"),
         ("curl -Lo /usr/local/bin/tool https://x.example/releases/download/v1/tool", "a program"),
         ("curl -L -o tool https://x.example/tool && chmod +x tool", "a program"),
+        # a URL in a variable the RUN sets, inside a loop (gpustack's s6-overlay): the loop's
+        # own variable stays as written, the rest is known
+        ('base_url="https://github.com/o/s6/releases/download/v3"; for p in noarch x86_64; '
+         'do wget -q -O "/tmp/s6-${p}.tar.xz" "${base_url}/s6-${p}.tar.xz"; done && '
+         "tar -C / -Jxpf /tmp/s6-noarch.tar.xz",
+         "https://github.com/o/s6/releases/download/v3/s6-${p}.tar.xz"),
     ],
 )
 def test_unverified_downloads_found(text: str, expect: str) -> None:

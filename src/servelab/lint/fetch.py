@@ -108,7 +108,10 @@ def expander(lookup: Callable[[str], str | None], text: str, escape: str = "\\")
         if "$" not in word:
             return word
         out = expand(word, value, escape)
-        return word if out.unresolved else out.value
+        if not out.unresolved:
+            return out.value
+        # a loop's variable left as written, the rest known: ``${base_url}/s6-${pkg}.tar.xz``
+        return expand_known(word, value)
 
     return run
 
