@@ -16,11 +16,12 @@ from ._start import Role, base_facts, role, scripts, start_texts
 
 #: a start command whose program or script is named for a service (``opea_tts_microservice.py``,
 #: ``proxy_service.py``, ``invokeai-web``, ``webui.sh``) or is a model server not named
-#: ``*server`` (OpenVINO's ``ovms``, LocalAI, llamafile, KoboldCpp, infinity_emb)
+#: ``*server`` (OpenVINO's ``ovms``, LocalAI, llamafile, KoboldCpp, infinity_emb,
+#: ``gpustack start``)
 _SERVICE_NAME = LazyPattern(
     r"\w*micro_?service\w*|\b\w+[_-]service(\.py|:\w+)|\bservice\.py\b|"
     r"\b[\w.]+-web\b|\bweb_?ui(\.py|\.sh)?\b|"
-    r"(^|[\s/])(ovms|local-ai|llamafile|koboldcpp|infinity_emb)(\s|$)"
+    r"(^|[\s/])(ovms|local-ai|llamafile|koboldcpp|infinity_emb|gpustack\s+start)(\s|$)"
 )
 #: a web application's code: a framework's app served or launched from the script itself
 _WEB_APP = LazyPattern(
