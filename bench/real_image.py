@@ -18,9 +18,15 @@ storage) and servelab's progress lines say which stage runs. It prints:
 
 * peak extra disk by filesystem and by stage, what is left after the run, and the disk plan
   servelab made before building (docs/run.md, "Disk");
-* seconds by stage from the results, beside the bare tools doing the same step after the run
-  (``docker buildx build --no-cache --load``, ``trivy image --input`` on the same archive,
-  ``docker run`` until health answers);
+* seconds by stage from the results, beside the bare tools doing the same steps after the run
+  (``docker buildx build --no-cache --load``; ``trivy image``; ``docker run`` until health
+  answers; ``docker push``; ``ctr images pull`` into an empty private containerd and ``ctr
+  run`` there until health answers, twice, the second after the page cache is dropped, as
+  servelab's count of the bytes read before ready starts it again; the SOCI index and
+  ``soci image rpull`` then ``ctr run --snapshotter soci`` until health answers; ``docker
+  pull`` into the engine holding the base), and the wall ratio: the bare steps of a repeat
+  times the repeats, and those servelab takes once per digest (scan, push, SOCI index) times
+  the distinct digests;
 * the start-up figures: pull to ready (full and lazy), bytes pulled, fetched and read before
   ready, and the import seconds the server printed.
 
@@ -39,6 +45,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -78,6 +85,7 @@ SERVER = '''"""Imports what `vllm serve` imports before a GPU, then answers GET 
 import http.server
 import importlib
 import json
+import os
 import time
 
 seconds = {{}}
@@ -99,7 +107,8 @@ class Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
-http.server.ThreadingHTTPServer(("0.0.0.0", 8000), Health).serve_forever()
+http.server.ThreadingHTTPServer(("0.0.0.0", int(os.environ.get("PORT", "8000"))),
+                                Health).serve_forever()
 '''
 
 EXPERIMENT = """apiVersion: servelab/v1
@@ -312,6 +321,14 @@ def run_servelab(spec: Path, out: Path, repeats: int, sampler: Sampler, *, lazy:
 #: a bare step: (seconds, bytes read, bytes written on the sampled devices)
 Step = tuple[float, int, int]
 
+#: the bare steps servelab takes once per distinct digest, not once per repeat (the scan, the
+#: push and the SOCI index are shared by the repeats that built the same digest)
+PER_DIGEST = ("scan", "push", "SOCI index")
+
+
+def per_digest(name: str) -> bool:
+    return name.startswith(PER_DIGEST)
+
 
 def _step(where: dict[int, Path], fn: Any) -> Step:
     r0, w0 = device_io(where)
@@ -384,9 +401,14 @@ def bare_node(tag: str, where: dict[int, Path], *, lazy: bool) -> dict[str, Step
             with cold:
                 out["cold pull (ctr images pull)"] = _step(where, lambda: cold.ctr(
                     "images", "pull", "--plain-http", ref, timeout=3600))
+                out["cold start to health (ctr run)"] = _step(
+                    where, lambda: ctr_start(cold, ref))
+                out["start again, page cache dropped (ctr run)"] = _step(
+                    where, lambda: ctr_start(cold, ref, drop_caches=True))
             if lazy and lazy_unavailable() is None:
                 out.update(bare_lazy(tag, where, rid, cu,
                                      LazyRegistry(TLS_REGISTRY, SETUP / "tls" / "ca.pem")))
+        out["warm-base pull (docker pull)"] = warm_base_pull(tag, ref, where)
     finally:
         with contextlib.suppress(Exception):
             reg = RegistryClient()
@@ -414,7 +436,70 @@ def bare_lazy(tag: str, where: dict[int, Path], rid: str, cu: Any,
     with node:
         out["lazy pull (soci image rpull)"] = _step(where, lambda: node.soci(
             "image", "rpull", *tls, ref, timeout=3600))
+        out["lazy start to health (ctr run --snapshotter soci)"] = _step(
+            where, lambda: ctr_start(node, ref, snapshotter="soci"))
     return out
+
+
+def warm_base_pull(tag: str, ref: str, where: dict[int, Path]) -> Step:
+    """``docker pull`` of the pushed image into the engine that holds its base and nothing
+    else of it (servelab's warm-base pull)."""
+    subprocess.run(["docker", "rmi", "-f", tag, ref], check=True, capture_output=True)
+    return _step(where, lambda: subprocess.run(["docker", "pull", "-q", ref], check=True,
+                                               capture_output=True, timeout=3600))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_health(port: int, t0: float, timeout_s: float = 900.0) -> float:
+    """Seconds from *t0* until ``GET /health`` on loopback *port* answers (NaN: never)."""
+    import urllib.request
+
+    while time.monotonic() - t0 < timeout_s:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                return time.monotonic() - t0
+        except OSError:
+            time.sleep(0.1)
+    return float("nan")
+
+
+def ctr_start(pc: Any, ref: str, *, snapshotter: str | None = None,
+              drop_caches: bool = False) -> float:
+    """``ctr run`` of *ref* in the private containerd *pc* (host network, read-only root, a
+    tmpfs /tmp) until its health answers; the task and container are removed after. With
+    *drop_caches* the page cache is dropped first (``sync; echo 1 > drop_caches``, as root),
+    as servelab's untimed start that counts the bytes read before ready evicts the image."""
+    from servelab.node.containerd import remove_cgroups
+
+    if drop_caches and os.geteuid() == 0:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+    port, cid = free_port(), f"bare-{secrets.token_hex(4)}"
+    snap = ["--snapshotter", snapshotter] if snapshotter else []
+    t0 = time.monotonic()
+    pc.ctr("run", "-d", "--net-host", "--null-io", "--read-only", *snap,
+           "--runc-root", str(pc.work / "runc"), "--fifo-dir", str(pc.work / "fifo"),
+           "--mount", "type=tmpfs,src=tmpfs,dst=/tmp,options=rw", "--env", f"PORT={port}",
+           ref, cid, timeout=600)
+    try:
+        return wait_health(port, t0)
+    finally:
+        pc.ctr("task", "kill", "-s", "SIGKILL", cid, check=False)
+        for _ in range(100):
+            if pc.ctr("task", "delete", cid, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        pc.ctr("containers", "rm", cid, check=False)
+        remove_cgroups(pc.namespace)
+
+
 
 
 def bare_start(tag: str) -> float:
@@ -425,15 +510,7 @@ def bare_start(tag: str) -> float:
     try:
         port = subprocess.run(["docker", "port", cid, "8000/tcp"], check=True,
                               capture_output=True, text=True).stdout.split(":")[-1].strip()
-        import urllib.request
-
-        while time.monotonic() - t0 < 900:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                    return time.monotonic() - t0
-            except OSError:
-                time.sleep(0.1)
-        return float("nan")
+        return wait_health(int(port), t0)
     finally:
         subprocess.run(["docker", "rm", "-f", cid], capture_output=True, check=False)
 
@@ -533,17 +610,34 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float)
     sys.stdout.flush()
 
 
-def report_bare(bare: dict[str, Step], wall: float, repeats: int) -> None:
-    print("the bare tools, one run each, after servelab's run:")
+def report_bare(bare: dict[str, Step], wall: float, repeats: int, digests: int) -> None:
+    """The bare steps, and the wall ratio: servelab's run against the bare steps it takes,
+    those of a repeat times the repeats and those of a digest (scan, push, SOCI index) times
+    the distinct digests, as servelab shares them."""
+    print("the bare tools, one run each, after servelab's run ([d]: once per distinct digest, "
+          "else once per repeat):")
     for name, (sec, rd, wr) in bare.items():
-        print(f"  bare: {name:44} {sec:9.1f} s, read {rd / GB:6.2f} GB, "
+        mark = "[d]" if per_digest(name) else "   "
+        print(f"  bare {mark} {name:50} {sec:9.1f} s, read {rd / GB:6.2f} GB, "
               f"written {wr / GB:6.2f} GB")
-    bare_s = sum(sec for sec, _, _ in bare.values())
+    each = sum(sec for name, (sec, _, _) in bare.items() if not per_digest(name))
+    once = sum(sec for name, (sec, _, _) in bare.items() if per_digest(name))
+    bare_s = each * repeats + once * digests
     if bare_s and repeats:
-        print(f"wall: servelab {wall:.0f} s for {repeats} repeat(s) against the bare tools' "
-              f"{bare_s:.0f} s x {repeats} = {bare_s * repeats:.0f} s (ratio "
-              f"{wall / (bare_s * repeats):.2f}; the bare steps: "
+        print(f"wall: servelab {wall:.0f} s for {repeats} repeat(s) of {digests} digest(s) "
+              f"against the bare tools' {each:.0f} s x {repeats} + {once:.0f} s x {digests} = "
+              f"{bare_s:.0f} s (ratio {wall / bare_s:.2f}; the bare steps: "
               + ", ".join(name.split(" (")[0] for name in bare) + ")")
+
+
+def digests_of(rows: list[dict[str, Any]]) -> int:
+    """The distinct images the run built (its results' manifest digests)."""
+    seen = set()
+    for r in rows:
+        rec = ((r.get("stages") or {}).get("build") or {}).get("record") or {}
+        for p in rec.get("platforms") or []:
+            seen.add(p.get("manifest_digest"))
+    return len(seen - {None}) or 1
 
 
 def main() -> int:
@@ -585,7 +679,7 @@ def main() -> int:
         report(sampler, rows, out, wall)
         if not a.no_bare:
             report_bare(bare_tools(spec.parent / "ctx", cache, sampler.where, lazy=lazy), wall,
-                        len(rows))
+                        len(rows), digests_of(rows))
         print(f"end: {machine()}; servelab run exit {rc}")
         return 0 if rc in (0, 1) else rc
     finally:
