@@ -411,10 +411,20 @@ def bare_node(tag: str, where: dict[int, Path], *, lazy: bool) -> dict[str, Step
         out["warm-base pull (docker pull)"] = warm_base_pull(tag, ref, where)
     finally:
         with contextlib.suppress(Exception):
-            reg = RegistryClient()
-            pushed = ImageRef.parse(ref)
-            reg.delete_manifest(pushed.with_digest(reg.head_manifest(pushed).digest))
+            unpush(RegistryClient(), ImageRef.parse(ref))
     return out
+
+
+def unpush(reg: Any, pushed: Any) -> None:
+    """Delete what ``docker push`` put in the registry: with the containerd image store an
+    index, its platform manifest and its attestation manifest, each a revision of its own
+    that keeps its blobs from the registry's garbage collection until it is deleted too."""
+    top = reg.get_manifest(pushed)
+    children = [m["digest"] for m in json.loads(top.body).get("manifests") or []]
+    reg.delete_manifest(pushed.with_digest(top.digest))
+    for digest in children:
+        with contextlib.suppress(Exception):
+            reg.delete_manifest(pushed.with_digest(digest))
 
 
 def bare_lazy(tag: str, where: dict[int, Path], rid: str, cu: Any,
