@@ -276,6 +276,16 @@ class Sampler:
         return {self.fs[d]: now[d] - self.start[d] for d in now}
 
 
+def tree_bytes(path: Path) -> int:
+    """The disk a directory tree holds (allocated blocks; links not followed)."""
+    total = 0
+    for d, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(d) / name).lstat().st_blocks * 512
+    return total
+
+
 STAGE_WORDS = (("lazy", "lazy pull"), ("cold start", "cold pull"), ("push", "push"),
                ("build", "build"), ("re-gzip", "build"), ("docker load", "load"),
                ("scan", "scan"), ("smoke", "smoke"), ("lint", "lint"))
@@ -539,8 +549,9 @@ def stage_seconds(rows: list[dict[str, Any]]) -> dict[str, float]:
             if isinstance(st, dict) and st.get("seconds") is not None:
                 total[name] = total.get(name, 0.0) + float(st["seconds"])
         rec = ((r.get("stages") or {}).get("build") or {}).get("record") or {}
-        for key, label in (("build_s", "  buildx build"), ("shape_s", "  re-gzip"),
-                           ("load_s", "  docker load")):
+        for key, label in (("build_s", "  buildx build"),
+                           ("buildkit_export_s", "    of it, BuildKit's export"),
+                           ("shape_s", "  re-gzip"), ("load_s", "  docker load")):
             if rec.get(key) is not None:
                 total[label] = total.get(label, 0.0) + float(rec[key])
     return total
@@ -583,7 +594,8 @@ def print_plan(plan: dict[str, Any]) -> None:
             + f" on top of {sum(plan.get('held_bytes', {}).values()) / GB:.2f} GB it left")
 
 
-def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float) -> None:
+def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
+           registry_before: int | None = None) -> None:
     """servelab's figures, printed before the bare tools run (a long bench stopped during
     them keeps these)."""
     if rows:
@@ -606,10 +618,18 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float)
         f"{fs} {v / GB:.2f} GB" for fs, v in whole.items()))
     print("left after the run: " + ", ".join(
         f"{fs} {v / GB:+.2f} GB" for fs, v in sampler.left().items()))
+    if registry_before is not None:
+        grew = tree_bytes(SETUP / "registry-data") - registry_before
+        print(f"  of it: the run directory {tree_bytes(out) / GB:.2f} GB (images/ "
+              f"{tree_bytes(out / 'images') / GB:.2f} GB), the registry's storage "
+              f"{grew / GB:+.2f} GB (blobs wait for its garbage collection)")
     print(f"servelab run wall time: {wall:.1f} s")
     print("seconds by stage (servelab, all repeats):")
     for name, sec in stage_seconds(rows).items():
         print(f"  {name:18} {sec:9.1f} s")
+    cleanup = (json.loads(summary.read_text()).get("cleanup_s") if summary.is_file() else None)
+    if cleanup is not None:
+        print(f"  {'clean-up (end)':18} {cleanup:9.1f} s")
     print("bytes read / written on the sampled devices by stage (servelab, all repeats; "
           "page-cache hits are not reads):")
     for stage, (rd, wr) in sampler.io.items():
@@ -683,10 +703,12 @@ def main() -> int:
             paths["registry"] = SETUP / "registry-data"
         print(f"start: {machine()}", flush=True)
         lazy = not a.no_lazy and not a.quick
+        registry_before = (tree_bytes(SETUP / "registry-data")
+                           if (SETUP / "registry-data").is_dir() else None)
         with Sampler(paths) as sampler:
             rc, wall = run_servelab(spec, out, repeats, sampler, lazy=lazy, trivy_cache=cache)
         rows = results_of(out)
-        report(sampler, rows, out, wall)
+        report(sampler, rows, out, wall, registry_before)
         if not a.no_bare:
             report_bare(bare_tools(spec.parent / "ctx", cache, sampler.where, lazy=lazy), wall,
                         len(rows), digests_of(rows))

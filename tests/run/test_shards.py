@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,10 @@ def test_shards_merge_to_the_single_machine_verdict(tmp_path: Path, docker_clien
     one = _servelab("run", str(EXAMPLE), "--out", str(single), *common)
     assert one.returncode in (0, 1), one.stderr[-3000:]
     whole = json.loads((single / "summary.json").read_text())
+    # the run's final clean-up is timed, within the run's own span
+    span = (datetime.fromisoformat(whole["run"]["finished_at"])
+            - datetime.fromisoformat(whole["run"]["started_at"])).total_seconds()
+    assert isinstance(whole["cleanup_s"], float) and 0 <= whole["cleanup_s"] < span
 
     # the same measurements as shards: the merge is exactly the one-machine summary
     split = [_as_shard(single, a, n, tmp_path / "split") for a in ("control", "treatment")
@@ -75,6 +80,7 @@ def test_shards_merge_to_the_single_machine_verdict(tmp_path: Path, docker_clien
         assert res.returncode == 0, res.stderr[-3000:]
         s = json.loads((out / "summary.json").read_text())
         assert s["verdict"] == "shard" and s["shard"] == {"arm": arm, "repeat": n, "of": 2}
+        assert isinstance(s["cleanup_s"], float) and s["cleanup_s"] >= 0
         assert [(r["arm"], r["repeat"]) for r in s["results"]] == [(arm, n)]
         shards.append(out)
     rep = _servelab("report", "--format", "json", *map(str, shards))

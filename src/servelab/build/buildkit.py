@@ -254,6 +254,15 @@ class Reader:
             self.progress.note(m.group(2))
 
     # -- output
+    def seconds_of(self, prefix: str) -> float | None:
+        """Seconds BuildKit spent in its steps named *prefix*... (``exporting``: writing the
+        image's layers and archive), from their started and completed times; None when no
+        such step completed (plain progress has no times)."""
+        took = [v.completed - v.started for v in self.vertices.values()
+                if v.name.startswith(prefix) and v.started is not None
+                and v.completed is not None]
+        return round(sum(took), 3) if took else None
+
     def log_text(self) -> str:
         """The build's whole log as buildx's plain output reads (build.log)."""
         return "\n".join(self._log).lstrip("\n") + "\n"

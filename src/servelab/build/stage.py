@@ -170,6 +170,9 @@ class BuildRecord:
     export: dict[str, Any] = field(default_factory=dict)
     #: the build's BuildKit cache, pruned before the record is written (build.cache)
     cache: dict[str, Any] = field(default_factory=dict)
+    #: of build_s, BuildKit's export (its ``exporting ...`` steps: the layers compressed and
+    #: the archive written); None where buildx gave no step times
+    buildkit_export_s: float | None = None
 
     @property
     def primary(self) -> PlatformRecord:
@@ -214,6 +217,7 @@ class BuildRecord:
             "tested_ref": self.tested_ref(), "loaded_now": self.loaded_now,
             "wall_s": round(self.wall_s, 3), "build_s": round(self.build_s, 3),
             "load_s": round(self.load_s, 3), "shape_s": round(self.shape_s, 3),
+            "buildkit_export_s": self.buildkit_export_s,
             "overhead_s": round(self.overhead_s, 3), "export": dict(self.export),
             "cache": dict(self.cache),
             "log": self.log, "notes": list(self.notes),
@@ -495,6 +499,8 @@ class Builds:
         self._shaper = export.Shaper(store_dir)
         #: the step names BuildKit reported for the build under way (build.cache)
         self._steps: list[str] = []
+        #: BuildKit's export seconds of the last build (its ``exporting`` steps)
+        self._export_s: float | None = None
         #: the builder's records before this run's first build (the transfers that appear
         #: after it go after each build and at the end: build.cache.prune_transfers)
         self._before_run: set[str] | None = None
@@ -558,6 +564,7 @@ class Builds:
         if not self._built:
             self._before_run, self._built = before, True
         self._steps = []
+        self._export_s = None
         pruned: cache.Pruned | None = None
         try:
             build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
@@ -592,7 +599,7 @@ class Builds:
             archive=str(archive), image_ref=ref, image_id=image_id, loaded_now=loaded,
             wall_s=0.0, build_s=build_s, load_s=load_s, log=str(out_dir / LOG_FILE),
             notes=notes + pruned.notes, shape_s=shaped.seconds, export=shaped.to_dict(),
-            cache=pruned.to_dict())
+            cache=pruned.to_dict(), buildkit_export_s=self._export_s)
         self.last_primary = rec.primary
         rec.wall_s = time.monotonic() - t0
         write_file(out_dir / RECORD_FILE, json.dumps(rec.to_dict(), indent=2) + "\n",
@@ -624,6 +631,7 @@ class Builds:
                                                 what=f"arm {arm.name} (repeat {repeat})")
                 finally:  # what the build made in BuildKit's cache is pruned by these
                     self._steps += [v.name for v in reader.vertices.values()]
+                    self._export_s = reader.seconds_of("exporting")
             if seconds is not None:
                 return seconds
             buildkit.refuse(mode)

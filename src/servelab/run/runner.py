@@ -81,6 +81,8 @@ class Runner:
         self._input_cache: dict[str, Inputs] = {}
         self.calibration = _calibration(opts.calibration, self.repeats, self.notes)
         self.plan: DiskPlan | None = None
+        #: seconds of the run's final clean-up (what the stages' exit removed): summary.json
+        self.cleanup_s: float | None = None
 
     # ------------------------------------------------------------------ servelab run
     def execute(self) -> RunResult:
@@ -88,6 +90,8 @@ class Runner:
         with self._disk_full_stops(), self.stages:
             for rr in self._repeats():
                 self.results.append(self._write(rr))
+            last = time.monotonic()
+        self.cleanup_s = round(time.monotonic() - last, 3)
         self.notes.extend(self.stages.notes)
         return self._finish()
 
@@ -260,7 +264,9 @@ class Runner:
     def _finish(self) -> RunResult:
         if self.opts.shard is not None:
             return self._finish_shard()
-        extra = {"disk_plan": self.plan.to_dict()} if self.plan is not None else {}
+        extra: dict[str, Any] = {"cleanup_s": self.cleanup_s}
+        if self.plan is not None:
+            extra["disk_plan"] = self.plan.to_dict()
         return summarize(self.facts(), self.opts.out_dir, extra)
 
     def facts(self) -> RunFacts:
@@ -283,6 +289,7 @@ class Runner:
             "exit_code": 0, "shard": {"arm": arm, "repeat": n, "of": self.repeats},
             "run": self.run_info(finished_at=_now()), "experiment": self.experiment_info(),
             "skipped": self.skipped, "notes": self.notes, "results": self.results}
+        data["cleanup_s"] = self.cleanup_s
         if self.plan is not None:
             data["disk_plan"] = self.plan.to_dict()
         md = (f"# servelab shard: {arm} repeat {n} of {self.repeats}\n\n"
