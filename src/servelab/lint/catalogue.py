@@ -108,7 +108,7 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("download-unverified-pinned-clone.Dockerfile", "weights-baked-code.Dockerfile",
         "fetch-wrappers-offline")),
     _F("HTTP downloads",
-       (("curl",), ("wget",)),
+       (("curl",), ("wget",), ("aria2c",)),
        ("urlretrieve", "urlopen", "download_url", "wget.download"), (CODE, MODEL, DATA),
        "verified: a checksum tool with a digest written in the Dockerfile, gpg --verify with "
        "a pinned key, cosign/minisign; a loopback URL is local",

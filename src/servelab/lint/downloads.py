@@ -222,6 +222,22 @@ def is_loopback(url: str) -> bool:
     return bool(m) and m is not None and m.group(3).lower() in _LOOPBACK
 
 
+#: programs that download the URLs they are given (aria2c: a segmented downloader, often
+#: used for model files: ``aria2c -x 16 URL -d /models -o model.gguf``)
+HTTP_DOWNLOADERS = frozenset({"curl", "wget", "aria2c"})
+
+
+def aria2_outputs(argv: list[str]) -> list[str]:
+    """The file names an ``aria2c`` command saves to (``-o NAME``, ``--out=NAME``)."""
+    out: list[str] = []
+    for i, a in enumerate(argv[1:], start=1):
+        if a in {"-o", "--out"} and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith(("--out=", "-o")) and len(a) > 2 and a != "--out":
+            out.append(a.partition("=")[2] if a.startswith("--") else a[2:])
+    return out
+
+
 def _pair(cmd: SimpleCommand) -> tuple[str, str]:
     args = [a for a in cmd.argv[1:] if not a.startswith("-")]
     return (cmd.name, args[0] if args else "")
@@ -255,9 +271,11 @@ def build_weight_downloads(text: str) -> list[str]:
             out.append("docling-tools models download")  # Docling's layout/OCR models
         elif pair == ("git", "clone") and any(HUB_URL.search(u) for u in urls(cmd.argv)):
             out.append("git clone of a model repository")
-        elif cmd.name in {"curl", "wget"}:
+        elif cmd.name in HTTP_DOWNLOADERS:
+            named = aria2_outputs(cmd.argv) if cmd.name == "aria2c" else []
             for u in urls(cmd.argv):
-                if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u):
+                if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u) or any(
+                        is_weight_path(n) for n in named):
                     out.append(f"{cmd.name} {u}")
         elif cmd.name in _BUILD_MODEL_TOOLS:
             out += [f"{cmd.name} {x}" for x in model_args(cmd) if is_hub_id(x)][:1]
@@ -426,7 +444,7 @@ def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
         return f"installs packages at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[0]
     if pair in _FETCHERS:
         return f"downloads at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[1]
-    if cmd.name in {"curl", "wget"}:
+    if cmd.name in HTTP_DOWNLOADERS:
         remote = [u for u in urls(cmd.argv) if not is_loopback(u)]
         if remote:
             return f"downloads {shown(remote[0])} at start", remote[0]

@@ -84,6 +84,14 @@ _WGET_WITH_VALUE = frozenset({
 })
 
 
+_ARIA2_WITH_VALUE = frozenset({
+    "-o", "--out", "-d", "--dir", "-x", "--max-connection-per-server", "-s", "--split",
+    "-k", "--min-split-size", "-j", "--max-concurrent-downloads", "--header", "-U",
+    "--user-agent", "-i", "--input-file", "-t", "--timeout", "-m", "--max-tries",
+    "--checksum", "--log", "-l", "--console-log-level", "--summary-interval",
+})
+
+
 class Unverified(NamedTuple):
     """One download that is run or installed unchecked: what it is, its line in the text."""
 
@@ -164,8 +172,22 @@ def _wget_output(argv: list[str], url: str) -> str | None:
     return None if out in {"-", "/dev/stdout"} else out
 
 
+def _aria2_output(argv: list[str], url: str) -> str:
+    """Where aria2c saves *url*: ``-d DIR`` joined with ``-o NAME`` (else the remote name)."""
+    name = posixpath.basename(url.split("?", 1)[0])
+    folder = ""
+    for i, a in enumerate(argv[1:], start=1):
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        opt, eq, value = a.partition("=")
+        if opt in {"-o", "--out"}:
+            name = value if eq else nxt
+        elif opt in {"-d", "--dir"}:
+            folder = value if eq else nxt
+    return posixpath.join(folder, name) if folder else name
+
+
 def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
-    """(url, output file or None for stdout) of a curl/wget command."""
+    """(url, output file or None for stdout) of a curl/wget/aria2c command."""
     argv = [exp(a) for a in cmd.argv]
     if cmd.name == "curl":
         _o, operands = options_and_operands(argv[1:], _CURL_WITH_VALUE)
@@ -173,6 +195,9 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     if cmd.name == "wget":
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
         return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
+    if cmd.name == "aria2c":
+        _o, operands = options_and_operands(argv[1:], _ARIA2_WITH_VALUE)
+        return [(u, _aria2_output(argv, u)) for u in urls(operands)]
     found = catalogue.command_form(argv)
     if found is not None and catalogue.is_cloud_copy(found[1]):
         copy = catalogue.cloud_copy_source(argv, found[1])
@@ -323,6 +348,9 @@ def verifies(cmds: list[SimpleCommand], text: str, exp: Expand) -> bool:
             return True
         if any(a.startswith("--hash=") or a == "--require-hashes" for a in cmd.argv):
             return True
+        if cmd.name == "aria2c" and any(a.startswith("--checksum=") and _written(a, exp, local)
+                                        for a in cmd.argv):
+            return True  # aria2c --checksum=sha-256=<hex> fails the download on a mismatch
     signed = any((c.name in {"gpg", "gpg2"} and "--verify" in c.argv) or c.name == "gpgv"
                  for c in cmds)
     if signed and _key_pinned(cmds, exp, local, fetched, check_files):
