@@ -128,6 +128,10 @@ def is_model_archive(url: str) -> bool:
 
 #: below this, a file with a weight name but no weight header is a stub or a test fixture
 MIN_WEIGHT_BYTES = 1024 * 1024
+#: endings of files that hold model weights only when large (NumPy ``.npy``/``.npz`` arrays:
+#: MTCNN's ``mtcnn_weights.npy``, exported embeddings tables), judged in the context by size
+#: alone, never by the name of a path: a small ``mean.npy`` is statistics, not a model
+SIZED_WEIGHT_EXT = (".npy", ".npz")
 _HEADERS = (b"GGUF", b"ggml", b"ggjt", b"ggmf", b"ggla", b"lmgg")
 _CONTAINER_HEADERS = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05",
                       b"\x89HDF\r\n\x1a\n")
@@ -157,7 +161,8 @@ def weight_file(path: Path) -> int | None:
 
     Judged by content, not only by name: a safetensors or GGUF/GGML header counts whatever
     the name; a weight name (``*.safetensors``, ``*.pt``, ``pytorch_model*.bin`` ...) counts
-    with a matching container header (zip, pickle, HDF5, TFLite) or at 1 MiB and more.
+    with a matching container header (zip, pickle, HDF5, TFLite) or at 1 MiB and more; a
+    NumPy array (``*.npy``, ``*.npz``) at 1 MiB and more.
     Source files in a ``models/`` folder (``*.py``, ``*.go``) never count.
     """
     if path.suffix.lower() in _NOT_WEIGHT_EXT:
@@ -169,6 +174,8 @@ def weight_file(path: Path) -> int | None:
     if head.startswith(_HEADERS) or _safetensors_header(head, size):
         return size
     name = path.name.lower()
+    if name.endswith(SIZED_WEIGHT_EXT):  # NumPy arrays: weights at 1 MiB and more
+        return size if size >= MIN_WEIGHT_BYTES else None
     named = name.endswith(WEIGHT_EXT) or bool(_BIN_NAME.match(name))
     if not named:
         return None
