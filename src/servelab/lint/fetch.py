@@ -601,7 +601,7 @@ _BUILDERS = {
 class _Pending:
     """A git clone or a downloaded file seen in a stage, and what became of it."""
 
-    __slots__ = ("branch", "done", "kind", "line", "name", "pinned", "tag", "url", "via")
+    __slots__ = ("branch", "done", "kind", "line", "name", "path", "pinned", "tag", "url", "via")
 
     def __init__(self, kind: str, url: str, name: str, line: int, *,
                  branch: str | None = None, pinned: bool = False, tag: bool = False) -> None:
@@ -619,6 +619,8 @@ class _Pending:
         self.done = False
         #: how it reached this stage (", copied into stage app at line 40"), or ""
         self.via = ""
+        #: the clone's folder as an absolute image path, where known (else "")
+        self.path = ""
 
     def carried(self, name: str, via: str) -> _Pending:
         out = _Pending(self.kind, self.url, name, self.line, branch=self.branch,
@@ -643,7 +645,7 @@ def _ref_kind(ref: str) -> str:
     return "tag" if _PINNED_REF.match(ref) else "branch"
 
 
-def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
+def _clone(cmd: SimpleCommand, exp: Expand, cwd: str = "") -> _Clone | None:
     argv = [exp(a) for a in cmd.argv]
     if cmd.name != "git" or "clone" not in argv[1:3]:
         return None
@@ -660,24 +662,57 @@ def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
     after = operands[operands.index(found[0]) + 1:]
     dest = after[0] if after else posixpath.basename(found[0].rstrip("/")).removesuffix(".git")
     kind = _ref_kind(branch) if branch is not None else "branch"
-    return _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
-                    branch=branch, pinned=kind == "commit", tag=kind == "tag")
+    out = _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
+                   branch=branch, pinned=kind == "commit", tag=kind == "tag")
+    if cwd.startswith("/") and "$" not in dest:  # `git clone URL .` clones into the cwd
+        out.path = posixpath.normpath(posixpath.join(cwd, dest))
+        out.name = posixpath.basename(out.path) or out.name
+    return out
 
 
-def _enters(path: str, dest: str) -> bool:
+def _enters(path: str, dest: str, clone: str = "") -> bool:
+    """Whether the folder *path* is the clone (folder name *dest*, absolute path *clone*
+    where known) or inside it."""
+    if clone and path.startswith("/"):
+        return path == clone or path.startswith(clone.rstrip("/") + "/")
     parts = [p for p in path.split("/") if p not in {"", "."}]
     return dest in parts
 
 
-def _builds(cmd: SimpleCommand, dest: str, inside: bool) -> bool:
-    """Whether *cmd* builds or installs the clone in folder *dest* (*inside*: run in it)."""
+#: scripts named for building or installing what they sit beside (``install.py``,
+#: ``setup.sh``, ``build_ext.sh``): run in a clone, or by a path into it, they build it
+_BUILD_SCRIPT = LazyPattern(
+    r"^([\w.-]*[-_])?(install|setup|build|compile)([-_.\w]*)\.(py|sh|bash)$", re.I)
+
+
+def _script_builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str, cwd: str) -> bool:
+    """``python install.py``, ``bash setup.sh``, ``./build.sh`` (or ``python /install.py``
+    copied in) run in the clone, or ``python /src/x/install.py`` by a path into it."""
+    words = [cmd.argv[0]]
+    if cmd.name in _SHELLS or _INTERPRETER.match(cmd.name):
+        words += [a for a in cmd.argv[1:] if not a.startswith("-")][:1]
+    for word in words:
+        if not _BUILD_SCRIPT.match(posixpath.basename(word)):
+            continue
+        if inside:
+            return True
+        folder = posixpath.dirname(word)
+        where = folder if folder.startswith("/") else posixpath.join(cwd, folder)
+        if folder and _enters(where, dest, clone):
+            return True
+    return False
+
+
+def _builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str = "", cwd: str = "") -> bool:
+    """Whether *cmd* builds or installs the clone in folder *dest* (*inside*: run in it;
+    *clone*: its absolute path where known; *cwd*: where *cmd* runs)."""
     argv = cmd.argv
     sub = argv[1] if len(argv) > 1 else ""
     if (cmd.name, sub) in _BUILDERS or (cmd.name, "") in _BUILDERS:
         if inside:
             return True
         return cmd.name == "pip" and any(_enters(a, dest) for a in argv[2:])
-    return inside and cmd.name.endswith(("install.sh", "build.sh"))
+    return _script_builds(cmd, dest, inside, clone, cwd)
 
 
 def _checkout(cmd: SimpleCommand, exp: Expand) -> tuple[str, str] | None:
@@ -764,11 +799,15 @@ class Flow:
         cmds = commands(text)
         checked = verifies(cmds, text, exp)
         reported = {u.url for u in unverified_downloads(text, exp)}
-        cwd = workdir
+        cwd = workdir or "/"
         for cmd in cmds:
             if cmd.name == "cd" and len(cmd.argv) > 1:
-                cwd = exp(cmd.argv[1])
-            c = _clone(cmd, exp)
+                into = exp(cmd.argv[1])
+                # `cd zfp && mkdir build && cd build && cmake ..`: a path relative to where
+                # the shell is; a folder still holding a variable is kept as written
+                cwd = into if "$" in into or not cwd.startswith("/") else \
+                    posixpath.normpath(posixpath.join(cwd, into))
+            c = _clone(cmd, exp, cwd)
             if c is not None:
                 c.line = line
                 self.pending.append(c)
@@ -783,11 +822,11 @@ class Flow:
         """What *cmd* (run in folder ``where[1]``) does with the clone or download *p*."""
         exp, cwd = where
         if p.kind == "clone":
-            inside = _enters(cwd, p.name)
+            inside = _enters(cwd, p.name, p.path)
             ref = _checkout(cmd, exp) if inside else None
             if ref is not None:
                 p.pinned, p.tag, p.branch = ref[1] == "commit", ref[1] == "tag", ref[0]
-            elif _builds(cmd, p.name, inside):
+            elif _builds(cmd, p.name, inside, p.path, cwd):
                 p.done = True
                 self.found.append((p.line, _clone_message(p, line)))
         elif _runs(cmd, p.name):
