@@ -511,14 +511,33 @@ def _vcs_ref(spec: str) -> tuple[str, str | None]:
     return url.rsplit("@", 1)[0], ref
 
 
-def _pip_problem(spec: str) -> str | None:
-    """What is unverified about one pip requirement on a command line, or None."""
+#: ``V=$(curl -s https://api.github.com/repos/o/r/releases/latest | jq -r .tag_name)``: a
+#: variable a RUN sets from what a download returns
+_NETWORK_VALUE = LazyPattern(
+    r"\b([A-Za-z_][A-Za-z0-9_]*)=[\"']?\$\(\s*(?:curl|wget|aria2c)\b[^)]*?"
+    r"((?:https?|ftp)://[^\s\"')|]+)")
+_REF_VAR = LazyPattern(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
+
+
+def network_values(text: str) -> dict[str, str]:
+    """Variables *text* (a RUN) sets from a download's output, each with the URL read: a
+    version or tag taken from ``releases/latest`` at build moves with every release."""
+    return {m.group(1): m.group(2) for m in _NETWORK_VALUE.finditer(text)}
+
+
+def _pip_problem(spec: str, fetched: dict[str, str] | None = None) -> str | None:
+    """What is unverified about one pip requirement on a command line, or None (*fetched*:
+    :func:`network_values` of the RUN)."""
     if spec.startswith(("git+", "hg+")) or " @ git+" in spec:
         url, ref = _vcs_ref(spec)
         if ref is not None and re.fullmatch(r"[0-9a-f]{40}", ref):
             return None
         if ref is None:
             return f"installs {url} at its default branch"
+        var = _REF_VAR.match(ref)
+        if var is not None and var.group(1) in (fetched or {}):
+            return (f"installs {url} at the ref in {ref}, read at build from "
+                    f"{shown((fetched or {})[var.group(1)])}: it moves with every release")
         if _ref_pinned(ref) and "$" not in ref:
             return (f"installs {url} at the tag {ref}: a tag is mutable, as an image tag is "
                     "against a digest")
@@ -528,7 +547,8 @@ def _pip_problem(spec: str) -> str | None:
     return None
 
 
-def pip_unverified(cmd: SimpleCommand, exp: Expand) -> list[str]:
+def pip_unverified(cmd: SimpleCommand, exp: Expand,
+                   fetched: dict[str, str] | None = None) -> list[str]:
     """What a ``pip install`` (or ``uv pip install``) takes from a URL or a git branch or tag
     with nothing to check it: a wheel or sdist URL without ``#sha256=`` or ``--hash``, a
     ``git+`` requirement not pinned to a 40-hex commit."""
@@ -538,7 +558,7 @@ def pip_unverified(cmd: SimpleCommand, exp: Expand) -> list[str]:
 
     _opts, operands = options_and_operands(cmd.argv[cmd.argv.index("install") + 1:],
                                            PIP_WITH_VALUE)
-    return [p for p in (_pip_problem(exp(op)) for op in operands) if p]
+    return [p for p in (_pip_problem(exp(op), fetched) for op in operands) if p]
 
 
 # -- downloads that are run or installed -----------------------------------------------------
@@ -552,6 +572,7 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
     cmds = commands(text)
     checked = verifies(cmds, text, exp)
     made_exec = _executables(cmds)
+    fetched = network_values(text)
     out: list[Unverified] = []
     for m in _FED_TO_SHELL.finditer(text):
         found = urls([exp(w) for w in m.group(2).split()])
@@ -562,7 +583,7 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
     fed = {u.url for u in out}
     for i, cmd in enumerate(cmds):
         if not checked:
-            out += [Unverified(what, cmd.line) for what in pip_unverified(cmd, exp)]
+            out += [Unverified(what, cmd.line) for what in pip_unverified(cmd, exp, fetched)]
         for url, dest in _fetched(cmd, exp):
             if is_loopback(url) or url in fed or (known_urls_only and "$" in url):
                 continue
