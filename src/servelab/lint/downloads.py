@@ -37,7 +37,7 @@ HUB_URL = LazyPattern(
 _HUB_CALL = LazyPattern(
     r"\b(snapshot_download|hf_hub_download|torch\.hub\.load(_state_dict_from_url)?|"
     r"load_state_dict_from_url|(?:faster_whisper\.)?download_model|whisper\.load_model|"
-    r"from_pretrained|SentenceTransformer|CrossEncoder|WhisperModel)\s*\(",
+    r"from_pretrained|SentenceTransformer|CrossEncoder|WhisperModel|EasyNMT)\s*\(",
 )
 
 
@@ -52,7 +52,7 @@ _START_HUB_CALL = LazyPattern(
 #: and pretrained vision models, in a script's text
 _START_NAMED_LOAD = LazyPattern(
     rf"\b({_call_pattern(catalogue.PY_NAMED_MODEL_CALLS)})\(\s*(?:model_size_or_path\s*=\s*|"
-    r"name\s*=\s*)?[rf]?[\"']([^\"'/.~][^\"']*)[\"']|"
+    r"name\s*=\s*|model_name\s*=\s*)?[rf]?[\"']([^\"'/.~][^\"']*)[\"']|"
     r"\b(timm\.create_model|torchvision\.models\.[\w.]+|models\.\w+)\([^)]*\b"
     r"(pretrained\s*=\s*True|weights\s*=\s*(?!None\b)[\w.\"'])")
 #: a file streamed from the network: ``requests.get(url, stream=True)``, ``httpx.stream(``,
@@ -322,7 +322,7 @@ def _local_load(text: str, m: re.Match[str]) -> bool:
     """Whether a ``from_pretrained(`` loads no weights: a literal local path, or a config,
     tokenizer or processor class (``AutoConfig.from_pretrained("org/m")``)."""
     if m.group(1) not in {"from_pretrained", "SentenceTransformer", "CrossEncoder",
-                          "WhisperModel"}:
+                          "WhisperModel", "EasyNMT"}:
         return False
     return bool(_LOCAL_ARG.match(text, m.end())) or bool(
         _NOT_WEIGHTS.search(text, max(0, m.start() - 60), m.start()))
