@@ -1,0 +1,10 @@
+from huggingface_hub import hf_hub_download
+from transformers import AutoTokenizer
+
+
+def tokenizer() -> object:
+    return AutoTokenizer.from_pretrained("example/tts-english")
+
+
+def model() -> str:
+    return hf_hub_download(repo_id="example/tts-english", filename="checkpoint.pth")
