@@ -13,10 +13,9 @@ from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
 
 from . import RULES, Context, Hit
-from ._common import values
+from ._common import values, whole_context
 from ._start import missing_note, missing_scripts, script_name, scripts
 
-_WHOLE_CONTEXT = {".", "./", "*", "./*", "/", ""}
 _SHOWN = 5
 
 
@@ -158,7 +157,7 @@ def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
                 yield Hit("weights-baked", ins.line,
                           f"{what} puts model weights ({src}) into the image",
                           context={"stage": st.label})
-        elif src not in _WHOLE_CONTEXT:  # COPY . is context-leak's
+        elif not whole_context(src):  # COPY . is context-leak's
             hit = _context_source(ctx, st, ins, src, dest=dest, excluded=excluded)
             if hit is not None:
                 yield hit
