@@ -79,7 +79,7 @@ def _unwrapped(argv: list[str]) -> list[str]:
 
 
 def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
-              snapshot: Callable[[], bool], fetched: Collection[str] = (),
+              snapshot: Callable[[], bool], *, fetched: Collection[str] = (),
               ) -> tuple[str, str, list[str]] | None:
     """(manager, what it ran, unpinned packages) of one command, or None (*fetched*: the
     variables the RUN sets from a download)."""
@@ -149,7 +149,7 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
     by_manager: dict[str, tuple[list[str], list[str]]] = {}
     fetched = set(network_values(ins.text()))
     for cmd in _expanded(ctx, state, ins.text()):
-        found = _unpinned(ctx, st, cmd, read, snapshot, fetched)
+        found = _unpinned(ctx, st, cmd, read, snapshot, fetched=fetched)
         if found:
             manager, what, bad = found
             whats, pkgs = by_manager.setdefault(manager, ([], []))
