@@ -196,6 +196,14 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
                   severity=Severity.INFO)
 
 
+#: what a followed module's load must be to fetch weights: a hub or model-zoo load
+#: (``hf_hub_download(...)``, ``X.from_pretrained('org/m')``, ``WhisperModel(...)``,
+#: ``torch.hub.load()``, pretrained vision weights), not a data fetch (``nltk.download``)
+_MODEL_LOAD = LazyPattern(
+    r"^([\w.]*\.)?(snapshot_download|hf_hub_download|from_pretrained|pipeline|"
+    r"SentenceTransformer|CrossEncoder|WhisperModel|EasyNMT|load_model|download_model|"
+    r"load_state_dict_from_url|load_url|create_model|create_model_and_transforms|"
+    r"from_single_file|Repository)\(|^torch\.hub\.load|^torchvision\.models\.")
 #: a load of a config, tokenizer or processor (``AutoTokenizer.from_pretrained('org/m')``):
 #: a download, but not of weights
 _NOT_WEIGHTS_LOAD = LazyPattern(
@@ -208,7 +216,7 @@ def _followed_downloads(ctx: Context, st: Stage, state: StageState,
     calls, followed as a start command's application is (``python melo/init_downloads.py``
     builds ``melo.api.TTS``, whose ``__init__`` calls ``hf_hub_download``): what runs at the
     script's top level and under ``__main__``, file checks included (nothing is in place
-    yet at build)."""
+    yet at build). Data fetches (NLTK corpora, plain files) are not weights."""
     out: list[str] = []
     cwd = state.workdirs.get(ins.line) or state.workdir
     text = follow.without_comments(ins.text())
@@ -216,7 +224,7 @@ def _followed_downloads(ctx: Context, st: Stage, state: StageState,
         app = follow.follow_app(ctx.analysis, entry, shell.assignments(text), st)
         out += [f"{f.what} at {f.where} ({f.via})" for f in app.loads
                 if f.kind != "install" and f.when == follow.START
-                and not _NOT_WEIGHTS_LOAD.search(f.what)]
+                and _MODEL_LOAD.search(f.what) and not _NOT_WEIGHTS_LOAD.search(f.what)]
     return list(dict.fromkeys(out))
 
 
