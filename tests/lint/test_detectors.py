@@ -200,6 +200,17 @@ def test_weight_files_are_judged_by_content(tmp_path: Path) -> None:
                       "llama.py": False, "big.pt": True}
 
 
+def test_numpy_arrays_are_weights_only_when_large(tmp_path: Path) -> None:
+    (tmp_path / "mtcnn_weights.npy").write_bytes(b"\x93NUMPY" + bytes(downloads.MIN_WEIGHT_BYTES))
+    (tmp_path / "params.npz").write_bytes(b"PK\x03\x04" + bytes(downloads.MIN_WEIGHT_BYTES))
+    (tmp_path / "mean.npy").write_bytes(b"\x93NUMPY" + bytes(4000))
+    (tmp_path / "small.npz").write_bytes(b"PK\x03\x04" + bytes(60))  # a zip, but small
+    judged = {p.name: downloads.weight_file(p) is not None for p in tmp_path.iterdir()}
+    assert judged == {"mtcnn_weights.npy": True, "params.npz": True, "mean.npy": False,
+                      "small.npz": False}
+    assert not downloads.is_weight_path("data/embeddings.npy")  # by name alone, never
+
+
 def test_weight_walk_honours_the_ignore_rules(tmp_path: Path) -> None:
     (tmp_path / "models" / "a").mkdir(parents=True)
     _safetensors(tmp_path / "models" / "a" / "model.safetensors")

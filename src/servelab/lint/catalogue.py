@@ -108,7 +108,7 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("download-unverified-pinned-clone.Dockerfile", "weights-baked-code.Dockerfile",
         "fetch-wrappers-offline")),
     _F("HTTP downloads",
-       (("curl",), ("wget",)),
+       (("curl",), ("wget",), ("aria2c",)),
        ("urlretrieve", "urlopen", "download_url", "wget.download"), (CODE, MODEL, DATA),
        "verified: a checksum tool with a digest written in the Dockerfile, gpg --verify with "
        "a pinned key, cosign/minisign; a loopback URL is local",
@@ -143,6 +143,12 @@ FETCHERS: tuple[Fetcher, ...] = (
        (), ("WhisperModel", "download_model", "load_model"), (MODEL,),
        "a local path as the model (faster-whisper's local_files_only=True)",
        ("fetch-python-apis",), ("fetch-python-local",)),
+    _F("translation models loaded by name",
+       (), ("EasyNMT",), (MODEL,),
+       "a local path as the model (EasyNMT('/models/opus-mt')); EasyNMT fetches a model "
+       "name ('opus-mt', 'm2m_100_418M') from the hub into its cache",
+       ("fetch-python-apis", "startup-follow-easynmt"),
+       ("fetch-python-local", "startup-follow-easynmt-local")),
     _F("pretrained vision models",
        (), ("create_model", "torchvision.models", "open_clip.create_model_and_transforms"),
        (MODEL,),
@@ -270,8 +276,9 @@ PY_FETCH_CALLS = ("snapshot_download", "hf_hub_download", "torch.hub.load",
                   "download_to_filename", "faster_whisper.download_model", "ollama.pull",
                   "keras.utils.get_file", "from_single_file", "KerasLayer")
 #: Python calls that fetch the model named by their first argument unless it is a local
-#: path: whisper sizes ("base") and faster-whisper sizes ("large-v3") are fetched too
-PY_NAMED_MODEL_CALLS = ("WhisperModel", "whisper.load_model")
+#: path: whisper sizes ("base") and faster-whisper sizes ("large-v3") are fetched too, and
+#: EasyNMT's model names ("opus-mt")
+PY_NAMED_MODEL_CALLS = ("WhisperModel", "whisper.load_model", "EasyNMT")
 #: Python calls that fetch pretrained weights when ``pretrained=True`` or ``weights=`` is
 #: given (timm, torchvision)
 PY_PRETRAINED_CALLS = ("timm.create_model", "create_model", "torchvision.models",

@@ -37,7 +37,7 @@ HUB_URL = LazyPattern(
 _HUB_CALL = LazyPattern(
     r"\b(snapshot_download|hf_hub_download|torch\.hub\.load(_state_dict_from_url)?|"
     r"load_state_dict_from_url|(?:faster_whisper\.)?download_model|whisper\.load_model|"
-    r"from_pretrained|SentenceTransformer|CrossEncoder|WhisperModel)\s*\(",
+    r"from_pretrained|SentenceTransformer|CrossEncoder|WhisperModel|EasyNMT)\s*\(",
 )
 
 
@@ -52,7 +52,7 @@ _START_HUB_CALL = LazyPattern(
 #: and pretrained vision models, in a script's text
 _START_NAMED_LOAD = LazyPattern(
     rf"\b({_call_pattern(catalogue.PY_NAMED_MODEL_CALLS)})\(\s*(?:model_size_or_path\s*=\s*|"
-    r"name\s*=\s*)?[rf]?[\"']([^\"'/.~][^\"']*)[\"']|"
+    r"name\s*=\s*|model_name\s*=\s*)?[rf]?[\"']([^\"'/.~][^\"']*)[\"']|"
     r"\b(timm\.create_model|torchvision\.models\.[\w.]+|models\.\w+)\([^)]*\b"
     r"(pretrained\s*=\s*True|weights\s*=\s*(?!None\b)[\w.\"'])")
 #: a file streamed from the network: ``requests.get(url, stream=True)``, ``httpx.stream(``,
@@ -128,6 +128,10 @@ def is_model_archive(url: str) -> bool:
 
 #: below this, a file with a weight name but no weight header is a stub or a test fixture
 MIN_WEIGHT_BYTES = 1024 * 1024
+#: endings of files that hold model weights only when large (NumPy ``.npy``/``.npz`` arrays:
+#: MTCNN's ``mtcnn_weights.npy``, exported embeddings tables), judged in the context by size
+#: alone, never by the name of a path: a small ``mean.npy`` is statistics, not a model
+SIZED_WEIGHT_EXT = (".npy", ".npz")
 _HEADERS = (b"GGUF", b"ggml", b"ggjt", b"ggmf", b"ggla", b"lmgg")
 _CONTAINER_HEADERS = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05",
                       b"\x89HDF\r\n\x1a\n")
@@ -157,7 +161,8 @@ def weight_file(path: Path) -> int | None:
 
     Judged by content, not only by name: a safetensors or GGUF/GGML header counts whatever
     the name; a weight name (``*.safetensors``, ``*.pt``, ``pytorch_model*.bin`` ...) counts
-    with a matching container header (zip, pickle, HDF5, TFLite) or at 1 MiB and more.
+    with a matching container header (zip, pickle, HDF5, TFLite) or at 1 MiB and more; a
+    NumPy array (``*.npy``, ``*.npz``) at 1 MiB and more.
     Source files in a ``models/`` folder (``*.py``, ``*.go``) never count.
     """
     if path.suffix.lower() in _NOT_WEIGHT_EXT:
@@ -169,6 +174,8 @@ def weight_file(path: Path) -> int | None:
     if head.startswith(_HEADERS) or _safetensors_header(head, size):
         return size
     name = path.name.lower()
+    if name.endswith(SIZED_WEIGHT_EXT):  # NumPy arrays: weights at 1 MiB and more
+        return size if size >= MIN_WEIGHT_BYTES else None
     named = name.endswith(WEIGHT_EXT) or bool(_BIN_NAME.match(name))
     if not named:
         return None
@@ -222,6 +229,22 @@ def is_loopback(url: str) -> bool:
     return bool(m) and m is not None and m.group(3).lower() in _LOOPBACK
 
 
+#: programs that download the URLs they are given (aria2c: a segmented downloader, often
+#: used for model files: ``aria2c -x 16 URL -d /models -o model.gguf``)
+HTTP_DOWNLOADERS = frozenset({"curl", "wget", "aria2c"})
+
+
+def aria2_outputs(argv: list[str]) -> list[str]:
+    """The file names an ``aria2c`` command saves to (``-o NAME``, ``--out=NAME``)."""
+    out: list[str] = []
+    for i, a in enumerate(argv[1:], start=1):
+        if a in {"-o", "--out"} and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith(("--out=", "-o")) and len(a) > 2 and a != "--out":
+            out.append(a.partition("=")[2] if a.startswith("--") else a[2:])
+    return out
+
+
 def _pair(cmd: SimpleCommand) -> tuple[str, str]:
     args = [a for a in cmd.argv[1:] if not a.startswith("-")]
     return (cmd.name, args[0] if args else "")
@@ -255,9 +278,11 @@ def build_weight_downloads(text: str) -> list[str]:
             out.append("docling-tools models download")  # Docling's layout/OCR models
         elif pair == ("git", "clone") and any(HUB_URL.search(u) for u in urls(cmd.argv)):
             out.append("git clone of a model repository")
-        elif cmd.name in {"curl", "wget"}:
+        elif cmd.name in HTTP_DOWNLOADERS:
+            named = aria2_outputs(cmd.argv) if cmd.name == "aria2c" else []
             for u in urls(cmd.argv):
-                if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u):
+                if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u) or any(
+                        is_weight_path(n) for n in named):
                     out.append(f"{cmd.name} {u}")
         elif cmd.name in _BUILD_MODEL_TOOLS:
             out += [f"{cmd.name} {x}" for x in model_args(cmd) if is_hub_id(x)][:1]
@@ -297,7 +322,7 @@ def _local_load(text: str, m: re.Match[str]) -> bool:
     """Whether a ``from_pretrained(`` loads no weights: a literal local path, or a config,
     tokenizer or processor class (``AutoConfig.from_pretrained("org/m")``)."""
     if m.group(1) not in {"from_pretrained", "SentenceTransformer", "CrossEncoder",
-                          "WhisperModel"}:
+                          "WhisperModel", "EasyNMT"}:
         return False
     return bool(_LOCAL_ARG.match(text, m.end())) or bool(
         _NOT_WEIGHTS.search(text, max(0, m.start() - 60), m.start()))
@@ -426,7 +451,7 @@ def _command_problem(cmd: SimpleCommand) -> tuple[str, str] | None:
         return f"installs packages at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[0]
     if pair in _FETCHERS:
         return f"downloads at start (`{shown(' '.join(cmd.argv[:2]))}`)", cmd.argv[1]
-    if cmd.name in {"curl", "wget"}:
+    if cmd.name in HTTP_DOWNLOADERS:
         remote = [u for u in urls(cmd.argv) if not is_loopback(u)]
         if remote:
             return f"downloads {shown(remote[0])} at start", remote[0]

@@ -84,6 +84,14 @@ _WGET_WITH_VALUE = frozenset({
 })
 
 
+_ARIA2_WITH_VALUE = frozenset({
+    "-o", "--out", "-d", "--dir", "-x", "--max-connection-per-server", "-s", "--split",
+    "-k", "--min-split-size", "-j", "--max-concurrent-downloads", "--header", "-U",
+    "--user-agent", "-i", "--input-file", "-t", "--timeout", "-m", "--max-tries",
+    "--checksum", "--log", "-l", "--console-log-level", "--summary-interval",
+})
+
+
 class Unverified(NamedTuple):
     """One download that is run or installed unchecked: what it is, its line in the text."""
 
@@ -164,8 +172,22 @@ def _wget_output(argv: list[str], url: str) -> str | None:
     return None if out in {"-", "/dev/stdout"} else out
 
 
+def _aria2_output(argv: list[str], url: str) -> str:
+    """Where aria2c saves *url*: ``-d DIR`` joined with ``-o NAME`` (else the remote name)."""
+    name = posixpath.basename(url.split("?", 1)[0])
+    folder = ""
+    for i, a in enumerate(argv[1:], start=1):
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        opt, eq, value = a.partition("=")
+        if opt in {"-o", "--out"}:
+            name = value if eq else nxt
+        elif opt in {"-d", "--dir"}:
+            folder = value if eq else nxt
+    return posixpath.join(folder, name) if folder else name
+
+
 def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
-    """(url, output file or None for stdout) of a curl/wget command."""
+    """(url, output file or None for stdout) of a curl/wget/aria2c command."""
     argv = [exp(a) for a in cmd.argv]
     if cmd.name == "curl":
         _o, operands = options_and_operands(argv[1:], _CURL_WITH_VALUE)
@@ -173,6 +195,9 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     if cmd.name == "wget":
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
         return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
+    if cmd.name == "aria2c":
+        _o, operands = options_and_operands(argv[1:], _ARIA2_WITH_VALUE)
+        return [(u, _aria2_output(argv, u)) for u in urls(operands)]
     found = catalogue.command_form(argv)
     if found is not None and catalogue.is_cloud_copy(found[1]):
         copy = catalogue.cloud_copy_source(argv, found[1])
@@ -323,6 +348,9 @@ def verifies(cmds: list[SimpleCommand], text: str, exp: Expand) -> bool:
             return True
         if any(a.startswith("--hash=") or a == "--require-hashes" for a in cmd.argv):
             return True
+        if cmd.name == "aria2c" and any(a.startswith("--checksum=") and _written(a, exp, local)
+                                        for a in cmd.argv):
+            return True  # aria2c --checksum=sha-256=<hex> fails the download on a mismatch
     signed = any((c.name in {"gpg", "gpg2"} and "--verify" in c.argv) or c.name == "gpgv"
                  for c in cmds)
     if signed and _key_pinned(cmds, exp, local, fetched, check_files):
@@ -483,14 +511,33 @@ def _vcs_ref(spec: str) -> tuple[str, str | None]:
     return url.rsplit("@", 1)[0], ref
 
 
-def _pip_problem(spec: str) -> str | None:
-    """What is unverified about one pip requirement on a command line, or None."""
+#: ``V=$(curl -s https://api.github.com/repos/o/r/releases/latest | jq -r .tag_name)``: a
+#: variable a RUN sets from what a download returns
+_NETWORK_VALUE = LazyPattern(
+    r"\b([A-Za-z_][A-Za-z0-9_]*)=[\"']?\$\(\s*(?:curl|wget|aria2c)\b[^)]*?"
+    r"((?:https?|ftp)://[^\s\"')|]+)")
+_REF_VAR = LazyPattern(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
+
+
+def network_values(text: str) -> dict[str, str]:
+    """Variables *text* (a RUN) sets from a download's output, each with the URL read: a
+    version or tag taken from ``releases/latest`` at build moves with every release."""
+    return {m.group(1): m.group(2) for m in _NETWORK_VALUE.finditer(text)}
+
+
+def _pip_problem(spec: str, fetched: dict[str, str] | None = None) -> str | None:
+    """What is unverified about one pip requirement on a command line, or None (*fetched*:
+    :func:`network_values` of the RUN)."""
     if spec.startswith(("git+", "hg+")) or " @ git+" in spec:
         url, ref = _vcs_ref(spec)
         if ref is not None and re.fullmatch(r"[0-9a-f]{40}", ref):
             return None
         if ref is None:
             return f"installs {url} at its default branch"
+        var = _REF_VAR.match(ref)
+        if var is not None and var.group(1) in (fetched or {}):
+            return (f"installs {url} at the ref in {ref}, read at build from "
+                    f"{shown((fetched or {})[var.group(1)])}: it moves with every release")
         if _ref_pinned(ref) and "$" not in ref:
             return (f"installs {url} at the tag {ref}: a tag is mutable, as an image tag is "
                     "against a digest")
@@ -500,7 +547,8 @@ def _pip_problem(spec: str) -> str | None:
     return None
 
 
-def pip_unverified(cmd: SimpleCommand, exp: Expand) -> list[str]:
+def pip_unverified(cmd: SimpleCommand, exp: Expand,
+                   fetched: dict[str, str] | None = None) -> list[str]:
     """What a ``pip install`` (or ``uv pip install``) takes from a URL or a git branch or tag
     with nothing to check it: a wheel or sdist URL without ``#sha256=`` or ``--hash``, a
     ``git+`` requirement not pinned to a 40-hex commit."""
@@ -510,7 +558,7 @@ def pip_unverified(cmd: SimpleCommand, exp: Expand) -> list[str]:
 
     _opts, operands = options_and_operands(cmd.argv[cmd.argv.index("install") + 1:],
                                            PIP_WITH_VALUE)
-    return [p for p in (_pip_problem(exp(op)) for op in operands) if p]
+    return [p for p in (_pip_problem(exp(op), fetched) for op in operands) if p]
 
 
 # -- downloads that are run or installed -----------------------------------------------------
@@ -524,6 +572,7 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
     cmds = commands(text)
     checked = verifies(cmds, text, exp)
     made_exec = _executables(cmds)
+    fetched = network_values(text)
     out: list[Unverified] = []
     for m in _FED_TO_SHELL.finditer(text):
         found = urls([exp(w) for w in m.group(2).split()])
@@ -534,7 +583,7 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
     fed = {u.url for u in out}
     for i, cmd in enumerate(cmds):
         if not checked:
-            out += [Unverified(what, cmd.line) for what in pip_unverified(cmd, exp)]
+            out += [Unverified(what, cmd.line) for what in pip_unverified(cmd, exp, fetched)]
         for url, dest in _fetched(cmd, exp):
             if is_loopback(url) or url in fed or (known_urls_only and "$" in url):
                 continue
@@ -573,7 +622,7 @@ _BUILDERS = {
 class _Pending:
     """A git clone or a downloaded file seen in a stage, and what became of it."""
 
-    __slots__ = ("branch", "done", "kind", "line", "name", "pinned", "tag", "url", "via")
+    __slots__ = ("branch", "done", "kind", "line", "name", "path", "pinned", "tag", "url", "via")
 
     def __init__(self, kind: str, url: str, name: str, line: int, *,
                  branch: str | None = None, pinned: bool = False, tag: bool = False) -> None:
@@ -591,6 +640,8 @@ class _Pending:
         self.done = False
         #: how it reached this stage (", copied into stage app at line 40"), or ""
         self.via = ""
+        #: the clone's folder as an absolute image path, where known (else "")
+        self.path = ""
 
     def carried(self, name: str, via: str) -> _Pending:
         out = _Pending(self.kind, self.url, name, self.line, branch=self.branch,
@@ -615,7 +666,7 @@ def _ref_kind(ref: str) -> str:
     return "tag" if _PINNED_REF.match(ref) else "branch"
 
 
-def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
+def _clone(cmd: SimpleCommand, exp: Expand, cwd: str = "") -> _Clone | None:
     argv = [exp(a) for a in cmd.argv]
     if cmd.name != "git" or "clone" not in argv[1:3]:
         return None
@@ -632,24 +683,57 @@ def _clone(cmd: SimpleCommand, exp: Expand) -> _Clone | None:
     after = operands[operands.index(found[0]) + 1:]
     dest = after[0] if after else posixpath.basename(found[0].rstrip("/")).removesuffix(".git")
     kind = _ref_kind(branch) if branch is not None else "branch"
-    return _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
-                    branch=branch, pinned=kind == "commit", tag=kind == "tag")
+    out = _Pending("clone", found[0], posixpath.basename(dest.rstrip("/")), cmd.line,
+                   branch=branch, pinned=kind == "commit", tag=kind == "tag")
+    if cwd.startswith("/") and "$" not in dest:  # `git clone URL .` clones into the cwd
+        out.path = posixpath.normpath(posixpath.join(cwd, dest))
+        out.name = posixpath.basename(out.path) or out.name
+    return out
 
 
-def _enters(path: str, dest: str) -> bool:
+def _enters(path: str, dest: str, clone: str = "") -> bool:
+    """Whether the folder *path* is the clone (folder name *dest*, absolute path *clone*
+    where known) or inside it."""
+    if clone and path.startswith("/"):
+        return path == clone or path.startswith(clone.rstrip("/") + "/")
     parts = [p for p in path.split("/") if p not in {"", "."}]
     return dest in parts
 
 
-def _builds(cmd: SimpleCommand, dest: str, inside: bool) -> bool:
-    """Whether *cmd* builds or installs the clone in folder *dest* (*inside*: run in it)."""
+#: scripts named for building or installing what they sit beside (``install.py``,
+#: ``setup.sh``, ``build_ext.sh``): run in a clone, or by a path into it, they build it
+_BUILD_SCRIPT = LazyPattern(
+    r"^([\w.-]*[-_])?(install|setup|build|compile)([-_.\w]*)\.(py|sh|bash)$", re.I)
+
+
+def _script_builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str, cwd: str) -> bool:
+    """``python install.py``, ``bash setup.sh``, ``./build.sh`` (or ``python /install.py``
+    copied in) run in the clone, or ``python /src/x/install.py`` by a path into it."""
+    words = [cmd.argv[0]]
+    if cmd.name in _SHELLS or _INTERPRETER.match(cmd.name):
+        words += [a for a in cmd.argv[1:] if not a.startswith("-")][:1]
+    for word in words:
+        if not _BUILD_SCRIPT.match(posixpath.basename(word)):
+            continue
+        if inside:
+            return True
+        folder = posixpath.dirname(word)
+        where = folder if folder.startswith("/") else posixpath.join(cwd, folder)
+        if folder and _enters(where, dest, clone):
+            return True
+    return False
+
+
+def _builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str = "", cwd: str = "") -> bool:
+    """Whether *cmd* builds or installs the clone in folder *dest* (*inside*: run in it;
+    *clone*: its absolute path where known; *cwd*: where *cmd* runs)."""
     argv = cmd.argv
     sub = argv[1] if len(argv) > 1 else ""
     if (cmd.name, sub) in _BUILDERS or (cmd.name, "") in _BUILDERS:
         if inside:
             return True
         return cmd.name == "pip" and any(_enters(a, dest) for a in argv[2:])
-    return inside and cmd.name.endswith(("install.sh", "build.sh"))
+    return _script_builds(cmd, dest, inside, clone, cwd)
 
 
 def _checkout(cmd: SimpleCommand, exp: Expand) -> tuple[str, str] | None:
@@ -736,11 +820,15 @@ class Flow:
         cmds = commands(text)
         checked = verifies(cmds, text, exp)
         reported = {u.url for u in unverified_downloads(text, exp)}
-        cwd = workdir
+        cwd = workdir or "/"
         for cmd in cmds:
             if cmd.name == "cd" and len(cmd.argv) > 1:
-                cwd = exp(cmd.argv[1])
-            c = _clone(cmd, exp)
+                into = exp(cmd.argv[1])
+                # `cd zfp && mkdir build && cd build && cmake ..`: a path relative to where
+                # the shell is; a folder still holding a variable is kept as written
+                cwd = into if "$" in into or not cwd.startswith("/") else \
+                    posixpath.normpath(posixpath.join(cwd, into))
+            c = _clone(cmd, exp, cwd)
             if c is not None:
                 c.line = line
                 self.pending.append(c)
@@ -755,11 +843,11 @@ class Flow:
         """What *cmd* (run in folder ``where[1]``) does with the clone or download *p*."""
         exp, cwd = where
         if p.kind == "clone":
-            inside = _enters(cwd, p.name)
+            inside = _enters(cwd, p.name, p.path)
             ref = _checkout(cmd, exp) if inside else None
             if ref is not None:
                 p.pinned, p.tag, p.branch = ref[1] == "commit", ref[1] == "tag", ref[0]
-            elif _builds(cmd, p.name, inside):
+            elif _builds(cmd, p.name, inside, p.path, cwd):
                 p.done = True
                 self.found.append((p.line, _clone_message(p, line)))
         elif _runs(cmd, p.name):

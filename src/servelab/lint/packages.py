@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import SimpleCommand, options_and_operands
@@ -146,6 +146,28 @@ def is_vcs(spec: str) -> bool:
     return spec.startswith(("git+", "hg+", "svn+", "bzr+")) or " @ git+" in spec
 
 
+#: refs that name no release but a pointer that moves, as base-latest's floating tags do
+#: (``@latest-release``, ``@latest``, ``@nightly``, ``@stable``): what they install changes
+#: from one build to the next
+_MOVING_REF = LazyPattern(
+    r"^(latest|[\w.-]*[-_.]latest|latest[-_.][\w.-]*|nightly|rolling|stable|edge)$", re.I)
+_REF_VAR = LazyPattern(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
+
+
+def vcs_moving_ref(spec: str, fetched: Collection[str] = ()) -> bool:
+    """Whether a ``git+`` requirement is at a ref that moves: one named so (``@latest-release``,
+    ``@main``), or a variable the RUN sets from a download (``V=$(curl .../releases/latest
+    | jq -r .tag_name)``, *fetched* holds such names)."""
+    if not is_vcs(spec):
+        return False
+    url = spec.split(" @ ", 1)[-1].strip().split("#", 1)[0]
+    host_and_path, at, ref = url.split("://", 1)[-1].rpartition("@")
+    if not at or "/" not in host_and_path:
+        return False
+    var = _REF_VAR.match(ref)
+    return bool(_MOVING_REF.match(ref)) or (var is not None and var.group(1) in fetched)
+
+
 def _requirements_unpinned(text: str) -> list[str]:
     bad: list[str] = []
     for raw in text.splitlines():
@@ -176,8 +198,9 @@ def _pip_subcommand(argv: list[str]) -> int | None:
     return None
 
 
-def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
-    """Unpinned requirements of a ``pip install`` (empty when pinned, locked or hashed)."""
+def pip_unpinned(cmd: SimpleCommand, read: ReadFile, fetched: Collection[str] = ()) -> list[str]:
+    """Unpinned requirements of a ``pip install`` (empty when pinned, locked or hashed).
+    *fetched*: variables the RUN sets from a download (a ref read from the network)."""
     argv = cmd.argv
     sub = _pip_subcommand(argv)
     if sub is None or argv[sub] != "install":
@@ -188,8 +211,10 @@ def pip_unpinned(cmd: SimpleCommand, read: ReadFile) -> list[str]:
     opts, operands = options_and_operands(args, PIP_WITH_VALUE)
     while operands and operands[0] == "install":  # `pip install install x`: a typo, not a package
         operands = operands[1:]
-    # a git+ requirement at a branch or tag is download-unverified's (fetch.pip_unverified)
-    bad = [op for op in operands if not pip_spec_pinned(op) and not is_vcs(op)]
+    # a git+ requirement at a branch or tag is download-unverified's (fetch.pip_unverified);
+    # one at a ref that moves by its name or is read from the network is unpinned too
+    bad = [op for op in operands if (not pip_spec_pinned(op) and not is_vcs(op))
+           or vcs_moving_ref(op, fetched)]
     for i, o in enumerate(opts):
         name, _, inline = o.partition("=")
         if name in {"-c", "--constraint", "--constraints"}:

@@ -352,12 +352,13 @@ def _stream_call(node: ast.Call, name: str, last: str, values: _Values) -> Load 
 
 
 def _named_model(node: ast.Call, name: str, last: str, values: _Values) -> Load | str | None:
-    """``WhisperModel("large-v3")``, ``whisper.load_model("base")``: a size is fetched too;
-    a local path, or ``local_files_only=True``, stays local."""
-    if last != "WhisperModel" and not name.endswith("whisper.load_model"):
+    """``WhisperModel("large-v3")``, ``whisper.load_model("base")``, ``EasyNMT("opus-mt")``:
+    a size or a model name is fetched too; a local path, or ``local_files_only=True``, stays
+    local."""
+    if last not in {"WhisperModel", "EasyNMT"} and not name.endswith("whisper.load_model"):
         return None
     arg = node.args[0] if node.args else (_kwarg(node, "model_size_or_path")
-                                          or _kwarg(node, "name"))
+                                          or _kwarg(node, "name") or _kwarg(node, "model_name"))
     value = values.of(arg)
     if _truthy(_kwarg(node, "local_files_only")) or (value is not None and local_value(value)):
         return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 
 from servelab.lint.parse import Stage
@@ -34,3 +35,18 @@ def values(ctx: Context, stage: Stage, words: Iterable[str]) -> list[str]:
 def listing(items: Iterable[str]) -> str:
     """Every item, comma-separated, each once (messages name them all)."""
     return ", ".join(dict.fromkeys(items))
+
+
+_WHOLE_CONTEXT = frozenset({".", "./", "*", "./*", "/", ""})
+
+
+def whole_context(src: str) -> bool:
+    """Whether a COPY/ADD source names the whole build context: ``.``, ``./*``, and a path
+    that climbs above the context's root (``../``, ``./..``, ``../*``), which BuildKit keeps
+    inside the context, at its root (marker-api's ``COPY ../ ./``)."""
+    if src in _WHOLE_CONTEXT:
+        return True
+    rest = src.rstrip("/")
+    if rest.endswith("/*"):
+        rest = rest[:-2]
+    return ".." in rest.split("/") and posixpath.normpath("/" + rest) == "/"

@@ -11,9 +11,8 @@ from servelab.lint import ignore, walk
 from servelab.lint.parse import Instruction, Stage
 
 from . import RULES, Context, Hit
-from ._common import listing, values
+from ._common import listing, values, whole_context
 
-_WHOLE_CONTEXT = {".", "./", "*", "./*", "/", ""}
 _SHOWN = 5
 
 
@@ -35,7 +34,7 @@ def _copies(ctx: Context) -> tuple[list[_Copy], list[_Copy]]:
                 continue
             srcs = values(ctx, st, [a for a in ins.args[:-1] if not a.startswith("<<")])
             c = _Copy(ins, st, st.index in final)
-            if any(s in _WHOLE_CONTEXT for s in srcs):
+            if any(whole_context(s) for s in srcs):
                 whole.append(c)
             if any(posixpath.normpath(s).split("/")[0] == ".git" for s in srcs):
                 git.append(c)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from servelab.findings import Severity
 from servelab.lint import follow
 from servelab.lint import packages as pkg
-from servelab.lint.fetch import expander
+from servelab.lint.fetch import expander, network_values
 from servelab.lint.image import Analysis, StageState
 from servelab.lint.parse import Instruction, Stage
 from servelab.lint.shell import SimpleCommand, commands, normalise
@@ -79,13 +79,15 @@ def _unwrapped(argv: list[str]) -> list[str]:
 
 
 def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
-              snapshot: Callable[[], bool]) -> tuple[str, str, list[str]] | None:
-    """(manager, what it ran, unpinned packages) of one command, or None."""
+              snapshot: Callable[[], bool], *, fetched: Collection[str] = (),
+              ) -> tuple[str, str, list[str]] | None:
+    """(manager, what it ran, unpinned packages) of one command, or None (*fetched*: the
+    variables the RUN sets from a download)."""
     name = cmd.name
     sub = cmd.argv[1] if len(cmd.argv) > 1 else ""
     found: tuple[str, str, list[str]] | None = None
     if name == "pip":
-        found = ("pip", "pip install", pkg.pip_unpinned(cmd, read))
+        found = ("pip", "pip install", pkg.pip_unpinned(cmd, read, fetched))
     elif name in {"pipx", "uv"}:
         found = ("pipx", " ".join(cmd.argv[: 3 if name == "uv" else 2]), pkg.pipx_unpinned(cmd))
     elif name in {"apt-get", "apt"}:
@@ -145,8 +147,9 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
         return Analysis.read(src) if src else None
 
     by_manager: dict[str, tuple[list[str], list[str]]] = {}
+    fetched = set(network_values(ins.text()))
     for cmd in _expanded(ctx, state, ins.text()):
-        found = _unpinned(ctx, st, cmd, read, snapshot)
+        found = _unpinned(ctx, st, cmd, read, snapshot, fetched=fetched)
         if found:
             manager, what, bad = found
             whats, pkgs = by_manager.setdefault(manager, ([], []))

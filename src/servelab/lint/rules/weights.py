@@ -9,13 +9,13 @@ from servelab.findings import Severity
 from servelab.lint import downloads, follow, ignore, shell, walk
 from servelab.lint.fetch import expand_known
 from servelab.lint.image import StageState, is_url
+from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
 
 from . import RULES, Context, Hit
-from ._common import values
+from ._common import values, whole_context
 from ._start import missing_note, missing_scripts, script_name, scripts
 
-_WHOLE_CONTEXT = {".", "./", "*", "./*", "/", ""}
 _SHOWN = 5
 
 
@@ -157,7 +157,7 @@ def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
                 yield Hit("weights-baked", ins.line,
                           f"{what} puts model weights ({src}) into the image",
                           context={"stage": st.label})
-        elif src not in _WHOLE_CONTEXT:  # COPY . is context-leak's
+        elif not whole_context(src):  # COPY . is context-leak's
             hit = _context_source(ctx, st, ins, src, dest=dest, excluded=excluded)
             if hit is not None:
                 yield hit
@@ -177,6 +177,8 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
             code = expand_known(code, shell.assignments(code).get)
         for what in dict.fromkeys(downloads.build_weight_downloads(code)):
             whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
+    if not whats and not others_only:
+        whats += _followed_downloads(ctx, st, state, ins)
     missing = [] if others_only else missing_scripts(ctx, ins.text(), state,
                                                      state.workdirs.get(ins.line), st)
     if whats:
@@ -192,6 +194,38 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
                   f"{missing_note(ctx, missing)}", fix=f"pass --context with the directory "
                   f"docker build is given (now {ctx.context_dir})", context={"stage": st.label},
                   severity=Severity.INFO)
+
+
+#: what a followed module's load must be to fetch weights: a hub or model-zoo load
+#: (``hf_hub_download(...)``, ``X.from_pretrained('org/m')``, ``WhisperModel(...)``,
+#: ``torch.hub.load()``, pretrained vision weights), not a data fetch (``nltk.download``)
+_MODEL_LOAD = LazyPattern(
+    r"^([\w.]*\.)?(snapshot_download|hf_hub_download|from_pretrained|pipeline|"
+    r"SentenceTransformer|CrossEncoder|WhisperModel|EasyNMT|load_model|download_model|"
+    r"load_state_dict_from_url|load_url|create_model|create_model_and_transforms|"
+    r"from_single_file|Repository)\(|^torch\.hub\.load|^torchvision\.models\.")
+#: a load of a config, tokenizer or processor (``AutoTokenizer.from_pretrained('org/m')``):
+#: a download, but not of weights
+_NOT_WEIGHTS_LOAD = LazyPattern(
+    r"(Config|Tokenizer|TokenizerFast|Processor|FeatureExtractor|ImageProcessor)\.")
+
+
+def _followed_downloads(ctx: Context, st: Stage, state: StageState,
+                        ins: Instruction) -> list[str]:
+    """Hub and model downloads in the modules a Python script run at build imports and
+    calls, followed as a start command's application is (``python melo/init_downloads.py``
+    builds ``melo.api.TTS``, whose ``__init__`` calls ``hf_hub_download``): what runs at the
+    script's top level and under ``__main__``, file checks included (nothing is in place
+    yet at build). Data fetches (NLTK corpora, plain files) are not weights."""
+    out: list[str] = []
+    cwd = state.workdirs.get(ins.line) or state.workdir
+    text = follow.without_comments(ins.text())
+    for entry in follow.entries(text, state, cwd):
+        app = follow.follow_app(ctx.analysis, entry, shell.assignments(text), st)
+        out += [f"{f.what} at {f.where} ({f.via})" for f in app.loads
+                if f.kind != "install" and f.when == follow.START
+                and _MODEL_LOAD.search(f.what) and not _NOT_WEIGHTS_LOAD.search(f.what)]
+    return list(dict.fromkeys(out))
 
 
 _ARCHIVER = "torch-model-archiver"

@@ -7,6 +7,7 @@ import torch
 import torchvision
 import whisper
 from diffusers import StableDiffusionXLPipeline
+from easynmt import EasyNMT
 from faster_whisper import WhisperModel
 from fastapi import FastAPI
 from transformers import AutoModelForCausalLM
@@ -14,6 +15,7 @@ from transformers import AutoModelForCausalLM
 llm = AutoModelForCausalLM.from_pretrained(os.environ["MODEL_PATH"])
 stt = WhisperModel("/mnt/models/whisper-large-v3", local_files_only=True)
 legacy = whisper.load_model("/mnt/models/whisper/base.pt")
+translator = EasyNMT("/mnt/models/opus-mt")
 backbone = timm.create_model("convnext_tiny", pretrained=False)
 vision = torchvision.models.resnet50(weights=None)
 hub = torch.hub.load("/opt/yolov5", "custom", path="/mnt/models/best.pt", source="local")

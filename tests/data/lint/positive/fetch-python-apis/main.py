@@ -13,6 +13,7 @@ import torchvision
 import tensorflow_hub as tfhub
 import whisper
 from diffusers import StableDiffusionXLPipeline
+from easynmt import EasyNMT
 from faster_whisper import WhisperModel, download_model
 from fastapi import FastAPI
 from google.cloud import storage
@@ -27,6 +28,7 @@ state = torch.hub.load_state_dict_from_url("https://example.org/head.pth")  # fe
 stt = WhisperModel("large-v3")  # fetch
 download_model("small.en")  # fetch
 legacy = whisper.load_model("base")  # fetch
+translator = EasyNMT("opus-mt")  # fetch
 nltk.download("punkt")  # fetch
 gdown.download("https://drive.google.com/uc?id=1abc", "/tmp/lora.pt")  # fetch
 urllib.request.urlretrieve("https://example.org/classes.txt", "/tmp/classes.txt")  # fetch

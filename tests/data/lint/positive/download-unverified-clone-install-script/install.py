@@ -1,0 +1,4 @@
+import subprocess
+import sys
+
+subprocess.check_call([sys.executable, "-m", "pip", "install", "--no-deps", "-e", "."])
