@@ -32,6 +32,7 @@ storage) and servelab's progress lines say which stage runs. It prints:
 
     .venv/bin/python bench/real_image.py [--repeats 3] [--wheelhouse DIR]
     .venv/bin/python bench/real_image.py --quick   # a tiny wheel, one repeat: does it run?
+    .venv/bin/python bench/real_image.py --quick --repeats 2 --no-bare  # do its builds reproduce?
 
 The full run takes an hour or more on two cores and needs about 2U + 2C free (docs/run.md);
 servelab refuses it before building when it does not fit.
@@ -71,6 +72,9 @@ GB = 1e9
 
 DOCKERFILE = """FROM {base}
 ENV PYTHONUNBUFFERED=1 HOME=/tmp XDG_CACHE_HOME=/tmp/.cache
+# pip byte-compiles what it installs; with SOURCE_DATE_EPOCH set (servelab passes it) the
+# .pyc are hash-based, else each holds its source's install time and no rebuild is the same
+ARG SOURCE_DATE_EPOCH
 RUN --mount=type=bind,source=.,target=/ctx \\
     BENCH={mark} PYTHONPATH=/ctx/tools python3 -m pip install --no-index --find-links /ctx/wheels \\
       --require-hashes --no-cache-dir --disable-pip-version-check --root-user-action=ignore \\
@@ -594,6 +598,16 @@ def print_plan(plan: dict[str, Any]) -> None:
             + f" on top of {sum(plan.get('held_bytes', {}).values()) / GB:.2f} GB it left")
 
 
+def print_reproducibility(summary: dict[str, Any]) -> None:
+    """Each arm's reproducibility and the cause servelab named first: a build that does not
+    reproduce keeps one archive and one set of registry blobs per digest (docs/run.md)."""
+    for arm, r in (summary.get("reproducibility") or {}).items():
+        if not isinstance(r, dict):
+            continue
+        first = (r.get("explanation") or [""])[0]
+        print(f"{arm}: {r.get('summary')}" + (f"; first cause: {first}" if first else ""))
+
+
 def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
            registry_before: int | None = None) -> None:
     """servelab's figures, printed before the bare tools run (a long bench stopped during
@@ -623,6 +637,8 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
         print(f"  of it: the run directory {tree_bytes(out) / GB:.2f} GB (images/ "
               f"{tree_bytes(out / 'images') / GB:.2f} GB), the registry's storage "
               f"{grew / GB:+.2f} GB (blobs wait for its garbage collection)")
+    if summary.is_file():
+        print_reproducibility(json.loads(summary.read_text()))
     print(f"servelab run wall time: {wall:.1f} s")
     print("seconds by stage (servelab, all repeats):")
     for name, sec in stage_seconds(rows).items():
@@ -673,7 +689,8 @@ def digests_of(rows: list[dict[str, Any]]) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="repeats of the run (default 3; 1 with --quick)")
     ap.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
     ap.add_argument("--no-lazy", action="store_true", help="no lazy pulls (SOCI)")
     ap.add_argument("--no-bare", action="store_true", help="skip the bare tools")
@@ -688,9 +705,10 @@ def main() -> int:
         cache = tmp / "trivy"
         trivydb.write_db(cache, trivydb.FIXTURE_ADVISORIES)
         if a.quick:
-            wheels, imports, repeats = quick_wheel(tmp / "wheels"), [QUICK_MODULE], 1
+            wheels, imports = quick_wheel(tmp / "wheels"), [QUICK_MODULE]
+            repeats = max(1, a.repeats or 1)
         else:
-            wheels, imports, repeats = wheelhouse(a.wheelhouse), IMPORTS, max(1, a.repeats)
+            wheels, imports, repeats = wheelhouse(a.wheelhouse), IMPORTS, max(1, a.repeats or 3)
         spec = context(tmp, wheels, imports, repeats,
                        f"{PACKAGE} from a local wheelhouse" if not a.quick else "quick")
         out = tmp / "out"

@@ -73,6 +73,51 @@ def test_layers_are_aligned_by_content_not_position(tmp_path: Path, direction: s
     assert _files(r) == {}
 
 
+def _pyc(tmp_path: Path, source: bytes, mtime: int, mode: object = None) -> bytes:
+    """Real bytecode of *source* as py_compile writes it when the source has *mtime*."""
+    import py_compile
+
+    src, out = tmp_path / "m.py", tmp_path / f"m{mtime}.pyc"  # one source path, as a rebuild
+    src.write_bytes(source)
+    os.utime(src, (mtime, mtime))
+    py_compile.compile(str(src), str(out), doraise=True,
+                       invalidation_mode=mode)  # type: ignore[arg-type]
+    return out.read_bytes()
+
+
+def test_timestamp_bytecode_is_named_as_the_cause_with_its_fix(tmp_path: Path) -> None:
+    import py_compile
+
+    code = b"def f():\n    return 1\n"
+    stamp = py_compile.PycInvalidationMode.TIMESTAMP
+    mods = [f"usr/lib/python3/m{i}/__pycache__/x.cpython-311.pyc" for i in range(12)]
+    pa, pb = _pair(tmp_path, [E(m, _pyc(tmp_path, code, 1_700_000_000, stamp)) for m in mods],
+                   [E(m, _pyc(tmp_path, code, 1_700_000_090, stamp)) for m in mods])
+    r = diff_images(str(pa), str(pb))
+    assert r.verdict == "differs"
+    lines = r.explanation()
+    assert lines[0].startswith("12 of the 12 files that differ are Python bytecode (.pyc)")
+    assert "ARG SOURCE_DATE_EPOCH" in lines[0] and "--no-compile" in lines[0]
+    assert lines[-1] == "... and 2 more"  # the files are still listed after the cause
+    # the fix holds: hash-based bytecode of the same source is the same bytes at any mtime
+    hashed = py_compile.PycInvalidationMode.CHECKED_HASH
+    assert (_pyc(tmp_path, code, 1_700_000_000, hashed)
+            == _pyc(tmp_path, code, 1_700_000_090, hashed))
+
+
+def test_bytecode_is_not_named_when_it_is_not_most_of_the_difference(tmp_path: Path) -> None:
+    import py_compile
+
+    code, stamp = b"x = 1\n", py_compile.PycInvalidationMode.TIMESTAMP
+    a = [E("app/__pycache__/a.cpython-311.pyc", _pyc(tmp_path, code, 1_700_000_000, stamp)),
+         E("app/build-id", b"1"), E("app/version", b"1")]
+    b = [E("app/__pycache__/a.cpython-311.pyc", _pyc(tmp_path, code, 1_700_000_050, stamp)),
+         E("app/build-id", b"2"), E("app/version", b"2")]
+    pa, pb = _pair(tmp_path, a, b)
+    lines = diff_images(str(pa), str(pb)).explanation()
+    assert len(lines) == 3 and not any("bytecode" in x for x in lines)
+
+
 def test_mtime_only_is_timestamps_only(tmp_path: Path) -> None:
     pa, pb = _pair(tmp_path, [E("hello", b"hi", mtime=1_800_000_000)],
                    [E("hello", b"hi", mtime=1_800_000_007)])

@@ -208,6 +208,9 @@ class DiffResult:
         """Short lines naming what makes the images differ, worst first."""
         roots = [c for c in self.visible() if c.kind != "derived"]
         lines = [c.describe() for c in roots[:limit]]
+        hint = _bytecode_cause(roots)
+        if hint:
+            lines.insert(0, hint)
         if len(roots) > limit:
             lines.append(f"... and {len(roots) - limit} more")
         return lines
@@ -223,6 +226,21 @@ class DiffResult:
             "changes": [c.to_dict() for c in self.visible()],
             "omitted_changes": self.omitted,
         }
+
+
+def _bytecode_cause(roots: list[Change]) -> str | None:
+    """The cause when most of what differs is Python bytecode: a ``.pyc`` written with the
+    default (timestamp) invalidation holds its source's mtime at install, so every build
+    writes other bytes although rewrite-timestamp clamps the files' own times."""
+    files = [c for c in roots if c.category == "file"]
+    pyc = [c for c in files if c.subject.endswith(".pyc") and "content" in c.fields]
+    if not pyc or 2 * len(pyc) < len(files):
+        return None
+    return (f"{len(pyc)} of the {len(files)} files that differ are Python bytecode (.pyc): "
+            "its header holds the source's time at install, which differs on every build. "
+            "Fix: declare `ARG SOURCE_DATE_EPOCH` before the install (pip and compileall "
+            "then write hash-based .pyc, the same bytes each build), or install with "
+            "`pip install --no-compile` (or PYTHONDONTWRITEBYTECODE=1)")
 
 
 def _short(text: str | None, n: int) -> str:
