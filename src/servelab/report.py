@@ -214,6 +214,14 @@ SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.IN
 INFORMATION_URI = "https://github.com/servelab/servelab"
 
 
+def sarif_plain(text: str) -> str:
+    """*text* (it may quote an input: a Dockerfile line, a manifest's name, Trivy's
+    description) as a SARIF message or description: lines kept, escape sequences removed,
+    other controls, bidi controls and line separators shown escaped
+    (:func:`servelab.escape.terminal_text`), as on the terminal."""
+    return terminal_text(text, one_line=False)
+
+
 class SarifRule(NamedTuple):
     """One ``reportingDescriptor`` of the tool's driver."""
 
@@ -229,9 +237,9 @@ class SarifRule(NamedTuple):
         rule: dict[str, Any] = {
             "id": self.id,
             "name": self.id,
-            "shortDescription": {"text": self.summary},
-            "fullDescription": {"text": self.description},
-            "help": {"text": self.help},
+            "shortDescription": {"text": sarif_plain(self.summary)},
+            "fullDescription": {"text": sarif_plain(self.description)},
+            "help": {"text": sarif_plain(self.help)},
             "defaultConfiguration": {"level": self.level},
         }
         if self.properties:
@@ -269,7 +277,7 @@ class SarifResult(NamedTuple):
             "ruleId": self.rule_id,
             "ruleIndex": rule_index,
             "level": self.level,
-            "message": {"text": self.message},
+            "message": {"text": sarif_plain(self.message)},
         }
         if self.location is not None:
             res["locations"] = [self.location.to_dict()]
@@ -324,7 +332,7 @@ def sarif_log(
 
 
 def _notification(text: str, where: SarifLocation | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"level": "warning", "message": {"text": text}}
+    out: dict[str, Any] = {"level": "warning", "message": {"text": sarif_plain(text)}}
     if where is not None:
         out["locations"] = [where.to_dict()]
     return out
@@ -372,7 +380,7 @@ class SarifReporter(Reporter):
                   else None) for n in report.coverage]
         props: dict[str, Any] = {"verdict": report.verdict()} if report.coverage else {}
         if report.notes:  # what was said without a finding (a CPU server, an unknown need)
-            props["notes"] = list(report.notes)
+            props["notes"] = [sarif_plain(n) for n in report.notes]
         return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings],
                                     properties=props or None, notifications=notes))
 
