@@ -12,6 +12,7 @@ subclassing :class:`Reporter` and decorating it with :func:`register`.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -346,11 +347,14 @@ def sarif_text(log: Mapping[str, Any]) -> str:
 
 
 def _artifact_uri(path: str) -> str:
+    # os.path.realpath, not Path.resolve: a symlink loop (an input that links to itself,
+    # reported as unreadable) is a path to show, never a RuntimeError
     p = Path(path)
+    real = Path(os.path.realpath(p))
     try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return real.relative_to(os.path.realpath(Path.cwd())).as_posix()
     except ValueError:
-        return p.resolve().as_uri() if p.is_absolute() or p.exists() else p.as_posix()
+        return real.as_uri() if p.is_absolute() or p.exists() else p.as_posix()
 
 
 def _sarif_rule(rule_id: str, r: Rule | None) -> SarifRule:
