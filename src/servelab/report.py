@@ -12,6 +12,7 @@ subclassing :class:`Reporter` and decorating it with :func:`register`.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -214,6 +215,14 @@ SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.IN
 INFORMATION_URI = "https://github.com/servelab/servelab"
 
 
+def sarif_plain(text: str) -> str:
+    """*text* (it may quote an input: a Dockerfile line, a manifest's name, Trivy's
+    description) as a SARIF message or description: lines kept, escape sequences removed,
+    other controls, bidi controls and line separators shown escaped
+    (:func:`servelab.escape.terminal_text`), as on the terminal."""
+    return terminal_text(text, one_line=False)
+
+
 class SarifRule(NamedTuple):
     """One ``reportingDescriptor`` of the tool's driver."""
 
@@ -229,9 +238,9 @@ class SarifRule(NamedTuple):
         rule: dict[str, Any] = {
             "id": self.id,
             "name": self.id,
-            "shortDescription": {"text": self.summary},
-            "fullDescription": {"text": self.description},
-            "help": {"text": self.help},
+            "shortDescription": {"text": sarif_plain(self.summary)},
+            "fullDescription": {"text": sarif_plain(self.description)},
+            "help": {"text": sarif_plain(self.help)},
             "defaultConfiguration": {"level": self.level},
         }
         if self.properties:
@@ -269,7 +278,7 @@ class SarifResult(NamedTuple):
             "ruleId": self.rule_id,
             "ruleIndex": rule_index,
             "level": self.level,
-            "message": {"text": self.message},
+            "message": {"text": sarif_plain(self.message)},
         }
         if self.location is not None:
             res["locations"] = [self.location.to_dict()]
@@ -324,7 +333,7 @@ def sarif_log(
 
 
 def _notification(text: str, where: SarifLocation | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"level": "warning", "message": {"text": text}}
+    out: dict[str, Any] = {"level": "warning", "message": {"text": sarif_plain(text)}}
     if where is not None:
         out["locations"] = [where.to_dict()]
     return out
@@ -338,11 +347,14 @@ def sarif_text(log: Mapping[str, Any]) -> str:
 
 
 def _artifact_uri(path: str) -> str:
+    # os.path.realpath, not Path.resolve: a symlink loop (an input that links to itself,
+    # reported as unreadable) is a path to show, never a RuntimeError
     p = Path(path)
+    real = Path(os.path.realpath(p))
     try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return real.relative_to(os.path.realpath(Path.cwd())).as_posix()
     except ValueError:
-        return p.resolve().as_uri() if p.is_absolute() or p.exists() else p.as_posix()
+        return real.as_uri() if p.is_absolute() or p.exists() else p.as_posix()
 
 
 def _sarif_rule(rule_id: str, r: Rule | None) -> SarifRule:
@@ -372,7 +384,7 @@ class SarifReporter(Reporter):
                   else None) for n in report.coverage]
         props: dict[str, Any] = {"verdict": report.verdict()} if report.coverage else {}
         if report.notes:  # what was said without a finding (a CPU server, an unknown need)
-            props["notes"] = list(report.notes)
+            props["notes"] = [sarif_plain(n) for n in report.notes]
         return sarif_text(sarif_log(rules, [_sarif_result(f) for f in findings],
                                     properties=props or None, notifications=notes))
 

@@ -305,7 +305,9 @@ def read_stdin(*, max_bytes: int | Limit = TEXT_BYTES, what: str = "input") -> b
 
 def _read_stream_capped(stream: Any, cap: int, name: str, what: str,
                         hint: str | None) -> bytes:
-    chunk = stream.read(cap + 1)
+    # a text stream's bytes where it has them: bytes that are not UTF-8 (UTF-16, binary) are
+    # decode()'s to name, not a UnicodeDecodeError from the stream's own decoder
+    chunk = getattr(stream, "buffer", stream).read(cap + 1)
     data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
     if len(data) > cap:
         fix = "check that this is the right input"

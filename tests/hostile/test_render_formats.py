@@ -142,6 +142,43 @@ def test_json_lines_and_terminal(text: str) -> None:
     assert "\n" not in escape.progress_text(text) and "\x1b" not in escape.progress_text(text)
 
 
+#: what a SARIF message or description never holds: C0 controls but tab and LF, DEL, C1,
+#: bidi controls, line and paragraph separators, lone surrogates
+SARIF_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u061c\u202a-\u202e"
+                       "\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+
+@pytest.mark.parametrize("text", CORPUS, ids=range(len(CORPUS)))
+def test_sarif_texts(text: str) -> None:
+    """Every text of a SARIF log (a finding's message and fix, a coverage note, a note, a
+    rule's descriptions: Trivy's) quotes input as the terminal shows it: no escape sequence,
+    control or bidi character reaches GitHub code scanning (found by fuzzing lint and
+    k8s-check ``-f sarif``)."""
+    from servelab.findings import CoverageNote, Finding, FindingsReport, Rule, Severity
+    from servelab.report import SarifResult, SarifRule, get_reporter, sarif_log
+
+    rep = FindingsReport("lint", [Finding("r1", Severity.ERROR, f"bad {text}", "Dockerfile",
+                                          3, fix=f"fix {text}")],
+                         {"r1": Rule("r1", Severity.ERROR, text, rationale=text, fix=text)},
+                         notes=[text])
+    rep.add_coverage([CoverageNote(f"unread {text}", "why", "Dockerfile", 4)])
+    logs = [json.loads(get_reporter("sarif").render(rep)),
+            sarif_log([SarifRule("CVE-1", text, text, text, "error")],
+                      [SarifResult("CVE-1", "error", text)], notifications=[(text, None)])]
+    texts = [v for log in logs for v in _strings(log)]
+    assert any(escape.terminal_text(text, one_line=False) in t for t in texts)
+    for t in texts:
+        assert not SARIF_BAD.search(t), (t, text)
+
+
+def _strings(v: Any) -> list[str]:
+    if isinstance(v, dict):
+        return [s for x in v.values() for s in _strings(x)]
+    if isinstance(v, list):
+        return [s for x in v for s in _strings(x)]
+    return [v] if isinstance(v, str) else []
+
+
 def test_json_line_refuses_nan() -> None:
     for bad in (float("nan"), float("inf"), -float("inf")):
         with pytest.raises(ValueError, match="JSON"):

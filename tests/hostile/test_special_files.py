@@ -64,6 +64,11 @@ def _dangling(d: Path) -> Path:
     return d / "gone.yaml"
 
 
+def _loop(d: Path) -> Path:
+    (d / "loop.yaml").symlink_to("loop.yaml")  # a link to itself: ELOOP on every open
+    return d / "loop.yaml"
+
+
 def _directory(d: Path) -> Path:
     (d / "empty-dir").mkdir()
     return d / "empty-dir"
@@ -87,6 +92,7 @@ SPECIAL: dict[str, tuple[Callable[[Path], Path], list[str], int | None, str]] = 
     "dev-zero": (lambda d: Path("/dev/zero"), SOME, 2, "character device"),
     "socket": (_socket, SOME, 2, "socket"),
     "dangling-symlink": (_dangling, SOME, 2, "no such file"),
+    "symlink-loop": (_loop, SOME, 2, "Too many levels of symbolic links"),
     "directory": (_directory, SOME, 2, ""),
     "proc-file": (lambda d: Path("/proc/self/status"), SOME, 2, ""),
     "oversized": (_oversized, SOME, 2, "limit"),
@@ -109,6 +115,22 @@ def test_special_file(special: str, reader: str, tmp_path: Path) -> None:
     if code is not None:
         assert outcome.code == code, outcome.explain()
         assert text in outcome.stdout + outcome.stderr, outcome.explain()
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github", "markdown", "json"])
+@pytest.mark.parametrize("reader", ["validate", "lint", "k8s-check", "pin"])
+def test_symlink_loop_in_every_findings_format(reader: str, fmt: str, tmp_path: Path) -> None:
+    """validate reports an unreadable file as a finding at that file: its SARIF location was
+    made with Path.resolve, which raises RuntimeError on a link loop (an internal error,
+    exit 3; found by fuzzing). Every findings format names the file and exits 2."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = _loop(inputs)
+    argv = [a.format(f=path, good=GOOD) for a in READERS[reader]] + ["-f", fmt]
+    outcome = run_servelab(argv, cwd=inputs, watch=[GOOD])
+    assert outcome.problems() == [], outcome.explain()
+    assert outcome.code == 2, outcome.explain()
+    assert "loop.yaml" in outcome.stdout + outcome.stderr, outcome.explain()
 
 
 # ------------------------------------------------------------------------ standard input

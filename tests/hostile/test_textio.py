@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import socket
 import subprocess
@@ -136,6 +137,22 @@ def test_standard_input_has_the_same_cap(source: str, expect: str) -> None:
         out = subprocess.run([sys.executable, "-c", STDIN_READER], stdin=stdin,
                              capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip().startswith(expect)
+
+
+@pytest.mark.parametrize(("raw", "words"), [
+    (b"\xff\xfek\x008\x00s\x00", "UTF-16"),
+    (b"kind: Pod\n\xc3(\n", "not UTF-8 text"),
+])
+def test_an_in_memory_standard_input_of_bytes_that_are_not_utf8(
+        raw: bytes, words: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard input replaced by a text stream without a file descriptor (servelab run
+    in-process, as the fuzzer did): its bytes are read and decoded by servelab's decoder,
+    an InputError naming the encoding, never the stream's own UnicodeDecodeError."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
+    data = read_bytes(Path("-"), max_bytes=1000, stdin_ok=True)
+    assert data == raw
+    with pytest.raises(InputError, match=words):
+        decode(data, "<stdin>")
 
 
 def test_dash_is_a_file_name_unless_stdin_is_allowed(tmp_path: Path,

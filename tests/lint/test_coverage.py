@@ -188,6 +188,19 @@ def test_a_large_python_file_that_does_not_parse_is_read_by_tokens(write_dockerf
     assert _has(report, "app/main.py", "token scan", "MAX_REPAIR_CHARS")
 
 
+def test_a_long_dotted_line_is_read_by_tokens_in_linear_time(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    # found by fuzzing: a 60 KB line of ``a.a.a...`` (too deep to parse) took over 45 s in
+    # the token scan, whose hub-load pattern tried the dotted name from each ``a`` to the end
+    chain = "x = " + "a." * 30_000 + "b\n"
+    dotted = "M = " + ".".join(f"m{i}" for i in range(25)) + ".from_pretrained('org/deep')\n"
+    start = time.perf_counter()
+    report = _lint(_app(write_dockerfile, {"app/main.py": LOAD + chain + dotted}))
+    took = time.perf_counter() - start
+    assert any("org/model" in m for m in _startup(report))
+    assert any("org/deep" in m for m in _startup(report))  # a long dotted name still a load
+    assert took < 10, f"took {took:.1f} s"
+
+
 def test_a_copy_glob_past_its_matches_is_a_note(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
     files = {f"conf/c{i:03}.yaml": "a: 1\n" for i in range(MAX_GLOB_MATCHES + 5)}
     df = write_dockerfile(f"{HEAD}WORKDIR /srv\nCOPY conf/*.yaml ./conf/\n{TAIL}"

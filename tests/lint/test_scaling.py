@@ -55,3 +55,19 @@ def test_one_large_serving_stage_in_linear_time(tmp_path: Path) -> None:
     took, found = _lint(tmp_path, serving_file(1_500))
     assert found.count("download-unverified") >= 1_500
     assert took < 30, f"1,500 serving blocks took {took:.1f} s"
+
+
+def test_one_download_command_of_thousands_of_urls_in_linear_time(tmp_path: Path) -> None:
+    # found by fuzzing: a 400 KB Dockerfile whose RUN was one curl of 2,000 URLs took 25 s,
+    # because where curl or wget (aria2c too) saves each URL was found by a pass over the
+    # whole command
+    n = 3_000
+    curl = " ".join(f"https://example.com/c{i}.sh" for i in range(n))
+    wget = " ".join(f"https://example.com/w{i}.sh" for i in range(n))
+    aria = " ".join(f"https://example.com/a{i}.sh" for i in range(n))
+    took, found = _lint(tmp_path, f"FROM {PINNED}\nRUN curl -fsSLO {curl} -o /tmp/x \\\n"
+                                  f" && wget -P /opt {wget} && aria2c -d /srv {aria} \\\n"
+                                  " && sh /tmp/x && sh /opt/w1.sh && sh /srv/a1.sh\n"
+                                  "USER 10001\n")
+    assert "download-unverified" in found
+    assert took < 10, f"{3 * n} URLs in three commands took {took:.1f} s"

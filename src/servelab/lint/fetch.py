@@ -141,40 +141,55 @@ def expand_known(text: str, lookup: Callable[[str], str | None]) -> str:
 # -- downloads ----------------------------------------------------------------------------
 
 
-def _curl_output(argv: list[str], url: str) -> str | None:
-    """Where curl saves *url*: ``-o FILE`` / ``-O`` (remote name), None for stdout."""
+def _remote_name(url: str) -> str:
+    return posixpath.basename(url.split("?", 1)[0])
+
+
+def _curl_output(argv: list[str]) -> Callable[[str], str | None]:
+    """Where curl saves a URL: ``-o FILE`` / ``-O`` (remote name), None for stdout. One pass
+    over *argv* for all its URLs (a command of thousands of URLs is linear, not quadratic)."""
     out: str | None = None
+    remote = False
     for i, a in enumerate(argv[1:], start=1):
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
         if a in {"-o", "--output"}:
-            out = nxt
+            out, remote = nxt, False
         elif a.startswith("--output="):
-            out = a.partition("=")[2]
+            out, remote = a.partition("=")[2], False
         elif a in {"-O", "--remote-name"} or (a.startswith("-") and not a.startswith("--")
                                                 and "O" in a[1:]):
-            out = posixpath.basename(url.split("?", 1)[0])
+            remote = True
         elif a.startswith("-") and not a.startswith("--") and a.endswith("o") and len(a) > 2:
-            out = nxt
-    return out
+            out, remote = nxt, False
+    return _remote_name if remote else lambda url: out
 
 
-def _wget_output(argv: list[str], url: str) -> str | None:
-    """Where wget saves *url*: ``-O FILE`` (``-qO-``: stdout, None), else the remote name."""
-    out = posixpath.basename(url.split("?", 1)[0])
+def _wget_output(argv: list[str]) -> Callable[[str], str | None]:
+    """Where wget saves a URL: ``-O FILE`` (``-qO-``: stdout, None), else the remote name,
+    under each ``-P DIR``. One pass over *argv* for all its URLs."""
+    out: str | None = None  # None: the remote name
+    prefix = ""  # the -P directories given since (posixpath.join is associative)
     for i, a in enumerate(argv[1:], start=1):
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
         if a.startswith("--output-document"):
-            out = a.partition("=")[2] or nxt
+            out, prefix = a.partition("=")[2] or nxt, ""
         elif a.startswith("-") and not a.startswith("--") and "O" in a:
-            out = a[a.index("O") + 1:] or nxt
+            out, prefix = a[a.index("O") + 1:] or nxt, ""
         elif a in {"-P", "--directory-prefix"}:
-            out = posixpath.join(nxt, out)
-    return None if out in {"-", "/dev/stdout"} else out
+            prefix = posixpath.join(nxt, prefix)
+
+    def where(url: str) -> str | None:
+        name = _remote_name(url) if out is None else out
+        path = posixpath.join(prefix, name) if prefix else name
+        return None if path in {"-", "/dev/stdout"} else path
+
+    return where
 
 
-def _aria2_output(argv: list[str], url: str) -> str:
-    """Where aria2c saves *url*: ``-d DIR`` joined with ``-o NAME`` (else the remote name)."""
-    name = posixpath.basename(url.split("?", 1)[0])
+def _aria2_output(argv: list[str]) -> Callable[[str], str]:
+    """Where aria2c saves a URL: ``-d DIR`` joined with ``-o NAME`` (else the remote name).
+    One pass over *argv* for all its URLs."""
+    name: str | None = None  # None: the remote name
     folder = ""
     for i, a in enumerate(argv[1:], start=1):
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
@@ -183,7 +198,12 @@ def _aria2_output(argv: list[str], url: str) -> str:
             name = value if eq else nxt
         elif opt in {"-d", "--dir"}:
             folder = value if eq else nxt
-    return posixpath.join(folder, name) if folder else name
+
+    def where(url: str) -> str:
+        file = _remote_name(url) if name is None else name
+        return posixpath.join(folder, file) if folder else file
+
+    return where
 
 
 def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
@@ -191,13 +211,16 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
     argv = [exp(a) for a in cmd.argv]
     if cmd.name == "curl":
         _o, operands = options_and_operands(argv[1:], _CURL_WITH_VALUE)
-        return [(u, _curl_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
+        saved = _curl_output(argv)
+        return [(u, saved(u) or exp(cmd.stdout) or None) for u in urls(operands)]
     if cmd.name == "wget":
         _o, operands = options_and_operands(argv[1:], _WGET_WITH_VALUE)
-        return [(u, _wget_output(argv, u) or exp(cmd.stdout) or None) for u in urls(operands)]
+        saved = _wget_output(argv)
+        return [(u, saved(u) or exp(cmd.stdout) or None) for u in urls(operands)]
     if cmd.name == "aria2c":
         _o, operands = options_and_operands(argv[1:], _ARIA2_WITH_VALUE)
-        return [(u, _aria2_output(argv, u)) for u in urls(operands)]
+        saved_to = _aria2_output(argv)
+        return [(u, saved_to(u)) for u in urls(operands)]
     found = catalogue.command_form(argv)
     if found is not None and catalogue.is_cloud_copy(found[1]):
         copy = catalogue.cloud_copy_source(argv, found[1])

@@ -33,11 +33,13 @@ MAX_REPAIR_CHARS = 64 * 1024
 _TYPE_STMT = re.compile(r"^(\s*)type\s+[A-Za-z_]\w*\s*(\[[^\]=]*\])?\s*=")
 _TYPE_PARAMS = re.compile(r"^(\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w*)\s*\[[^\]]*\]")
 _HEADER = re.compile(r"^(\s*)\S.*:\s*(#.*)?$")
+#: the dotted prefix of a call is at most 20 names: unbounded, a line of 30,000 ``a.`` with no
+#: load at the end was tried from each name to the end (quadratic: over 45 s for 60 KB)
 _CALL = re.compile(
-    r"\b((?:[A-Za-z_]\w*\.)*(?:snapshot_download|hf_hub_download|from_pretrained|pipeline|"
+    r"\b((?:[A-Za-z_]\w*\.){0,20}(?:snapshot_download|hf_hub_download|from_pretrained|pipeline|"
     r"SentenceTransformer|CrossEncoder))\s*\(\s*(?:[A-Za-z_]\w*\s*=\s*)?[rbuRBU]?"
     r"([\"'])([^\"'\n]{1,300})\2")
-_CALLED = re.compile(r"\b((?:[A-Za-z_]\w*\.)*(?:snapshot_download|hf_hub_download|"
+_CALLED = re.compile(r"\b((?:[A-Za-z_]\w*\.){0,20}(?:snapshot_download|hf_hub_download|"
                      r"from_pretrained|pipeline|SentenceTransformer|CrossEncoder))\s*\(")
 _KWARG = re.compile(r"\b(?:model|model_id|model_name|model_name_or_path|repo_id|"
                     r"pretrained_model_name_or_path)\s*=\s*[rbuRBU]?([\"'])([^\"'\n]{1,300})\1")
