@@ -121,6 +121,31 @@ def test_the_last_build_finds_the_earlier_images(tmp_path: Path, arms: int, repe
     assert build.get("registry", 0) == before * c
 
 
+def test_builds_that_do_not_reproduce_count_an_image_per_build(tmp_path: Path) -> None:
+    """The vLLM image's three builds gave three digests (timestamp .pyc): each kept its
+    archive and pushed blobs, 2C a build that the plan of a reproducing arm does not count."""
+    u, c = 10**9, 4 * 10**8
+    plan = diskplan.Plan(u, c, "first build", {"out": tmp_path}, arms=1, cold=True,
+                         keep=False, build=True, repeats=3)
+    assert plan.reproduces and plan.prior == 1
+    worse = diskplan.unreproduced(plan, "treatment")
+    assert not worse.reproduces and worse.prior == 2 and worse.images == 3
+    assert worse.notes[-1].startswith("arm treatment: its builds do not reproduce")
+    before = {lbl: b for lbl, b, _ in diskplan.phases(plan)["build"]}
+    after = {lbl: b for lbl, b, _ in diskplan.phases(worse)["build"]}
+    assert after["out"] - before["out"] == c and after["registry"] - before["registry"] == c
+    cold = {lbl: b for lbl, b, _ in diskplan.phases(worse)["cold pull"]}
+    assert cold["out"] == 3 * c and cold["registry"] == 3 * c
+    # the two images on the disk now are counted as held: the next build needs one more
+    assert worse.held == {"out": 2 * c, "registry": c}
+    (need,) = worse.needs  # --out only here: three archives at the last build, two held
+    assert need.label == "out" and need.bytes == 3 * c - 2 * c
+    assert plan.needs[0].bytes == 2 * c  # the reproducing plan: this archive and one before
+    # idempotent, and the first build's sizes keep the verdict
+    assert diskplan.unreproduced(worse, "treatment") is worse
+    assert not diskplan.replan(worse, u, c).reproduces
+
+
 @pytest.mark.docker
 def test_run_refuses_before_building_on_a_small_out(tmp_path: Path, small_fs: Path) -> None:
     spec = _spec(tmp_path, "FROM scratch\nCOPY wheels /wheels\n", {"wheels": 2 * 10**9})

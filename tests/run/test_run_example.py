@@ -219,6 +219,10 @@ def test_not_reproducible_variant_is_explained(tmp_path: Path, docker_client: ob
     summary = json.loads(proc.stdout)
     assert summary["verdict"] == "not reproducible"
     assert summary["reproducible"] is False
+    # the disk plan counts one image per build once the arm gave two digests
+    assert any("treatment: its builds do not reproduce" in n for n in summary["notes"])
+    assert summary["disk_plan"]["held_bytes"]["out"] == 2 * summary["disk_plan"][
+        "compressed_bytes"]
     md = (out / "summary.md").read_text()
     assert "app/built-at" in md
     assert "content" in md

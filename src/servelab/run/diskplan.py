@@ -5,6 +5,7 @@ API::
     plan = estimate(exp, opts, engine_root)     # -> Plan (.needs per filesystem, .sizes)
     plan.check()                                # DiskShort (exit 3) when it cannot fit
     plan = replan(plan, uncompressed, compressed)   # after the first build: the real sizes
+    plan = unreproduced(plan, arm)              # an arm's builds gave two digests
 
 The model (docs/run.md, "Disk"). With U the image's uncompressed size and C its compressed
 size, the run goes through two phases that hold the most:
@@ -23,8 +24,9 @@ Nothing grows with the repeats: each build's cache is pruned once its record is 
 (:mod:`servelab.build.cache`), the engine's image goes when the repeat is done, one archive
 per distinct digest, blobs are pushed once, every cold and lazy root is removed after its
 pull. What does grow: ``--keep`` holds every distinct image in the engine (+ U + C each), and
-a treatment that does not reproduce keeps one archive per distinct digest (+ C each; the
-diff of two digests reads two archives).
+an arm that does not reproduce keeps one archive and one set of pushed blobs per distinct
+digest (+ 2C each; the diff of two digests reads two archives): once an arm's builds give two
+digests, the plan counts one image per build and is checked again before the next build.
 
 Before the first build, U and C are estimated from the bases (their size in the engine, when
 there) and the build context: an install multiplies what the context brings
@@ -35,6 +37,7 @@ gives the real sizes, and the plan is checked again before the next build.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -110,11 +113,21 @@ class Plan:
     #: builds per arm (1 for a shard): how many archives and pushed images the last build
     #: finds on the disk
     repeats: int = 1
+    #: False once an arm's builds gave two digests: from then on every build may be a new
+    #: image, with its own archive and pushed blobs (:func:`unreproduced`)
+    reproduces: bool = True
+
+    @property
+    def images(self) -> int:
+        """Distinct images the run may hold at once: one per arm, or one per build once the
+        builds do not reproduce."""
+        return self.arms if self.reproduces else self.arms * max(1, self.repeats)
 
     @property
     def prior(self) -> int:
-        """Distinct images built before the run's last build (one per arm at most)."""
-        return min(self.arms, self.arms * max(1, self.repeats) - 1)
+        """Distinct images built before the run's last build (one per arm at most, while the
+        builds reproduce)."""
+        return min(self.images, self.arms * max(1, self.repeats) - 1)
 
     @property
     def needs(self) -> list[Need]:
@@ -167,15 +180,16 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
              + (", the context's transfer" if transfer else "")),
             ("tmp", u + c, "cold pull: the private containerd's content and snapshots "
                            "(U + C)"),
-            ("out", p.arms * c, "cold pull: one archive per arm"),
-            ("registry", p.arms * c, "cold pull: each arm's blobs, pushed once"),
+            ("out", p.images * c, "cold pull: one archive per distinct image"),
+            ("registry", p.images * c, "cold pull: each distinct image's blobs, pushed once"),
         ]
         out["warm-base pull"] = [
             ("engine", u + c + kept + transfer,
              "warm-base pull: the image back in the engine (U + C)"
              + (" and the context's transfer" if transfer else "")),
-            ("out", p.arms * c, "warm-base pull: one archive per arm"),
-            ("registry", p.arms * c, "warm-base pull: each arm's blobs, pushed once"),
+            ("out", p.images * c, "warm-base pull: one archive per distinct image"),
+            ("registry", p.images * c,
+             "warm-base pull: each distinct image's blobs, pushed once"),
         ]
     return out
 
@@ -261,7 +275,23 @@ def replan(p: Plan, uncompressed: int, compressed: int) -> Plan:
     held = {"out": compressed, "engine": uncompressed + compressed}
     held["engine"] += p.context // max(1, p.arms)  # the first arm's context transfer
     return Plan(uncompressed, compressed, "first build", p.paths, p.arms, p.cold, p.keep,
-                p.build, list(p.notes), held, p.context, p.to_dict(), p.repeats)
+                p.build, list(p.notes), held, p.context, p.to_dict(), p.repeats,
+                p.reproduces)
+
+
+def unreproduced(p: Plan, arm: str, built: int = 2) -> Plan:
+    """The plan once *arm*'s builds gave a second digest: each later build may be another
+    image, kept as an archive and pushed (+ 2C per build at worst), which the plan made while
+    builds reproduce did not count; checked again before the next build. *built*: the
+    distinct images on the disk now (their archives, all but the last one pushed), which the
+    peak counts and the free space already lacks."""
+    if not p.reproduces:
+        return p
+    note = (f"arm {arm}: its builds do not reproduce, so each may keep its own archive and "
+            "pushed blobs: the plan counts one image per build from now on")
+    c = p.compressed
+    held = {**p.held, "out": built * c, "registry": max(0, built - 1) * c}
+    return dataclasses.replace(p, reproduces=False, notes=[*p.notes, note], held=held)
 
 
 def context_bytes(path: Path) -> tuple[int, bool]:

@@ -81,6 +81,8 @@ class Runner:
         self._input_cache: dict[str, Inputs] = {}
         self.calibration = _calibration(opts.calibration, self.repeats, self.notes)
         self.plan: DiskPlan | None = None
+        #: each arm's build digests so far (the disk plan grows when an arm gives two)
+        self._digests: dict[str, set[str]] = {}
         #: seconds of the run's final clean-up (what the stages' exit removed): summary.json
         self.cleanup_s: float | None = None
 
@@ -106,15 +108,25 @@ class Runner:
         self.notes.extend(self.plan.notes)
         self.plan.check()
 
-    def _replan(self, build: BuildOutcome) -> None:
-        """After the first build: the plan again with the image's real sizes."""
+    def _replan(self, arm: str, build: BuildOutcome) -> None:
+        """After the first build: the plan again with the image's real sizes; after an arm's
+        builds gave a second digest: the plan with one image per build."""
         rec = build.build
-        if self.plan is None or rec is None or self.plan.source == "first build":
+        if self.plan is None or rec is None:
             return
         from servelab.run import diskplan
 
-        self.plan = diskplan.replan(self.plan, rec.primary.uncompressed_size or 0,
-                                    rec.primary.compressed_size)
+        seen = self._digests.setdefault(arm, set())
+        seen.add(rec.manifest_digest)
+        if self.plan.source != "first build":
+            self.plan = diskplan.replan(self.plan, rec.primary.uncompressed_size or 0,
+                                        rec.primary.compressed_size)
+        elif len(seen) > 1 and self.plan.reproduces:
+            built = len(set().union(*self._digests.values()))
+            self.plan = diskplan.unreproduced(self.plan, arm, built)
+            self.notes.append(self.plan.notes[-1])
+        else:
+            return
         self.plan.check()
 
     @contextmanager
@@ -176,7 +188,7 @@ class Runner:
         self.progress(f"[{arm.name} {n}/{self.repeats}] start")
         out = self._repeat_dir(arm.name, n)  # each stage makes it when it writes there
         build = self._stage("build", BuildOutcome, lambda: self.stages.build(arm, n, out))
-        self._replan(build)
+        self._replan(arm.name, build)
         image = build.tested_ref or arm.image
         scan = self._tested("scan", ScanOutcome, image,
                             lambda ref: self.stages.scan(ref, build, out))
