@@ -384,10 +384,16 @@ def test_a_real_build_is_shaped_once_and_keeps_the_base_layers_of_the_registry(
 
     r1, r2 = example_records
     e1, e2 = r1.to_dict()["export"], r2.to_dict()["export"]
-    assert e1["build_manifest_digests"] == e2["build_manifest_digests"]  # BuildKit: same bytes
+    # BuildKit's bytes hold each build's own times (no rewrite-timestamp there); servelab's
+    # clamp makes them one image, and the second build's new layers were only hashed
+    assert e1["build_manifest_digests"] != e2["build_manifest_digests"]
+    assert r1.manifest_digest == r2.manifest_digest
     assert e1["build_manifest_digests"][0] != r1.manifest_digest  # zstd there, gzip here
-    assert e1["layers_compressed"] >= 1 and not e1["reused"]
-    assert e2["reused"] and r2.shape_s < 1.0 and r2.to_dict()["shape_s"] == round(r2.shape_s, 3)
+    assert e1["layers_compressed"] >= 1 and not e1["reused"] and e1["layers_hashed_first"] == 0
+    assert e1["headers_clamped"] > 0 and e1["timestamps_clamped_to"] == r1.source_date_epoch
+    assert e2["reused"] and e2["layers_compressed"] == e2["layers_copied"] == 0
+    assert e2["layers_hashed_first"] == e1["layers_compressed"]  # read, nothing written
+    assert r2.to_dict()["shape_s"] == round(r2.shape_s, 3)
     base = json.loads(RegistryClient().get_manifest(ImageRef.parse(base_image)).body)
     n = len(base["layers"])
     layers = r1.primary.layers
@@ -422,3 +428,51 @@ def test_counting_a_base_layer_s_size_also_lists_it(
         assert sizes[wrong] is None and listing.recall(wrong) is None
     finally:
         listing.forget()
+
+
+def _timed_layer(files: dict[str, bytes], mtime: float) -> bytes:
+    """A layer as BuildKit exports it without rewrite-timestamp: the build's own times."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime = len(data), mtime
+            ti.pax_headers = {"mtime": f"{mtime:.6f}"}
+            tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_clamping_makes_builds_that_differ_in_times_one_image(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    files = {"opt/venv/lib/torch.so": _payload(export.BLOCK + 9, 5), "app.py": b"x = 1\n"}
+    builds = [layers[0], ("zstd", _timed_layer(files, EPOCH + 5000.25))], \
+        [layers[0], ("zstd", _timed_layer(files, EPOCH + 9000.5))]
+    a, b = tmp_path / "a.oci.tar", tmp_path / "b.oci.tar"
+    write_buildkit_archive(a, builds[0])
+    write_buildkit_archive(b, builds[1])
+    store = tmp_path / "store"
+    store.mkdir()
+    with export.Shaper(store) as shaper:  # without the epoch: two images
+        assert shaper.shape(a).digests != shaper.shape(b).digests
+    for p in store.iterdir():
+        p.unlink()
+    with export.Shaper(store) as shaper:
+        first = shaper.shape(a, epoch=EPOCH)
+        second = shaper.shape(b, epoch=EPOCH)
+    assert first.digests == second.digests and first.archive == second.archive
+    assert first.compressed == 1 and first.clamped == 4 and first.hashed == 0  # PAX + ustar
+    assert second.reused and (second.compressed, second.copied, second.hashed) == (0, 0, 1)
+    assert second.to_dict()["timestamps_clamped_to"] == EPOCH
+    manifest, blobs = read_back(first.archive)
+    base, new = manifest["layers"]
+    assert base["digest"] == _sha(gzip.compress(layers[0][1], mtime=0))  # the base: as it was
+    tar = gzip.decompress(blobs[new["digest"]])
+    config = json.loads(blobs[manifest["config"]["digest"]])
+    assert config["rootfs"]["diff_ids"] == [_sha(layers[0][1]), _sha(tar)]
+    assert config["history"] == [{"created_by": "step 0"}, {"created_by": "step 1"}]
+    assert new["annotations"] == {"buildkit/rewritten-timestamp": str(EPOCH)}
+    with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+        assert {m.name: m.mtime for m in tf} == {"opt/venv/lib/torch.so": EPOCH,
+                                                 "app.py": EPOCH}
+        f = tf.extractfile("opt/venv/lib/torch.so")
+        assert f is not None and f.read() == files["opt/venv/lib/torch.so"]

@@ -7,22 +7,27 @@ API::
         shaped = shaper.shape(buildkit_archive)          # -> Shaped (.archive, .sizes, ...)
 
 Why two shapes. BuildKit exports each build with ``compression=zstd`` (cheap: a multi-GB layer
-compresses in a fraction of gzip's time, and ``rewrite-timestamp=true`` recompresses it once
-more). Layers it did not make (the base's, already compressed) stay as the registry gave
-them; no ``force-compression``. That archive is an intermediate: :meth:`Shaper.shape` turns it
-into the *registry-shaped* OCI archive, every zstd or uncompressed layer gzip-compressed by
-servelab (level :data:`GZIP_LEVEL`, see :func:`gzip_to`), and everything else byte for byte
-as BuildKit wrote it: the config (so the config digest and the diff_ids are BuildKit's),
-layer order and annotations, manifest and index fields and their JSON layout. Its manifest
-digest is the one servelab reports, judges and ships: pushing that archive (or the image
-loaded from it) gives exactly that digest in a registry.
+compresses in a fraction of gzip's time) and without ``rewrite-timestamp``: its rewrite
+compresses every new layer a second time and keeps both copies in its store (a third of the
+vLLM image's export, and one more compressed image on the engine's disk). Layers it did not
+make (the base's, already compressed) stay as the registry gave them; no
+``force-compression``. That archive is an intermediate: :meth:`Shaper.shape` turns it into the
+*registry-shaped* OCI archive, every zstd or uncompressed layer gzip-compressed by servelab
+(level :data:`GZIP_LEVEL`, see :func:`gzip_to`) with its timestamps clamped to
+SOURCE_DATE_EPOCH on the way (:mod:`~servelab.build.clamp`, what ``rewrite-timestamp`` did),
+the config's ``rootfs.diff_ids`` set to what was shipped, and everything else byte for byte
+as BuildKit wrote it: layer order and annotations, manifest and index fields and their JSON
+layout. Its manifest digest is the one servelab reports, judges and ships: pushing that
+archive (or the image loaded from it) gives exactly that digest in a registry.
 
-Each layer is read once: the pass decompresses it, checks it against its ``diff_id`` (so a
-corrupt layer is never shipped), counts its uncompressed size and writes its gzip blob
-straight into the archive (the tar header is written after the bytes, so nothing is staged
-on disk). A layer whose ``diff_id`` was compressed earlier in the session is copied from that
-archive, not compressed again, and an intermediate archive whose BuildKit manifests were seen
-before is not read at all: repeats that reproduce cost one index read.
+Each layer is read once: the pass decompresses it, checks it against BuildKit's ``diff_id``
+(so a corrupt layer is never shipped), clamps its times, counts its uncompressed size and
+writes its gzip blob straight into the archive (the tar header is written after the bytes, so
+nothing is staged on disk). A layer whose clamped ``diff_id`` was compressed earlier in the
+session is copied from that archive, not compressed again: from the session's second image
+on, each new layer is first read once without compressing (decompress, clamp, hash: a fifth
+of the gzip's cost) to learn that ``diff_id``. An intermediate archive whose BuildKit
+manifests were seen before is not read at all.
 
 The gzip stream is deterministic and does not depend on the machine: the uncompressed tar is
 cut into :data:`BLOCK` pieces, each compressed on its own by libdeflate (the ``deflate``
@@ -49,10 +54,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, Protocol
 
 from servelab import logs
-from servelab.build import gzipjoin
+from servelab.build import clamp, gzipjoin
 from servelab.errors import CapabilityError, InputError
 from servelab.image import listing
 from servelab.image.oci import INDEX_TYPES, Descriptor, ImageSource, OciArchive, parse_object
@@ -69,6 +74,8 @@ BLOCK = 1 << 20
 COPY_CHUNK = 1 << 20
 
 OCI_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
+#: the layer annotation BuildKit's rewrite-timestamp writes; servelab writes it when it clamps
+REWRITTEN_TIMESTAMP = "buildkit/rewritten-timestamp"
 #: layer media types servelab gzips, and what they become
 TO_GZIP = {
     "application/vnd.oci.image.layer.v1.tar+zstd": OCI_GZIP,
@@ -102,14 +109,14 @@ def _deflate_version() -> str:
 # ---------------------------------------------------------------------------- disk
 
 #: Peak extra disk of one build (docs/run.md, "Disk"). At BuildKit's export the engine's
-#: data root holds the build's snapshots of the new layers (U) and BuildKit's blobs of them:
-#: the layers compressed, then compressed again with the build's timestamps rewritten (2 C);
-#: the build's cache is pruned once the archive is written, before the re-gzip and the load
-#: (U + C) add theirs. Measured on the vLLM image (U 10.08 GB, C 4.54 GB, one filesystem):
-#: 26.44 GB at the export with the context's 4.3 GB transfer, against U + 3 C + X = 27.9 GB.
-#: (0.1's 2.8 x U came from a 0.92 GB image before the prune: 45.9 GB for vLLM.) The output
-#: directory holds the archive BuildKit writes and the registry-shaped one at once (2 C).
-BUILDKIT_BLOBS_PER_COMPRESSED_BYTE = 2.0
+#: data root holds the build's snapshots of the new layers (U) and BuildKit's blobs of them,
+#: compressed once (C: servelab clamps the times itself, so no rewrite-timestamp and no second
+#: compressed copy); the build's cache is pruned once the archive is written, before the
+#: re-gzip and the load (U + C) add theirs. (With BuildKit's rewrite, 2 C: the vLLM image, U
+#: 10.08 GB, C 4.54 GB, peaked at 26.44 GB at the export with the context's 4.3 GB transfer,
+#: against U + 3 C + X = 27.9 GB.) The output directory holds the archive BuildKit writes and
+#: the registry-shaped one at once (2 C).
+BUILDKIT_BLOBS_PER_COMPRESSED_BYTE = 1.0
 STORE_PER_COMPRESSED_BYTE = 2.0
 
 
@@ -199,7 +206,7 @@ def gzip_to(src: IO[bytes] | _Tee, sink: Callable[[bytes], object], *,
 class _Tee:
     """A reader that shows every byte it returns to *watch* (the layer's tar indexer)."""
 
-    def __init__(self, src: IO[bytes], watch: Callable[[bytes], object]) -> None:
+    def __init__(self, src: IO[bytes] | clamp.Clamp, watch: Callable[[bytes], object]) -> None:
         self._src, self._watch = src, watch
 
     def read(self, n: int = -1) -> bytes:
@@ -223,11 +230,17 @@ def _read_full(src: IO[bytes] | _Tee, n: int) -> bytes:
 # ---------------------------------------------------------------------------- the archive
 
 
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+    def tell(self) -> int: ...
+    def seek(self, pos: int, /) -> int: ...
+
+
 class TarWriter:
     """An OCI archive written front to back; a streamed member's header is written after its
     bytes (a placeholder first, then patched), so no blob is staged elsewhere on disk."""
 
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: BinaryIO | _Sink) -> None:
         self.f = f
 
     @staticmethod
@@ -273,8 +286,30 @@ class TarWriter:
         self.f.write(b"\0" * (2 * tarfile.BLOCKSIZE))
 
 
+class _NotShaped(Exception):
+    """A layer of the image was not shaped before in the session: the dry pass stops."""
+
+
+class _Discard:
+    """A file that keeps nothing (the dry pass's archive)."""
+
+    def __init__(self) -> None:
+        self._pos = 0
+
+    def write(self, data: bytes) -> int:
+        self._pos += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int) -> int:
+        self._pos = pos
+        return pos
+
+
 class _Hashing:
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: BinaryIO | _Sink) -> None:
         self._f = f
         self._h = hashlib.sha256()
         self.size = 0
@@ -334,8 +369,14 @@ class Shaped:
     #: layers compressed in this pass, and copied from an earlier archive of the session
     compressed: int = 0
     copied: int = 0
-    #: True when the same BuildKit manifests were shaped before (nothing was read)
+    #: True when nothing was written: the image is one shaped before in the session (the same
+    #: BuildKit manifests: nothing read; or every new layer hashed to one shaped before)
     reused: bool = False
+    #: SOURCE_DATE_EPOCH the layers' times were clamped to (None: left as BuildKit wrote them)
+    epoch: int | None = None
+    #: tar headers whose times were clamped, and layers read only to learn their diff_id
+    clamped: int = 0
+    hashed: int = 0
     seconds: float = 0.0
     #: CPU seconds servelab spent shaping (reading, gzip, hashing: one thread)
     cpu_s: float = 0.0
@@ -344,6 +385,8 @@ class Shaped:
         return {"build_manifest_digests": list(self.build_digests),
                 "layers_compressed": self.compressed, "layers_copied": self.copied,
                 "reused": self.reused, "seconds": round(self.seconds, 3),
+                "timestamps_clamped_to": self.epoch, "headers_clamped": self.clamped,
+                "layers_hashed_first": self.hashed,
                 "cpu_s": round(self.cpu_s, 3), "compressor": compressor()}
 
 
@@ -356,36 +399,71 @@ class Shaper:
         self._done: dict[tuple[str, ...], Shaped] = {}
         #: the layers compressed in this session, by diff_id
         self.layers: dict[str, GzipLayer] = {}
+        #: (BuildKit's layer digest, epoch) -> the diff_id of its clamped tar
+        self.clamped_ids: dict[tuple[str, int | None], str] = {}
 
     def __enter__(self) -> Shaper:
         return self
+
+    @property
+    def made_before(self) -> bool:
+        """Whether an earlier image of the session was shaped (its layers may come back)."""
+        return bool(self._done)
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
         self._done.clear()
         self.layers.clear()
+        self.clamped_ids.clear()
 
-    def shape(self, source: Path, progress: logs.Progress | None = None) -> Shaped:
+    def shape(self, source: Path, progress: logs.Progress | None = None, *,
+              epoch: int | None = None) -> Shaped:
         """The registry-shaped archive of BuildKit's archive *source*, in the store as
         ``<hex of its first manifest digest>.oci.tar`` (one archive per distinct image);
-        each layer compressed is a step on *progress*, its bytes its advance."""
+        with *epoch*, the times of the layers servelab compresses are clamped to it. Each
+        layer read is a step on *progress*, its bytes its advance."""
         t0, c0 = time.monotonic(), time.thread_time()
         with OciArchive(source) as img:
             _, index = img.top()
-            key = tuple(str(m.get("digest")) for m in index["manifests"])
+            key = (str(epoch), *(str(m.get("digest")) for m in index["manifests"]))
             seen = self._done.get(key)
             if seen is not None and seen.archive.is_file():
                 return Shaped(seen.archive, seen.build_digests, seen.digests, dict(seen.sizes),
-                              reused=True, seconds=time.monotonic() - t0)
+                              reused=True, seconds=time.monotonic() - t0, epoch=epoch)
+            known = self._known(img, index, progress, epoch)
+            if known is not None:
+                known.seconds, known.cpu_s = time.monotonic() - t0, time.thread_time() - c0
+                self._done[key] = known
+                return known
             tmp = self.store_dir / f".shaping-{os.getpid()}-{id(self):x}.oci.tar"
             try:
-                shaped = self._write(img, index, tmp, progress)
+                shaped = self._write(img, index, tmp, progress, epoch)
                 shaped.archive = self._name(tmp, shaped)
             finally:
                 tmp.unlink(missing_ok=True)
         shaped.seconds = time.monotonic() - t0
         shaped.cpu_s += time.thread_time() - c0
         self._done[key] = shaped
+        return shaped
+
+    def _known(self, img: ImageSource, index: dict[str, Any], progress: logs.Progress | None,
+               epoch: int | None) -> Shaped | None:
+        """The image already in the store, when every layer BuildKit made is one shaped
+        before (learnt by hashing, nothing written); else None."""
+        if epoch is None or not self.made_before:
+            return None
+        shaped = Shaped(self.store_dir, [], [], epoch=epoch, reused=True)
+        job = _Job(TarWriter(_Discard()), img, self, shaped, self.store_dir, progress, epoch,
+                   dry=True)
+        try:
+            for i, d in enumerate(index["manifests"]):
+                job.descriptor(d, f"index.json: manifests[{i}]")
+        except _NotShaped:
+            return None
+        final = self.store_dir / f"{shaped.digests[0].partition(':')[2]}.oci.tar"
+        if not shaped.digests or not final.is_file():
+            return None
+        shaped.archive = final
         return shaped
 
     def _name(self, tmp: Path, shaped: Shaped) -> Path:
@@ -399,10 +477,10 @@ class Shaper:
         return final
 
     def _write(self, img: ImageSource, index: dict[str, Any], out: Path,
-               progress: logs.Progress | None) -> Shaped:
-        shaped = Shaped(out, [], [])
+               progress: logs.Progress | None, epoch: int | None) -> Shaped:
+        shaped = Shaped(out, [], [], epoch=epoch)
         with open_output(out, what="the image's OCI archive") as f:
-            w = _Job(TarWriter(f), img, self, shaped, out, progress)
+            w = _Job(TarWriter(f), img, self, shaped, out, progress, epoch)
             w.tar.add_dir("blobs/")
             w.tar.add_dir("blobs/sha256/")
             manifests = [w.descriptor(d, f"index.json: manifests[{i}]")
@@ -426,6 +504,9 @@ class _Job:
     shaped: Shaped
     out: Path
     progress: logs.Progress | None = None
+    epoch: int | None = None
+    #: only work out the digests: a layer not shaped before raises _NotShaped
+    dry: bool = False
     written: set[str] = field(default_factory=set)
 
     def descriptor(self, raw: Any, where: str) -> dict[str, Any]:
@@ -451,33 +532,76 @@ class _Job:
         config = Descriptor.parse(doc.get("config"), f"{self.img.name}: {where}: config")
         cfg_bytes = self.img.read_blob(config)
         cfg = parse_object(cfg_bytes, f"{self.img.name}: config {config.digest}")
-        diff_ids = (cfg.get("rootfs") or {}).get("diff_ids") or []
-        if config.digest not in self.written:
-            self.tar.add_bytes(blob_name(config.digest), cfg_bytes)
-            self.written.add(config.digest)
+        rootfs_raw = cfg.get("rootfs")
+        rootfs: dict[str, Any] = rootfs_raw if isinstance(rootfs_raw, dict) else {}
+        ids_raw = rootfs.get("diff_ids")
+        diff_ids: list[Any] = ids_raw if isinstance(ids_raw, list) else []
+        shipped = list(diff_ids)
         layers = []
         for i, raw in enumerate(doc.get("layers") or []):
             d = Descriptor.parse(raw, f"{self.img.name}: {where}: layers[{i}]")
             diff_id = diff_ids[i] if i < len(diff_ids) and isinstance(diff_ids[i], str) else None
-            layers.append(self.layer(raw, d, diff_id))
-        return dict(doc, layers=layers)
+            new, new_diff_id = self.layer(raw, d, diff_id)
+            layers.append(new)
+            if new_diff_id is not None:
+                shipped[i] = new_diff_id
+        config_desc = dict(doc["config"])
+        if shipped != diff_ids:  # clamped layers: the config names what is shipped
+            cfg_bytes = go_json(dict(cfg, rootfs=dict(rootfs, diff_ids=shipped)),
+                                indent=cfg_bytes.lstrip().startswith(b"{\n"))
+            config_desc.update(digest=self._blob(cfg_bytes), size=len(cfg_bytes))
+        elif config.digest not in self.written:
+            self.tar.add_bytes(blob_name(config.digest), cfg_bytes)
+            self.written.add(config.digest)
+        return dict(doc, config=config_desc, layers=layers)
 
-    def layer(self, raw: dict[str, Any], d: Descriptor, diff_id: str | None) -> dict[str, Any]:
+    def layer(self, raw: dict[str, Any], d: Descriptor, diff_id: str | None
+              ) -> tuple[dict[str, Any], str | None]:
+        """The layer's new descriptor, and the diff_id of what is shipped."""
         media = TO_GZIP.get(d.media_type)
         if media is None or diff_id is None:  # already gzip (a base layer), or not a tar
-            if d.digest not in self.written:
+            if d.digest not in self.written and not self.dry:
                 self._copy(self.img, d)
-            return dict(raw)
-        done = self.shaper.layers.get(diff_id)
+            return dict(raw), diff_id
+        key = diff_id
+        if self.epoch is not None and self.shaper.made_before:  # a layer made before?
+            key = self._clamped_diff_id(d, diff_id)
+        done = self.shaper.layers.get(key)
         if done is None or not (done.digest in self.written or done.archive.is_file()):
+            if self.dry:
+                raise _NotShaped
             done = self._compress(d, diff_id)
             self.shaped.compressed += 1
+        elif self.dry:
+            self.written.add(done.digest)
         elif done.digest not in self.written:  # made earlier in the session: copied
             with OciArchive(done.archive) as prev:
                 self._copy(prev, Descriptor(media, done.digest, done.size))
             self.shaped.copied += 1
         self.shaped.sizes[done.digest] = done.uncompressed_size
-        return dict(raw, mediaType=media, digest=done.digest, size=done.size)
+        new = dict(raw, mediaType=media, digest=done.digest, size=done.size)
+        if self.epoch is not None:  # as BuildKit's rewrite-timestamp marks what it rewrote
+            new["annotations"] = {**(raw.get("annotations") or {}),
+                                  REWRITTEN_TIMESTAMP: str(self.epoch)}
+        return new, done.diff_id
+
+    def _clamped_diff_id(self, d: Descriptor, diff_id: str) -> str:
+        """One pass that decompresses, clamps and hashes (no gzip): the shipped diff_id;
+        once a layer blob and epoch."""
+        seen = self.shaper.clamped_ids.get((d.digest, self.epoch))
+        if seen is not None:
+            return seen
+        if self.progress is not None:
+            self.progress.step(f"layer {d.digest[7:19]} ({logs.size(d.size)}): its diff_id")
+        epoch = self.epoch if self.epoch is not None else 2**33
+        with self.img.open_layer(d, diff_id=diff_id) as data:
+            reader = clamp.Clamp(data, epoch, f"{self.img.name}: layer {d.digest}")
+            while chunk := reader.read(COPY_CHUNK):
+                if self.progress is not None:
+                    self.progress.advance(len(chunk))
+        self.shaped.hashed += 1
+        self.shaper.clamped_ids[(d.digest, self.epoch)] = reader.diff_id
+        return reader.diff_id
 
     def _compress(self, d: Descriptor, diff_id: str) -> GzipLayer:
         indexer = listing.TarIndexer()
@@ -491,12 +615,19 @@ class _Job:
                 shown.advance(len(data))
 
         with self.img.open_layer(d, diff_id=diff_id) as data, self.tar.streamed() as out:
-            done = gzip_to(_Tee(data, watch), out.write)
+            src: IO[bytes] | clamp.Clamp = data
+            if self.epoch is not None:
+                src = clamp.Clamp(data, self.epoch, f"{self.img.name}: layer {d.digest}")
+            done = gzip_to(_Tee(src, watch), out.write)
+        shipped = diff_id
+        if isinstance(src, clamp.Clamp):
+            shipped = src.diff_id
+            self.shaped.clamped += src.clamped
         files = indexer.listing()
         if files is not None:  # the bytes matched the diff_id: what they hold can be trusted
             listing.remember(out.digest, files)
-        layer = GzipLayer(diff_id, out.digest, out.size, done.size, self.out)
-        self.shaper.layers[diff_id] = layer
+        layer = GzipLayer(shipped, out.digest, out.size, done.size, self.out)
+        self.shaper.layers[shipped] = layer
         self.written.add(layer.digest)
         return layer
 

@@ -567,8 +567,10 @@ class Builds:
         self._export_s = None
         pruned: cache.Pruned | None = None
         try:
+            # servelab clamps the times itself while it re-gzips (export.py: one compressed
+            # copy in BuildKit's store, not two)
             build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
-                                   rewrite_timestamp=rewrite_timestamp, repeat=repeat)
+                                   rewrite_timestamp=False, repeat=repeat)
             # the image is in the archive now: BuildKit's copy (U + C) goes before the
             # re-gzip and the load add theirs (docs/run.md, "Disk")
             pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
@@ -578,7 +580,7 @@ class Builds:
             cache.prune_transfers(self._before_run, self.facts.builder_args())
             self._in_use = (cache.prune_left(self._in_use, self.facts.builder_args()).left_ids
                             | pruned.left_ids)
-            shaped = self._shape(tmp)
+            shaped = self._shape(tmp, epoch if rewrite_timestamp else None)
             archive = shaped.archive
             platforms, index, todo = read_archive(archive, self._sizes)
             ref, image_id, load_s, loaded = self._load_counting(arm, archive, platforms, todo)
@@ -662,11 +664,12 @@ class Builds:
         write_file(log, reader.log_text() + res.stdout, what="the build log")
         return res.seconds
 
-    def _shape(self, tmp: Path) -> export.Shaped:
+    def _shape(self, tmp: Path, epoch: int | None) -> export.Shaped:
         """BuildKit's archive -> the registry-shaped one in the store, one per distinct
-        digest (:mod:`servelab.build.export`); the intermediate is deleted at once."""
+        digest (:mod:`servelab.build.export`), times clamped to *epoch*; the intermediate is
+        deleted at once."""
         with logs.progress("re-gzip of the new layers", quiet=True) as shown:
-            shaped = self._shaper.shape(tmp, shown)
+            shaped = self._shaper.shape(tmp, shown, epoch=epoch)
         tmp.unlink()
         self._sizes.update(shaped.sizes)
         return shaped

@@ -104,11 +104,11 @@ class TarIndexer:
         if block == bytes(BLOCK):
             self.ended = True  # the first of the two zero blocks: the archive's end
             return
-        if not _checksum_ok(block):
+        if not tar_checksum_ok(block):
             self.broken = "a header's checksum does not match"
             return
         kind = block[156:157]
-        size = _number(block[124:136])
+        size = tar_number(block[124:136])
         if size is None or size < 0:
             self.broken = "a header's size is not a number"
             return
@@ -158,15 +158,16 @@ class TarIndexer:
             self.broken = "a PAX header that does not parse"
 
 
-def _checksum_ok(block: bytes) -> bool:
-    stored = _number(block[148:156])
+def tar_checksum_ok(block: bytes) -> bool:
+    """Whether a tar header's stored checksum matches its bytes."""
+    stored = tar_number(block[148:156])
     if stored is None:
         return False
     unsigned = sum(block[:148]) + 8 * 32 + sum(block[156:])
     return stored == unsigned
 
 
-def _number(field_: bytes) -> int | None:
+def tar_number(field_: bytes) -> int | None:
     """A tar numeric field: octal text, or GNU base-256 when the high bit is set."""
     if field_[:1] and field_[0] & 0x80:
         n = int.from_bytes(field_[1:], "big")

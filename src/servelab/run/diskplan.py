@@ -11,7 +11,7 @@ The model (docs/run.md, "Disk"). With U the image's uncompressed size and C its 
 size, the run goes through two phases that hold the most:
 
 * **build** (each repeat): the engine's data root holds the build's snapshots and BuildKit's
-  blobs (U + 2C, :func:`servelab.build.export.engine_peak`) and the context's transfer;
+  blobs (U + C, :func:`servelab.build.export.engine_peak`) and the context's transfer;
   ``--out`` the archive being written and the archives of the distinct images built before
   (one per arm at most); the registry's storage those images' pushed blobs (C each). The last
   build of the run is the fullest.
