@@ -353,7 +353,8 @@ def test_disk_needed_sums_one_file_system_and_keeps_the_floor(tmp_path: Path) ->
     [(path, need, why)] = export.disk_needed(store, root, 10 * gib, 3 * gib, floor=gib)
     assert path == store
     # the store's two archives (6 GiB), and the engine's snapshots and BuildKit's blobs
-    assert need == 6 * gib + 10 * gib + 2 * 3 * gib
+    # (compressed once: servelab clamps the times, not BuildKit's rewrite)
+    assert need == 6 * gib + 10 * gib + 3 * gib
     assert "compressed" in why and "uncompressed" in why
     [(_, first, why)] = export.disk_needed(store, root, 0, 0, floor=gib)
     assert first == gib and why == "the floor"
@@ -362,7 +363,7 @@ def test_disk_needed_sums_one_file_system_and_keeps_the_floor(tmp_path: Path) ->
         apart = export.disk_needed(store, shm, 10 * gib, 3 * gib, floor=gib)
         assert [(p, n) for p, n, _ in apart] == [
             (store, 6 * gib),
-            (shm, 16 * gib)]
+            (shm, 13 * gib)]
 
 
 def test_disk_check_refuses_with_the_measured_factors(tmp_path: Path) -> None:
