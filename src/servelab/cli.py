@@ -213,6 +213,13 @@ def _main(argv: Sequence[str]) -> int:
               f"{'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}", file=sys.stderr)
         return 143 if term else 130
     except Exception as e:  # a bug: say so plainly, traceback only on request
+        signalled = _interrupt_under(e)
+        if signalled is not None:  # a signal met while Python wrapped it (class creation)
+            term = isinstance(signalled, Terminated)
+            print(f"servelab {args.command}: "
+                  f"{'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}",
+                  file=sys.stderr)
+            return 143 if term else 130
         stream = _stream_fault(e)
         if stream is not None:  # standard output full, closed or failing: exit 2 or 3
             print(f"servelab {args.command}: {stream}", file=sys.stderr)
@@ -233,6 +240,21 @@ def _main(argv: Sequence[str]) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_under(e: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an error was raised from, if any. Python wraps an exception
+    raised while it creates a class (``__set_name__``: a dataclass defined as a module is
+    first imported) in a RuntimeError, so a SIGTERM that lands then reaches the command as
+    that error, its cause the :class:`Terminated`."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen and len(seen) < 32:
+        if isinstance(cur, KeyboardInterrupt):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def _stream_fault(e: BaseException) -> ServelabError | None:

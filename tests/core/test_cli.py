@@ -177,3 +177,40 @@ def test_format_choices_are_what_the_render_modules_make() -> None:
                 "gpu-probe": GPU_FORMATS}
     for name, formats in expected.items():
         assert sorted(choices(name)) == sorted(formats), name
+
+
+def test_a_sigterm_met_while_a_class_is_made_ends_as_sigterm(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A SIGTERM that lands while Python creates a class (a dataclass of a module imported
+    mid-run: CI saw it at smoke/modelload.py's EvictResult) reaches the command wrapped in a
+    RuntimeError ("Error calling __set_name__"); the run still ends as terminated, 143."""
+    import types
+
+    from servelab import cli
+    from servelab.cleanup import Terminated
+
+    class Landing:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise Terminated
+
+    def run(_args: object) -> int:
+        type("Made", (), {"field": Landing()})  # Python 3.11 wraps what __set_name__ raised
+        return 0
+
+    real = cli._module("validate")
+    monkeypatch.setattr(cli, "_module", lambda name: types.SimpleNamespace(
+        configure=real.configure, run=run))
+    assert cli.main(["validate", "x.yaml"]) == 143
+    err = capsys.readouterr().err
+    assert "terminated (SIGTERM)" in err and "internal error" not in err
+
+    def broken(_args: object) -> int:
+        try:
+            raise KeyError("k")
+        except KeyError as e:
+            raise RuntimeError("a real bug") from e
+
+    monkeypatch.setattr(cli, "_module", lambda name: types.SimpleNamespace(
+        configure=real.configure, run=broken))
+    assert cli.main(["validate", "x.yaml"]) == 3  # a bug whose cause is no signal stays one
+    assert "internal error" in capsys.readouterr().err
