@@ -6,10 +6,12 @@ API::
         argv = ["docker", "buildx", "build", *facts.builder_args(), ...]
 
 ``ensure_builder`` builds a two-line probe (``FROM scratch`` + ``COPY``) with the current
-builder, exporting exactly as a build does (``type=oci,compression=zstd,rewrite-timestamp=true``,
-:func:`servelab.build.export.output_option`) with a fixed ``SOURCE_DATE_EPOCH``, and
-reads the archive back: the builder is capable only if the copied file's mtime was rewritten
-to that epoch (an exporter that ignores the option fails the probe). When it is not capable
+builder, exporting OCI as a build does, with ``rewrite-timestamp=true`` added
+(:func:`servelab.build.export.output_option`) and a fixed ``SOURCE_DATE_EPOCH``, and reads the
+archive back: the builder is capable only if the copied file's mtime was rewritten to that epoch
+(an exporter that ignores the option fails the probe). Builds no longer use BuildKit's rewrite
+(servelab clamps the times itself, :mod:`servelab.build.clamp`); the probe still asks for it, so
+a BuildKit older than v0.13 is refused where OCI export alone would do. When it is not capable
 (e.g. the ``docker`` driver with the classic image store), a ``docker-container`` builder named
 ``servelab-<run id>`` is created from the digest-pinned ``moby/buildkit`` image
 (:data:`BUILDKIT_IMAGE`, or ``SERVELAB_BUILDKIT_IMAGE``, which must be pinned by digest too),

@@ -14,7 +14,8 @@ API::
 :class:`ExperimentBuilds`.
 
 Each build runs ``docker buildx build --no-cache --provenance=false --sbom=false`` with
-``--output type=oci,dest=...,compression=zstd,rewrite-timestamp=true``, ``SOURCE_DATE_EPOCH``
+``--output type=oci,dest=...,compression=zstd`` (servelab clamps the timestamps itself while
+it re-gzips: :mod:`servelab.build.clamp`), ``SOURCE_DATE_EPOCH``
 from the spec or from the commit time of the context's last commit, and ``--network`` when the
 spec asks for ``none`` or ``host``. That archive is an intermediate: it is turned into the
 registry-shaped (gzip) archive by :mod:`servelab.build.export` and deleted; the shaped one is

@@ -1,13 +1,14 @@
 """Build each arm of an experiment N times and say whether the builds are bit-identical.
 
-Every build is independent: docker buildx build --no-cache, exported as an OCI archive with
-rewrite-timestamp=true, SOURCE_DATE_EPOCH from build.sourceDateEpoch or the commit time of the
-build context's last commit, provenance and SBOM attestations off, and the build network the
-spec asks for (build.network). Each result is loaded into the engine (docker load) and recorded:
-per-platform manifest digest, config digest, layers (digest, compressed and uncompressed size,
-the instruction that made it), image sizes, base images and their digests, build time and the
-builder (engine, buildx, BuildKit, driver). An arm is reproducible when every repeat has the same
-manifest digest; otherwise the first differing pair is explained (what files or settings differ).
+Every build is independent: docker buildx build --no-cache, exported as an OCI archive (its
+timestamps clamped by servelab as it re-gzips the new layers), SOURCE_DATE_EPOCH from
+build.sourceDateEpoch or the commit time of the build context's last commit, provenance and SBOM
+attestations off, and the build network the spec asks for (build.network). Each result is loaded
+into the engine (docker load) and recorded: per-platform manifest digest, config digest, layers
+(digest, compressed and uncompressed size, the instruction that made it), image sizes, base
+images and their digests, build time and the builder (engine, buildx, BuildKit, driver). An arm
+is reproducible when every repeat has the same manifest digest; otherwise the first differing
+pair is explained (what files or settings differ).
 It is the loop of servelab run with only the build stage: an arm with gitRef is built from a
 temporary git worktree of that ref, as there.
 
