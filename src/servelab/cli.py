@@ -208,18 +208,11 @@ def _main(argv: Sequence[str]) -> int:
               file=sys.stderr)
         return int(e.exit_code)
     except KeyboardInterrupt as e:
-        term = isinstance(e, Terminated)  # 128 + the signal number
-        print(f"servelab {args.command}: "
-              f"{'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}", file=sys.stderr)
-        return 143 if term else 130
+        return _interrupted(args.command, e)
     except Exception as e:  # a bug: say so plainly, traceback only on request
         signalled = _interrupt_under(e)
         if signalled is not None:  # a signal met while Python wrapped it (class creation)
-            term = isinstance(signalled, Terminated)
-            print(f"servelab {args.command}: "
-                  f"{'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}",
-                  file=sys.stderr)
-            return 143 if term else 130
+            return _interrupted(args.command, signalled)
         stream = _stream_fault(e)
         if stream is not None:  # standard output full, closed or failing: exit 2 or 3
             print(f"servelab {args.command}: {stream}", file=sys.stderr)
@@ -240,6 +233,14 @@ def _main(argv: Sequence[str]) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(command: str, e: KeyboardInterrupt) -> int:
+    """Say the command was stopped by a signal; 128 + its number."""
+    term = isinstance(e, Terminated)
+    print(f"servelab {command}: {'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}",
+          file=sys.stderr)
+    return 143 if term else 130
 
 
 def _interrupt_under(e: BaseException) -> KeyboardInterrupt | None:

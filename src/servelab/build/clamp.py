@@ -28,13 +28,12 @@ import hashlib
 from typing import IO, Protocol
 
 from servelab.errors import InputError
-from servelab.image.listing import tar_checksum_ok, tar_number
+from servelab.image.listing import NO_DATA_KINDS, tar_checksum, tar_checksum_ok, tar_number
 
 BLOCK = 512
 #: a PAX header larger than this is refused (BuildKit's are a few hundred bytes)
 MAX_PAX = 1 << 20
 _PAX_TIMES = (b"mtime", b"atime", b"ctime")
-_DATA_KINDS_WITHOUT_BYTES = frozenset({b"1", b"2", b"3", b"4", b"5", b"6"})
 
 
 class _Reader(Protocol):
@@ -133,7 +132,7 @@ class Clamp:
             return True
         del self._in[:BLOCK]
         self._out += self._mtime(block)
-        self._skip = 0 if kind in _DATA_KINDS_WITHOUT_BYTES else padded
+        self._skip = 0 if kind in NO_DATA_KINDS else padded
         return True
 
     # ------------------------------------------------------------------------ rewriting
@@ -166,8 +165,7 @@ class Clamp:
 
 
 def _with_checksum(block: bytes) -> bytes:
-    total = sum(block[:148]) + 8 * 32 + sum(block[156:])
-    return block[:148] + f"{total:06o}".encode() + b"\0 " + block[156:]
+    return block[:148] + f"{tar_checksum(block):06o}".encode() + b"\0 " + block[156:]
 
 
 def _after(value: bytes, epoch: int) -> bool:

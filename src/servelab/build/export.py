@@ -565,7 +565,7 @@ class _Job:
             return dict(raw), diff_id
         key = diff_id
         if self.epoch is not None and self.shaper.made_before:  # a layer made before?
-            key = self._clamped_diff_id(d, diff_id)
+            key = self._clamped_diff_id(d, diff_id, self.epoch)
         done = self.shaper.layers.get(key)
         if done is None or not (done.digest in self.written or done.archive.is_file()):
             if self.dry:
@@ -585,22 +585,21 @@ class _Job:
                                   REWRITTEN_TIMESTAMP: str(self.epoch)}
         return new, done.diff_id
 
-    def _clamped_diff_id(self, d: Descriptor, diff_id: str) -> str:
+    def _clamped_diff_id(self, d: Descriptor, diff_id: str, epoch: int) -> str:
         """One pass that decompresses, clamps and hashes (no gzip): the shipped diff_id;
         once a layer blob and epoch."""
-        seen = self.shaper.clamped_ids.get((d.digest, self.epoch))
+        seen = self.shaper.clamped_ids.get((d.digest, epoch))
         if seen is not None:
             return seen
         if self.progress is not None:
             self.progress.step(f"layer {d.digest[7:19]} ({logs.size(d.size)}): its diff_id")
-        epoch = self.epoch if self.epoch is not None else 2**33
         with self.img.open_layer(d, diff_id=diff_id) as data:
             reader = clamp.Clamp(data, epoch, f"{self.img.name}: layer {d.digest}")
             while chunk := reader.read(COPY_CHUNK):
                 if self.progress is not None:
                     self.progress.advance(len(chunk))
         self.shaped.hashed += 1
-        self.shaper.clamped_ids[(d.digest, self.epoch)] = reader.diff_id
+        self.shaper.clamped_ids[(d.digest, epoch)] = reader.diff_id
         return reader.diff_id
 
     def _compress(self, d: Descriptor, diff_id: str) -> GzipLayer:

@@ -571,7 +571,7 @@ class Builds:
             # servelab clamps the times itself while it re-gzips (export.py: one compressed
             # copy in BuildKit's store, not two)
             build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
-                                   rewrite_timestamp=False, repeat=repeat)
+                                   repeat=repeat)
             # the image is in the archive now: BuildKit's copy (U + C) goes before the
             # re-gzip and the load add theirs (docs/run.md, "Disk")
             pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
@@ -617,14 +617,14 @@ class Builds:
             check_disk([path], need, why)
 
     def _buildx(self, arm: Arm, settings: BuildSettings, *, dest: Path, out_dir: Path,
-                epoch: int, rewrite_timestamp: bool, repeat: int) -> float:
+                epoch: int, repeat: int) -> float:
         """docker buildx build, its progress shown as it runs (rawjson where buildx has it,
         else plain: :mod:`servelab.build.buildkit`); build.log written either way."""
         for mode in buildkit.modes():
             argv = build_command(
                 arm, settings, dest=dest,
                 builder_args=self.facts.builder_args() if self.facts else [],
-                metadata=out_dir / "metadata.json", rewrite_timestamp=rewrite_timestamp,
+                metadata=out_dir / "metadata.json", rewrite_timestamp=False,
                 progress=mode)
             with logs.progress(f"build {arm.name} #{repeat}") as shown:
                 reader = buildkit.Reader(mode, shown)

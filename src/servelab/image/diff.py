@@ -231,7 +231,7 @@ class DiffResult:
 def _bytecode_cause(roots: list[Change]) -> str | None:
     """The cause when most of what differs is Python bytecode: a ``.pyc`` written with the
     default (timestamp) invalidation holds its source's mtime at install, so every build
-    writes other bytes although rewrite-timestamp clamps the files' own times."""
+    writes other bytes although the files' own times are clamped to SOURCE_DATE_EPOCH."""
     files = [c for c in roots if c.category == "file"]
     pyc = [c for c in files if c.subject.endswith(".pyc") and "content" in c.fields]
     if not pyc or 2 * len(pyc) < len(files):

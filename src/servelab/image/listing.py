@@ -36,7 +36,8 @@ MAX_REMEMBERED = 256
 #: a PAX or GNU long-name record larger than this is not a name: the listing gives up
 MAX_META = 1 << 20
 _REGULAR = frozenset(b"0\x007")
-_NO_DATA = frozenset({b"1", b"2", b"3", b"4", b"5", b"6"})
+#: tar entry kinds whose size field counts no data blocks (links, devices, dirs, FIFOs)
+NO_DATA_KINDS = frozenset({b"1", b"2", b"3", b"4", b"5", b"6"})
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class TarIndexer:
         elif kind and kind[0] in _REGULAR:
             self.files.append((name, size))
         # links, devices, directories and fifos carry no data; every other type's is skipped
-        self._skip = 0 if kind in _NO_DATA else padded
+        self._skip = 0 if kind in NO_DATA_KINDS else padded
         if kind == b"S":
             self.broken = "a GNU sparse file"
 
@@ -161,10 +162,12 @@ class TarIndexer:
 def tar_checksum_ok(block: bytes) -> bool:
     """Whether a tar header's stored checksum matches its bytes."""
     stored = tar_number(block[148:156])
-    if stored is None:
-        return False
-    unsigned = sum(block[:148]) + 8 * 32 + sum(block[156:])
-    return stored == unsigned
+    return stored is not None and stored == tar_checksum(block)
+
+
+def tar_checksum(block: bytes) -> int:
+    """A tar header's checksum: its bytes summed, the checksum field counted as spaces."""
+    return sum(block[:148]) + 8 * 32 + sum(block[156:])
 
 
 def tar_number(field_: bytes) -> int | None:
