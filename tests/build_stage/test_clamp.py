@@ -143,3 +143,28 @@ def test_a_truncated_or_corrupt_tar_is_refused(tmp_path: Path) -> None:
     pax[start:start + 2] = b"zz"
     with pytest.raises(InputError, match="PAX record"):
         _clamp(bytes(pax))
+
+
+def test_noise_anywhere_is_a_clear_error_or_a_valid_tar(tmp_path: Path) -> None:
+    """Bytes spliced into a real tar at any place, read in any chunk size: the clamp either
+    refuses them (InputError) or passes a tar whose headers tarfile reads and whose times are
+    all clamped; never another exception."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    good = _gnu_tar(tmp_path, "posix")
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.binary(max_size=2048), st.integers(0, len(good)), st.integers(1, 5000))
+    def check(noise: bytes, at: int, chunk: int) -> None:
+        try:
+            out, _ = _clamp(good[:at] + noise + good[at:], chunk=chunk)
+        except InputError:
+            return
+        try:
+            members = _members(out)
+        except tarfile.TarError:
+            return  # passed through as it came (after the end marker, or data bytes)
+        assert all(m.mtime <= EPOCH for m in members)
+
+    check()
