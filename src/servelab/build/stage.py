@@ -17,8 +17,9 @@ Each build runs ``docker buildx build --no-cache --provenance=false --sbom=false
 ``--output type=oci,dest=...,compression=zstd`` (servelab clamps the timestamps itself while
 it re-gzips: :mod:`servelab.build.clamp`), ``SOURCE_DATE_EPOCH``
 from the spec or from the commit time of the context's last commit, and ``--network`` when the
-spec asks for ``none`` or ``host``. That archive is an intermediate: it is turned into the
-registry-shaped (gzip) archive by :mod:`servelab.build.export` and deleted; the shaped one is
+spec asks for ``none`` or ``host``. That archive is an intermediate, never on disk: BuildKit
+writes it into a named pipe (:mod:`servelab.build.streamed`) and it is turned into the
+registry-shaped (gzip) archive by :mod:`servelab.build.export` as it comes; the shaped one is
 read back (per-platform manifests, config, layers, sizes) and loaded with ``docker load``; with
 the containerd image store the loaded image's ID is its manifest digest. One archive
 (``<store>/<hex>.oci.tar``) and one loaded image (``servelab/<run id>/<arm>:<hex 16>``) are
@@ -50,7 +51,7 @@ from typing import Any
 
 from servelab import logs, proc
 from servelab.build import builder as builder_mod
-from servelab.build import buildkit, cache, export
+from servelab.build import buildkit, cache, export, streamed
 from servelab.errors import (
     CapabilityError,
     CommandError,
@@ -166,7 +167,9 @@ class BuildRecord:
     load_s: float
     log: str
     notes: list[str] = field(default_factory=list)
-    #: making the registry-shaped archive (servelab.build.export): seconds, and what it did
+    #: making the registry-shaped archive (servelab.build.export): the seconds it went on
+    #: after buildx had exited (it runs while BuildKit exports: export["seconds"] is its whole
+    #: time), and what it did
     shape_s: float = 0.0
     export: dict[str, Any] = field(default_factory=dict)
     #: the build's BuildKit cache, pruned before the record is written (build.cache)
@@ -560,7 +563,6 @@ class Builds:
             _resolve_unpinned(bases)
         epoch, epoch_from = source_date_epoch(arm, settings)
         self._check_disk()
-        tmp = self.store_dir / f".partial-{arm.name}-{repeat}-{os.getpid()}.oci.tar"
         before = cache.cache_ids(self.facts.builder_args())
         if not self._built:
             self._before_run, self._built = before, True
@@ -569,11 +571,15 @@ class Builds:
         pruned: cache.Pruned | None = None
         try:
             # servelab clamps the times itself while it re-gzips (export.py: one compressed
-            # copy in BuildKit's store, not two)
-            build_s = self._buildx(arm, settings, dest=tmp, out_dir=out_dir, epoch=epoch,
-                                   repeat=repeat)
-            # the image is in the archive now: BuildKit's copy (U + C) goes before the
-            # re-gzip and the load add theirs (docs/run.md, "Disk")
+            # copy in BuildKit's store, not two), as BuildKit's export streams in
+            with streamed.Streamed(self._shaper, self.store_dir,
+                                   epoch=epoch if rewrite_timestamp else None) as stream:
+                build_s = self._buildx(arm, settings, stream=stream, out_dir=out_dir,
+                                       epoch=epoch, repeat=repeat)
+                shaped = stream.result()
+            self._sizes.update(shaped.sizes)
+            # the image is in the archive now: BuildKit's copy (U + C) goes before the load
+            # adds its own (docs/run.md, "Disk")
             pruned = cache.prune_new(before, self.facts.builder_args(), self._steps)
             # and the context's transfer: BuildKit may make a new one for the next build of
             # the same directory, so kept ones add up with the repeats (X each); and what
@@ -581,12 +587,10 @@ class Builds:
             cache.prune_transfers(self._before_run, self.facts.builder_args())
             self._in_use = (cache.prune_left(self._in_use, self.facts.builder_args()).left_ids
                             | pruned.left_ids)
-            shaped = self._shape(tmp, epoch if rewrite_timestamp else None)
             archive = shaped.archive
             platforms, index, todo = read_archive(archive, self._sizes)
             ref, image_id, load_s, loaded = self._load_counting(arm, archive, platforms, todo)
         finally:
-            tmp.unlink(missing_ok=True)
             if pruned is None:  # the build failed or was interrupted: its cache goes too
                 self._in_use |= cache.prune_new(before, self.facts.builder_args(),
                                                 self._steps).left_ids
@@ -601,7 +605,7 @@ class Builds:
             platforms=platforms, index_digest=index, base_images=bases, builder=self.facts,
             archive=str(archive), image_ref=ref, image_id=image_id, loaded_now=loaded,
             wall_s=0.0, build_s=build_s, load_s=load_s, log=str(out_dir / LOG_FILE),
-            notes=notes + pruned.notes, shape_s=shaped.seconds, export=shaped.to_dict(),
+            notes=notes + pruned.notes, shape_s=stream.after_s, export=shaped.to_dict(),
             cache=pruned.to_dict(), buildkit_export_s=self._export_s)
         self.last_primary = rec.primary
         rec.wall_s = time.monotonic() - t0
@@ -616,20 +620,20 @@ class Builds:
                 last.compressed_size if last else 0, self.min_free_bytes):
             check_disk([path], need, why)
 
-    def _buildx(self, arm: Arm, settings: BuildSettings, *, dest: Path, out_dir: Path,
-                epoch: int, repeat: int) -> float:
+    def _buildx(self, arm: Arm, settings: BuildSettings, *, stream: streamed.Streamed,
+                out_dir: Path, epoch: int, repeat: int) -> float:
         """docker buildx build, its progress shown as it runs (rawjson where buildx has it,
         else plain: :mod:`servelab.build.buildkit`); build.log written either way."""
         for mode in buildkit.modes():
             argv = build_command(
-                arm, settings, dest=dest,
+                arm, settings, dest=stream.path,
                 builder_args=self.facts.builder_args() if self.facts else [],
                 metadata=out_dir / "metadata.json", rewrite_timestamp=False,
                 progress=mode)
             with logs.progress(f"build {arm.name} #{repeat}") as shown:
                 reader = buildkit.Reader(mode, shown)
                 try:
-                    seconds = self._buildx_once(argv, reader, settings, epoch=epoch,
+                    seconds = self._buildx_once(argv, reader, settings, stream, epoch=epoch,
                                                 log=out_dir / LOG_FILE,
                                                 what=f"arm {arm.name} (repeat {repeat})")
                 finally:  # what the build made in BuildKit's cache is pruned by these
@@ -642,12 +646,21 @@ class Builds:
                               hint="install a Docker buildx plugin (0.10 or newer)")
 
     @staticmethod
-    def _buildx_once(argv: list[str], reader: buildkit.Reader, settings: BuildSettings, *,
-                     epoch: int, log: Path, what: str) -> float | None:
-        """One try; None when buildx refused the progress mode (nothing was built)."""
+    def _buildx_once(argv: list[str], reader: buildkit.Reader, settings: BuildSettings,
+                     stream: streamed.Streamed, *, epoch: int, log: Path, what: str
+                     ) -> float | None:
+        """One try; None when buildx refused the progress mode (nothing was built). A
+        shaping that fails stops buildx (it would wait on the pipe) with the shaping's error.
+        """
         try:
             res = proc.run(argv, timeout=settings.timeout_s, on_stderr=reader.feed,
-                           env={"SOURCE_DATE_EPOCH": str(epoch)})
+                           env={"SOURCE_DATE_EPOCH": str(epoch)}, cancel=stream.failed)
+        except proc.Cancelled as e:
+            reader.close()
+            write_file(log, reader.log_text(), what="the build log")
+            if stream.error is None:  # pragma: no cover - cancel is only set with an error
+                raise
+            raise stream.error from e
         except CommandError as e:
             reader.close()
             if reader.refused() and len(buildkit.modes()) > 1:
@@ -661,19 +674,10 @@ class Builds:
                 f"the build of {what} failed: {why}\n{proc.tail(reader.error_tail(), 15)}",
                 hint=f"see {log}; raise build.timeoutSeconds if it needs longer"
                 if e.timed_out else f"see {log} for the whole build output") from e
+        stream.writer_done()
         reader.close()
         write_file(log, reader.log_text() + res.stdout, what="the build log")
         return res.seconds
-
-    def _shape(self, tmp: Path, epoch: int | None) -> export.Shaped:
-        """BuildKit's archive -> the registry-shaped one in the store, one per distinct
-        digest (:mod:`servelab.build.export`), times clamped to *epoch*; the intermediate is
-        deleted at once."""
-        with logs.progress("re-gzip of the new layers", quiet=True) as shown:
-            shaped = self._shaper.shape(tmp, shown, epoch=epoch)
-        tmp.unlink()
-        self._sizes.update(shaped.sizes)
-        return shaped
 
     def _load_counting(self, arm: Arm, archive: Path, platforms: list[PlatformRecord],
                        todo: list[tuple[str, Any]]) -> tuple[str | None, str | None, float, bool]:
