@@ -50,7 +50,9 @@ def test_commands() -> None:
     assert builder.remove_command(name) == ["docker", "buildx", "rm", name]
     probe = builder.probe_command(name, Path("/ctx"), Path("/o.tar"))
     assert probe[:5] == ["docker", "buildx", "build", "--builder", name]
-    assert "type=oci,dest=/o.tar,compression=zstd,rewrite-timestamp=true" in probe
+    # exactly a build's export: no rewrite-timestamp (servelab clamps the times itself)
+    assert "type=oci,dest=/o.tar,compression=zstd" in probe
+    assert not any("rewrite-timestamp" in a for a in probe)
     assert "--no-cache" in probe and "--provenance=false" in probe
 
 
@@ -170,6 +172,34 @@ def test_probe_reads_a_failed_build_as_not_capable() -> None:
     got = builder.probe("servelab-x", run=eng)
     assert not got.ok and "failed" in got.detail
     assert eng.calls[0][:5] == ["docker", "buildx", "build", "--builder", "servelab-x"]
+
+
+@pytest.mark.parametrize(("created", "ok"), [
+    (builder.PROBE_CREATED, True), ("2026-12-04T16:00:00Z", False), (None, False)])
+def test_probe_asks_the_config_for_source_date_epoch(
+        tmp_path: Path, created: str | None, ok: bool) -> None:
+    """What the probe reads back: the archive's config ``created``, not a layer's file time
+    (servelab clamps those itself), so a BuildKit without rewrite-timestamp (v0.11, v0.12)
+    is capable and one that ignores SOURCE_DATE_EPOCH is not."""
+    from test_export import _tar_layer, write_buildkit_archive
+
+    made = tmp_path / "made.oci.tar"
+    write_buildkit_archive(made, [("zstd", _tar_layer({"probe.txt": b"servelab probe\n"}))],
+                           created=created)
+
+    class Writes(Engine):
+        def __call__(self, command: Sequence[str], **kw: Any) -> Completed:
+            argv = list(command)
+            if argv[1:3] == ["buildx", "build"]:
+                out = argv[argv.index("--output") + 1]
+                dest = Path(dict(p.split("=", 1) for p in out.split(","))["dest"])
+                dest.write_bytes(made.read_bytes())
+            return super().__call__(command, **kw)
+
+    got = builder.probe(None, run=Writes())
+    assert got.ok is ok
+    if not ok:
+        assert f"config created {created}" in got.detail and "v0.11" in got.detail
 
 
 def test_sweep_removes_only_servelab_builders() -> None:

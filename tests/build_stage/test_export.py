@@ -158,7 +158,7 @@ def _sha(b: bytes) -> str:
 
 def write_buildkit_archive(path: Path, layers: list[tuple[str, bytes]], *,
                            diff_ids: list[str] | None = None,
-                           zstd_level: int = 3) -> dict[str, Any]:
+                           zstd_level: int = 3, created: str | None = None) -> dict[str, Any]:
     """An OCI archive laid out as BuildKit's export: (kind, tar) layers, kind gzip (a base
     layer as the registry has it) or zstd (made by the build, timestamp rewritten)."""
     blobs: dict[str, bytes] = {}
@@ -179,6 +179,8 @@ def write_buildkit_archive(path: Path, layers: list[tuple[str, bytes]], *,
               "rootfs": {"type": "layers",
                          "diff_ids": diff_ids or [_sha(t) for _, t in layers]},
               "history": [{"created_by": f"step {i}"} for i in range(len(layers))]}
+    if created is not None:
+        config["created"] = created
     cfg = export.go_json(config, indent=False)
     blobs[_sha(cfg)] = cfg
     manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -321,6 +323,25 @@ def test_a_layer_that_parts_from_an_earlier_one_is_compressed_as_a_fresh_session
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(blobs[new]))) as tf:
         assert {m.name: tf.extractfile(m).read() for m in tf} == edited  # type: ignore[union-attr]
     assert sorted(store.iterdir()) == sorted([first.archive, second.archive])
+
+
+def test_a_shaping_that_failed_leaves_nothing_the_next_one_could_take_for_its_own(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    """The failed pass wrote its layers into the same temporary name the next pass writes:
+    the session forgets them, so the next pass compresses again and its archive is whole."""
+    good, bad = tmp_path / "good.oci.tar", tmp_path / "bad.oci.tar"
+    write_buildkit_archive(good, layers)
+    write_buildkit_archive(bad, layers, diff_ids=[_sha(layers[0][1]), _sha(b"other")])
+    store = tmp_path / "store"
+    store.mkdir()
+    with export.Shaper(store) as shaper:
+        with pytest.raises(InputError, match="diff_id"):
+            shaper.shape(bad, epoch=EPOCH)
+        assert shaper.layers == {} and shaper.blobs == {}
+        shaped = shaper.shape(good, epoch=EPOCH)
+    assert (shaped.compressed, shaped.matched, shaped.reused) == (1, 0, False)
+    _, blobs = read_back(shaped.archive)
+    assert _fresh(tmp_path, good, "alone")[1] == blobs
 
 
 def test_an_image_with_the_same_layers_and_another_config_copies_them(

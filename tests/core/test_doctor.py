@@ -14,10 +14,10 @@ def test_doctor_reports_real_parts(docker_client: object) -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     doc = json.loads(proc.stdout)
     checks = {c["name"]: c for c in doc["checks"]}
-    for name in ("docker engine", "docker buildx", "OCI export + rewrite-timestamp", "trivy",
+    for name in ("docker engine", "docker buildx", "OCI export + SOURCE_DATE_EPOCH", "trivy",
                  "hadolint"):
         assert checks[name]["ok"], checks[name]
-    assert "2023-11-14T22:13:20" in checks["OCI export + rewrite-timestamp"]["detail"]
+    assert "2023-11-14T22:13:20" in checks["OCI export + SOURCE_DATE_EPOCH"]["detail"]
     ctd = checks["private containerd (cold pulls)"]
     if ctd["ok"]:
         assert "started in a temp dir and a private mount namespace" in ctd["detail"]

@@ -486,9 +486,17 @@ class Shaper:
                     shaped = job.assemble(held)
             if not shaped.reused:
                 shaped.archive = self._name(tmp, shaped)
+        except BaseException:
+            self._forget(tmp)  # the next shaping writes a file of the same name
+            raise
         finally:
             tmp.unlink(missing_ok=True)
         return shaped
+
+    def _forget(self, archive: Path) -> None:
+        """Nothing of the session is found in *archive* any more."""
+        self.layers = {k: x for k, x in self.layers.items() if x.archive != archive}
+        self.blobs = {k: p for k, p in self.blobs.items() if p != archive}
 
     def _known(self, job: _Job, held: _Held) -> Shaped | None:
         """The image already in the store, when the stream wrote nothing (every layer matched

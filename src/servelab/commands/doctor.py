@@ -1,9 +1,9 @@
 """Report what this machine can do for servelab, trying each part for real.
 
 Checks: the docker client, the engine (through the Docker SDK), the image store, buildx, an
-actual tiny build exported as OCI with rewrite-timestamp=true (and that SOURCE_DATE_EPOCH
-landed in the image config), Trivy and its DB, hadolint, git, and nvidia-smi with its GPUs.
-Each missing part comes with a fix.
+actual tiny build exported as OCI as servelab's builds export (zstd; and that
+SOURCE_DATE_EPOCH landed in the image config), Trivy and its DB, hadolint, git, and
+nvidia-smi with its GPUs. Each missing part comes with a fix.
 
 Exit codes: 0 every required part works, 3 a required part is missing (GPU is required only
 with --gpu).

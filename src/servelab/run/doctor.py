@@ -116,10 +116,18 @@ def _oci_created(archive: Path) -> str | None:
         return str(created) if created is not None else None
 
 
-def check_oci_rewrite() -> Check:
-    """Build a tiny image to an OCI archive with rewrite-timestamp=true, and check it worked."""
-    name = "OCI export + rewrite-timestamp"
-    fix = ("use BuildKit >= 0.13 with the containerd image store or a docker-container builder; "
+#: the build probe's check, named as `servelab doctor` prints it
+OCI_CHECK = "OCI export + SOURCE_DATE_EPOCH"
+
+
+def check_oci_export() -> Check:
+    """Build a tiny image to an OCI archive as servelab's builds export (zstd, no
+    rewrite-timestamp: servelab clamps the layers' times itself), and check that BuildKit
+    stamped the config with SOURCE_DATE_EPOCH."""
+    from servelab.build.export import output_option
+
+    name = OCI_CHECK
+    fix = ("use BuildKit >= 0.11 with the containerd image store or a docker-container builder; "
            "servelab build creates one when it can")
     with tempfile.TemporaryDirectory(prefix="servelab-doctor-") as tmp:
         ctx = Path(tmp)
@@ -129,7 +137,7 @@ def check_oci_rewrite() -> Check:
         try:
             proc.run(
                 ["docker", "buildx", "build", "--no-cache", "--provenance=false",
-                 "--output", f"type=oci,dest={dest},rewrite-timestamp=true", str(ctx)],
+                 "--output", output_option(dest, rewrite_timestamp=False), str(ctx)],
                 timeout=180, env={"SOURCE_DATE_EPOCH": str(PROBE_EPOCH)},
             )
             created = _oci_created(dest)
@@ -277,7 +285,7 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
     result = DoctorResult()
     result.checks.append(check_docker_client())
     if not result.checks[0].ok:
-        for name in ("docker engine", "docker buildx", "OCI export + rewrite-timestamp"):
+        for name in ("docker engine", "docker buildx", OCI_CHECK):
             result.checks.append(Check(name, False, True, "skipped: no docker client",
                                        proc.INSTALL_HINTS["docker"]))
     else:
@@ -288,9 +296,9 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
         result.checks += [engine, store, check_buildx()]
         engine_ok = result.checks[1].ok and result.checks[3].ok
         if build_probe and engine_ok:
-            result.checks.append(check_oci_rewrite())
+            result.checks.append(check_oci_export())
         elif build_probe:
-            result.checks.append(Check("OCI export + rewrite-timestamp", False, True,
+            result.checks.append(Check(OCI_CHECK, False, True,
                                        "skipped: no engine or buildx"))
     for step in (check_trivy, check_hadolint, check_git):
         result.checks.append(step())
