@@ -397,6 +397,23 @@ def test_shaping_reads_a_stream_once_in_the_order_buildkit_writes_it(
     assert read_back(streamed.archive)[1] == alone_blobs
 
 
+def test_members_that_are_not_the_layout_s_are_passed_over(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    """A layout may carry docker's manifest.json beside OCI's files; it is not read."""
+    src = tmp_path / "build.oci.tar"
+    write_buildkit_archive(src, layers)
+    more = tmp_path / "more.oci.tar"
+    with tarfile.open(src) as tf_in, tarfile.open(more, "w") as tf_out:
+        extra = tarfile.TarInfo("manifest.json")
+        extra.size = 2
+        tf_out.addfile(extra, io.BytesIO(b"[]"))
+        for m in tf_in.getmembers():
+            tf_out.addfile(m, tf_in.extractfile(m))
+    alone, blobs = _fresh(tmp_path, src, "alone")
+    other, other_blobs = _fresh(tmp_path, more, "more")
+    assert other.digests == alone.digests and other_blobs == blobs
+
+
 @pytest.mark.parametrize("cut", ["no index", "truncated"])
 def test_a_stream_that_stops_early_is_refused_and_leaves_nothing(
         tmp_path: Path, layers: list[tuple[str, bytes]], cut: str) -> None:

@@ -649,8 +649,8 @@ class _Job:
 
     def _member(self, member: str, size: int, f: IO[bytes], held: dict[str, bytes]) -> None:
         digest = digest_of_path(member.removeprefix("./"))
-        if digest is None:
-            raise InputError(f"{self.name}: {member} is not an OCI layout member")
+        if digest is None:  # manifest.json and kin, which a layout may carry: not read
+            return
         blob = BlobReader(f, digest, size=size, name=f"{self.name}: {member}")
         head = _read_full(blob, 512)  # type: ignore[arg-type]
         rest = _Chain([io.BytesIO(head), blob])  # type: ignore[list-item]
