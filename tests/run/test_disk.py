@@ -107,17 +107,19 @@ def test_one_copy_of_the_image_is_unpacked_at_a_time(tmp_path: Path) -> None:
     assert held["build"]["engine"] == u + c + 3 * 10**8
 
 
-@pytest.mark.parametrize(("arms", "repeats", "before"), [(1, 1, 0), (1, 3, 1), (2, 1, 1),
-                                                         (2, 3, 2)])
+@pytest.mark.parametrize(("arms", "repeats", "before", "archives"), [
+    (1, 1, 0, 1), (1, 3, 1, 1), (2, 1, 1, 2), (2, 3, 2, 2)])
 def test_the_last_build_finds_the_earlier_images(tmp_path: Path, arms: int, repeats: int,
-                                                 before: int) -> None:
+                                                 before: int, archives: int) -> None:
     """Archives and pushed blobs of the distinct images built before the last build (one per
-    arm at most): none for the one build of one arm, never more than the arms."""
+    arm at most): none for the one build of one arm, never more than the arms; on --out, the
+    one being written too, unless the build is a repeat that reproduces (it writes nothing).
+    """
     u, c = 10**9, 4 * 10**8
     plan = diskplan.Plan(u, c, "estimate", {"out": tmp_path}, arms=arms, cold=True,
                          keep=False, build=True, repeats=repeats)
     build = {lbl: b for lbl, b, _ in diskplan.phases(plan)["build"]}
-    assert build["out"] == (before + 1) * c
+    assert build["out"] == archives * c
     assert build.get("registry", 0) == before * c
 
 
@@ -133,14 +135,15 @@ def test_builds_that_do_not_reproduce_count_an_image_per_build(tmp_path: Path) -
     assert worse.notes[-1].startswith("arm treatment: its builds do not reproduce")
     before = {lbl: b for lbl, b, _ in diskplan.phases(plan)["build"]}
     after = {lbl: b for lbl, b, _ in diskplan.phases(worse)["build"]}
-    assert after["out"] - before["out"] == c and after["registry"] - before["registry"] == c
+    # a repeat that does not reproduce writes an archive of its own, and keeps it
+    assert after["out"] - before["out"] == 2 * c and after["registry"] - before["registry"] == c
     cold = {lbl: b for lbl, b, _ in diskplan.phases(worse)["cold pull"]}
     assert cold["out"] == 3 * c and cold["registry"] == 3 * c
     # the two images on the disk now are counted as held: the next build needs one more
     assert worse.held == {"out": 2 * c, "registry": c}
     (need,) = worse.needs  # --out only here: three archives at the last build, two held
     assert need.label == "out" and need.bytes == 3 * c - 2 * c
-    assert plan.needs[0].bytes == 2 * c  # the reproducing plan: this archive and one before
+    assert plan.needs[0].bytes == c  # the reproducing plan: the arm's one archive
     # idempotent, and the first build's sizes keep the verdict
     assert diskplan.unreproduced(worse, "treatment") is worse
     assert not diskplan.replan(worse, u, c).reproduces

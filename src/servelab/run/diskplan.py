@@ -12,9 +12,10 @@ size, the run goes through two phases that hold the most:
 
 * **build** (each repeat): the engine's data root holds the build's snapshots and BuildKit's
   blobs (U + C, :func:`servelab.build.export.engine_peak`) and the context's transfer;
-  ``--out`` the archive being written and the archives of the distinct images built before
-  (one per arm at most); the registry's storage those images' pushed blobs (C each). The last
-  build of the run is the fullest.
+  ``--out`` the archives of the distinct images (one per arm at most, the one being written
+  included: BuildKit's own archive streams through a pipe, and a repeat that reproduces
+  writes nothing); the registry's storage the pushed blobs of the images built before (C
+  each). The last build of the run is the fullest.
 * **cold pull** (each repeat, with a cold-start registry): TMPDIR holds the private
   containerd's content and snapshots (U + C), ``--out`` both arms' archives (2C), the registry
   both arms' blobs (2C); the engine's copy of the image was taken out before the pull and
@@ -158,14 +159,19 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
     out: dict[str, list[tuple[str, float, str]]] = {}
     if p.build:
         n = p.prior
+        # the archives on --out at the fullest build: the distinct images built before and
+        # the one being written; a repeat that gives an image built before writes nothing
+        # (its layers are matched as BuildKit's export streams in), so while the builds
+        # reproduce that is one per arm
+        k = min(n + 1, p.images)
         out["build"] = [
             ("engine", engine_peak(u, c) + kept + p.context,
              f"build: U + {BUILDKIT_BLOBS_PER_COMPRESSED_BYTE:g} x C in the engine (the "
              "snapshots, BuildKit's blobs)" + (", + U + C per kept image" if kept else "")
              + (", + the context's transfer" if p.context else "")),
-            ("out", (n + 1) * c,
-             f"build: {n + 1} x C in --out (the archive being written"
-             + (f", {n} built before)" if n else ")")),
+            ("out", k * c,
+             f"build: {k} x C in --out (the archives of the distinct images, the one being "
+             "written included; a repeat that reproduces writes none)"),
         ]
         if p.cold and n:
             out["build"].append(("registry", n * c,
