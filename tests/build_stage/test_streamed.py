@@ -137,3 +137,34 @@ def test_a_cancel_flag_does_not_change_a_command_s_timeout_or_its_output() -> No
     with pytest.raises(proc.Cancelled):
         proc.run(["sleep", "30"], timeout=60, cancel=flag)
     assert time.monotonic() - t0 < 5
+
+
+@pytest.mark.docker
+def test_a_real_build_whose_shaping_fails_is_stopped_and_leaves_nothing(
+        builds: object, base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BuildKit's export of a 64 MB layer is more than the pipe holds: the shaping fails on
+    it, buildx (which would wait on the full pipe until its timeout) is stopped at once, the
+    shaping's error is the build's, and nothing of it is left in the store."""
+    from servelab.spec import Arm, BuildSettings
+
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN head -c 67108864 /dev/urandom > /big\n")
+    arm = Arm("broken", ctx, ctx / "Dockerfile", {"BASE_IMAGE": base_image})
+    seen: list[str] = []
+
+    def broken(self: object, tar: object) -> None:
+        seen.append("called")
+        raise InputError("the shaping broke here")
+
+    monkeypatch.setattr(export._Job, "shape_layer", broken)
+    out = tmp_path / "r1"
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match="the shaping broke here"):
+        builds.build(arm, BuildSettings(source_date_epoch=EPOCH, timeout_s=900),  # type: ignore[attr-defined]
+                     repeat=1, out_dir=out)
+    assert seen and time.monotonic() - t0 < 300
+    store: Path = builds.store_dir  # type: ignore[attr-defined]
+    assert not list(store.glob(".export-*")) and not list(store.glob(".shaping-*"))
+    assert (out / "build.log").is_file()
