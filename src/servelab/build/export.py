@@ -689,7 +689,7 @@ class _Job:
             if self.epoch is not None:
                 tar = clamp.Clamp(data, self.epoch, where)
             layer, files = self.shape_layer(tar)
-        shipped = tar.diff_id if isinstance(tar, clamp.Clamp) else data.diff_id
+        shipped = self._diff_id(tar)
         if isinstance(tar, clamp.Clamp):
             self.shaped.clamped += tar.clamped
         if shipped != layer.diff_id:  # a match is byte for byte: this never happens
@@ -838,7 +838,7 @@ class _Job:
             raise InputError(f"{where}: the manifest says {d.size} bytes, the archive holds "
                              f"{got.size}")
         media = TO_GZIP.get(d.media_type)
-        if got.layer is None or got.archive is not None:
+        if got.layer is None:  # kept as it came
             if media is not None and diff_id is not None:
                 raise InputError(f"{where}: the manifest says {d.media_type}, but its bytes "
                                  "are neither zstd nor a tar")

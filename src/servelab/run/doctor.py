@@ -93,29 +93,6 @@ def check_buildx() -> Check:
     return Check("docker buildx", True, True, _first_line(out.stdout))
 
 
-def _oci_created(archive: Path) -> str | None:
-    with tarfile.open(archive) as tar:
-        def read(name: str) -> dict[str, object]:
-            member = tar.extractfile(name)
-            if member is None:
-                raise ValueError(name)
-            data: dict[str, object] = json.load(member)
-            return data
-
-        index = read("index.json")
-        manifests = index.get("manifests")
-        if not isinstance(manifests, list) or not manifests:
-            raise ValueError("index.json has no manifests")
-        digest = str(manifests[0]["digest"])
-        manifest = read("blobs/sha256/" + digest.split(":", 1)[1])
-        config = manifest["config"]
-        if not isinstance(config, dict):
-            raise ValueError("manifest has no config")
-        cfg = read("blobs/sha256/" + str(config["digest"]).split(":", 1)[1])
-        created = cfg.get("created")
-        return str(created) if created is not None else None
-
-
 #: the build probe's check, named as `servelab doctor` prints it
 OCI_CHECK = "OCI export + SOURCE_DATE_EPOCH"
 
@@ -124,6 +101,7 @@ def check_oci_export() -> Check:
     """Build a tiny image to an OCI archive as servelab's builds export (zstd, no
     rewrite-timestamp: servelab clamps the layers' times itself), and check that BuildKit
     stamped the config with SOURCE_DATE_EPOCH."""
+    from servelab.build.builder import probe_created
     from servelab.build.export import output_option
 
     name = OCI_CHECK
@@ -140,7 +118,7 @@ def check_oci_export() -> Check:
                  "--output", output_option(dest, rewrite_timestamp=False), str(ctx)],
                 timeout=180, env={"SOURCE_DATE_EPOCH": str(PROBE_EPOCH)},
             )
-            created = _oci_created(dest)
+            created = probe_created(dest)
         except ServelabError as e:
             return Check(name, False, True, e.message.splitlines()[0], fix)
         except (OSError, KeyError, ValueError, tarfile.TarError) as e:
