@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import random
+import shutil
 import subprocess
 import tarfile
 import zlib
@@ -640,3 +641,38 @@ def test_clamping_makes_builds_that_differ_in_times_one_image(
                                                  "app.py": EPOCH}
         f = tf.extractfile("opt/venv/lib/torch.so")
         assert f is not None and f.read() == files["opt/venv/lib/torch.so"]
+
+
+def test_a_stream_with_noise_anywhere_is_a_clear_error_or_a_whole_archive(
+        tmp_path: Path, layers: list[tuple[str, bytes]]) -> None:
+    """BuildKit's archive with bytes spliced in at any place, as the stream pass reads it:
+    either refused (InputError: digests, sizes, tar framing all checked) or shaped into an
+    archive whose every blob hashes to its name; never another exception, and no partial
+    archive left in the store."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    src = tmp_path / "build.oci.tar"
+    write_buildkit_archive(src, layers)
+    good = src.read_bytes()
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.binary(min_size=1, max_size=1024), st.integers(0, len(good)))
+    def check(noise: bytes, at: int) -> None:
+        store = tmp_path / "noise-store"
+        shutil.rmtree(store, ignore_errors=True)
+        store.mkdir()
+        try:
+            with export.Shaper(store) as shaper:
+                shaped = shaper.shape(io.BytesIO(good[:at] + noise + good[at:]),  # type: ignore[arg-type]
+                                      epoch=EPOCH)
+        except InputError:
+            assert [p for p in store.iterdir() if p.name.startswith(".")] == []
+            return
+        with tarfile.open(shaped.archive) as tf:
+            for m in tf:
+                f = tf.extractfile(m)
+                if f is not None and m.name.startswith("blobs/sha256/"):
+                    assert _sha(f.read()) == "sha256:" + m.name.rsplit("/", 1)[1]
+
+    check()
