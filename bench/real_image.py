@@ -13,8 +13,11 @@ vllm, vllm.entrypoints.openai.api_server), prints the seconds each took, then an
 
 One ``servelab run`` (``--repeats``, every stage, the cold pull through a private containerd
 and the lazy one through SOCI when this machine can), while a thread samples every
-filesystem the run writes (statvfs: the engine's data root, TMPDIR, --out, the registry's
-storage) and servelab's progress lines say which stage runs. It prints:
+filesystem the run writes (statvfs: the engine's data root, TMPDIR with the private
+registry's storage, --out) and servelab's progress lines say which stage runs. The registry is
+servelab's own (``--cold-start-registry private``), removed with its blobs at the end. With
+``--arms 2`` a control arm (the same image run as root) is built and measured beside the
+treatment. It prints:
 
 * peak extra disk by filesystem and by stage, what is left after the run, and the disk plan
   servelab made before building (docs/run.md, "Disk");
@@ -123,7 +126,7 @@ spec:
   metrics: [digest, size, startup, findings]
   repeats: {repeats}
   treatment: {{context: ctx, dockerfile: Dockerfile}}
-  serve: {{port: 8000, healthPath: /health, readinessTimeoutSeconds: 900,
+{control}  serve: {{port: 8000, healthPath: /health, readinessTimeoutSeconds: 900,
           writablePaths: [/tmp], network: none}}
   scan: {{timeoutSeconds: 3600}}
   build: {{timeoutSeconds: 7200, sourceDateEpoch: 1700000000, network: none}}
@@ -179,7 +182,13 @@ def requirements(wheels: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def context(tmp: Path, wheels: Path, imports: list[str], repeats: int, change: str) -> Path:
+#: ``--arms 2``: the control arm, the same image run as root (its Dockerfile without USER): one
+#: change, in the config only, so both arms build the same layers
+CONTROL = "  control: {context: ctx, dockerfile: Dockerfile.control}\n"
+
+
+def context(tmp: Path, wheels: Path, imports: list[str], repeats: int, change: str, *,
+            arms: int = 1) -> Path:
     """The experiment and its build context (wheels hard-linked, not copied)."""
     import pip
 
@@ -194,9 +203,13 @@ def context(tmp: Path, wheels: Path, imports: list[str], repeats: int, change: s
                     ignore=shutil.ignore_patterns("__pycache__"))
     (ctx / "requirements.txt").write_text(requirements(wheels))
     (ctx / "server.py").write_text(SERVER.format(imports=imports))
-    (ctx / "Dockerfile").write_text(DOCKERFILE.format(base=base_image(), mark=BIG_MARK))
+    dockerfile = DOCKERFILE.format(base=base_image(), mark=BIG_MARK)
+    (ctx / "Dockerfile").write_text(dockerfile)
+    (ctx / "Dockerfile.control").write_text(
+        "".join(ln for ln in dockerfile.splitlines(keepends=True) if not ln.startswith("USER ")))
     spec = tmp / "exp" / "experiment.yaml"
-    spec.write_text(EXPERIMENT.format(repeats=repeats, change=change))
+    spec.write_text(EXPERIMENT.format(repeats=repeats, change=change,
+                                      control=CONTROL if arms > 1 else ""))
     return spec
 
 
@@ -310,14 +323,9 @@ def run_servelab(spec: Path, out: Path, repeats: int, sampler: Sampler, *, lazy:
                  trivy_cache: Path) -> tuple[int, float]:
     argv = [sys.executable, "-m", "servelab", "run", str(spec), "--out", str(out),
             "--repeats", str(repeats), "--offline", "--trivy-cache-dir", str(trivy_cache),
-            "--cold-start-registry", REGISTRY]
-    if (SETUP / "registry-data").is_dir() and (SETUP / "registry.log").is_file():
-        argv += ["--registry-data", str(SETUP / "registry-data"),
-                 "--registry-log", str(SETUP / "registry.log")]
+            "--cold-start-registry", "private"]
     if lazy:
-        argv += ["--lazy", "soci", "--lazy-registry", TLS_REGISTRY,
-                 "--registry-ca", str(SETUP / "tls" / "ca.pem"),
-                 "--lazy-registry-log", str(SETUP / "registry-tls.log")]
+        argv += ["--lazy", "soci"]
     t0 = time.monotonic()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=servelab_env())
@@ -613,8 +621,7 @@ def print_reproducibility(summary: dict[str, Any]) -> None:
         print(f"{arm}: {r.get('summary')}" + (f"; first cause: {first}" if first else ""))
 
 
-def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
-           registry_before: int | None = None) -> None:
+def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float) -> None:
     """servelab's figures, printed before the bare tools run (a long bench stopped during
     them keeps these)."""
     if rows:
@@ -637,11 +644,9 @@ def report(sampler: Sampler, rows: list[dict[str, Any]], out: Path, wall: float,
         f"{fs} {v / GB:.2f} GB" for fs, v in whole.items()))
     print("left after the run: " + ", ".join(
         f"{fs} {v / GB:+.2f} GB" for fs, v in sampler.left().items()))
-    if registry_before is not None:
-        grew = tree_bytes(SETUP / "registry-data") - registry_before
-        print(f"  of it: the run directory {tree_bytes(out) / GB:.2f} GB (images/ "
-              f"{tree_bytes(out / 'images') / GB:.2f} GB), the registry's storage "
-              f"{grew / GB:+.2f} GB (blobs wait for its garbage collection)")
+    print(f"  of it: the run directory {tree_bytes(out) / GB:.2f} GB (images/ "
+          f"{tree_bytes(out / 'images') / GB:.2f} GB); the private registry's storage went "
+          "with it")
     if summary.is_file():
         print_reproducibility(json.loads(summary.read_text()))
     print(f"servelab run wall time: {wall:.1f} s")
@@ -697,6 +702,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=None,
                     help="repeats of the run (default 3; 1 with --quick)")
     ap.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
+    ap.add_argument("--arms", type=int, choices=(1, 2), default=1,
+                    help="2: a control arm beside the treatment (the same image run as root)")
     ap.add_argument("--no-lazy", action="store_true", help="no lazy pulls (SOCI)")
     ap.add_argument("--no-bare", action="store_true", help="skip the bare tools")
     ap.add_argument("--quick", action="store_true",
@@ -714,24 +721,20 @@ def main() -> int:
             repeats = max(1, a.repeats or 1)
         else:
             wheels, imports, repeats = wheelhouse(a.wheelhouse), IMPORTS, max(1, a.repeats or 3)
-        spec = context(tmp, wheels, imports, repeats,
-                       f"{PACKAGE} from a local wheelhouse" if not a.quick else "quick")
+        change = f"{PACKAGE} from a local wheelhouse" if not a.quick else "quick"
+        spec = context(tmp, wheels, imports, repeats, change, arms=a.arms)
         out = tmp / "out"
         root = subprocess.run(["docker", "info", "--format", "{{.DockerRootDir}}"],
                               capture_output=True, text=True, check=False).stdout.strip()
         paths = {"out": out, "tmp": Path(servelab_env().get("TMPDIR") or tempfile.gettempdir())}
         if root:
             paths["engine"] = Path(root)
-        if (SETUP / "registry-data").is_dir():
-            paths["registry"] = SETUP / "registry-data"
         print(f"start: {machine()}", flush=True)
         lazy = not a.no_lazy and not a.quick
-        registry_before = (tree_bytes(SETUP / "registry-data")
-                           if (SETUP / "registry-data").is_dir() else None)
         with Sampler(paths) as sampler:
             rc, wall = run_servelab(spec, out, repeats, sampler, lazy=lazy, trivy_cache=cache)
         rows = results_of(out)
-        report(sampler, rows, out, wall, registry_before)
+        report(sampler, rows, out, wall)
         if not a.no_bare:
             report_bare(bare_tools(spec.parent / "ctx", cache, sampler.where, lazy=lazy), wall,
                         len(rows), digests_of(rows))

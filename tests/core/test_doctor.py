@@ -24,6 +24,9 @@ def test_doctor_reports_real_parts(docker_client: object) -> None:
         assert ctd["detail"].startswith(("containerd 1.", "containerd 2."))
     else:
         assert ctd["fix"] and not ctd["required"], ctd
+    # bootstrap installs docker-registry and openssl: the private registry starts for real
+    reg = checks["private registry (--cold-start-registry private)"]
+    assert reg["ok"] and "TLS on 127.0.0.1:" in reg["detail"], reg
     gpu = checks["GPU"]
     assert gpu["ok"] or "GPU unavailable" in gpu["detail"]
     assert proc.returncode == (0 if doc["ok"] else 3)
@@ -39,3 +42,7 @@ def test_doctor_without_docker_is_exit_3(tmp_path: object) -> None:
     assert "Traceback" not in proc.stderr
     # no containerd on that PATH: the private containerd is a warning that names why
     assert "[warn] private containerd (cold pulls): `containerd` is not installed" in proc.stdout
+    # nor a registry binary: a warning with how to install it
+    assert ("[warn] private registry (--cold-start-registry private): required tool "
+            "'docker-registry' was not found") in proc.stdout
+    assert "apt-get install docker-registry openssl" in proc.stdout

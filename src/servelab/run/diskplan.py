@@ -348,6 +348,7 @@ def plan_for(exp: Experiment, opts: RunOptions, arms: list[Arm]) -> Plan:
     """The plan of ``servelab run``/``build`` with *opts* over *arms*."""
     from servelab.build.stage import _docker_root, base_images
     from servelab.errors import InputError
+    from servelab.node.ownregistry import PRIVATE
 
     build = "build" in opts.stages and any(a.image is None for a in arms)
     cold = "smoke" in opts.stages and opts.cold_start_registry is not None
@@ -355,7 +356,9 @@ def plan_for(exp: Experiment, opts: RunOptions, arms: list[Arm]) -> Plan:
     root = _docker_root()
     if root is not None:
         paths["engine"] = root
-    if cold and opts.registry_data is not None:
+    if cold and opts.cold_start_registry == PRIVATE:  # its storage is under TMPDIR
+        paths["registry"] = paths["tmp"]
+    elif cold and opts.registry_data is not None:
         paths["registry"] = opts.registry_data
     bases: list[str] = [a.image for a in arms if a.image]
     for a in arms:

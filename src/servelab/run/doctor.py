@@ -229,6 +229,28 @@ def check_private_containerd() -> Check:
                  "mount namespace, and stopped")
 
 
+PRIVATE_REGISTRY_FIX = ("--cold-start-registry private then cannot run: install the "
+                        "distribution registry and openssl (Debian: apt-get install "
+                        "docker-registry openssl), or give --cold-start-registry HOST:PORT of "
+                        "a registry you run")
+
+
+def check_private_registry() -> Check:
+    """Can ``--cold-start-registry private`` run here: its registry started for real, plain
+    and TLS, on loopback ports, and removed."""
+    from servelab.cleanup import new_run_id
+    from servelab.node.ownregistry import PrivateRegistry
+
+    name = "private registry (--cold-start-registry private)"
+    try:
+        with PrivateRegistry(f"doctor-{new_run_id()}", tls=True) as reg:
+            where = f"{reg.plain}, TLS on {reg.secure}"
+    except ServelabError as e:
+        return Check(name, False, False, _first_line(e.message), PRIVATE_REGISTRY_FIX)
+    return Check(name, True, False, f"started on {where} with its storage in a temp dir, "
+                 "and removed")
+
+
 LAZY_FIX = ("the lazy arm (--lazy soci) is then recorded as not measured: run servelab as root "
             "with /dev/fuse, fuse3 and soci-snapshotter (Debian 13: apt-get install -t trixie "
             "soci-snapshotter), see docs/run.md (lazy pulling)")
@@ -281,6 +303,7 @@ def run_doctor(*, gpu_required: bool = False, build_probe: bool = True) -> Docto
     for step in (check_trivy, check_hadolint, check_git):
         result.checks.append(step())
     result.checks.append(check_private_containerd())
+    result.checks.append(check_private_registry())
     result.checks.append(check_lazy_pulling())
     result.checks.append(check_gpu(gpu_required))
     if result.checks[0].ok and result.checks[1].ok:

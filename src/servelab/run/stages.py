@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from servelab.build.stage import BuildRecord, Builds, Reproducibility
     from servelab.node import CtrStartSpec, NodeSettings, NodeStart, NodeStarts
     from servelab.node.lazypull import LazySettings
+    from servelab.node.ownregistry import PrivateRegistry
     from servelab.scan.stage import Scanner
     from servelab.smoke.result import SmokeResult
 
@@ -72,24 +73,40 @@ class Stages:
         self._smoked: set[str] = set()
         self._scans = {"scanned": 0, "shared": 0}
         self._stack = contextlib.ExitStack()
-        self._node_settings = _node_settings(_with_spec(_ephemeral_drop(opts, self.notes),
-                                                        exp))
+        node_opts = _with_spec(_ephemeral_drop(opts, self.notes), exp)
+        #: ``--cold-start-registry private``: the options before its addresses are known
+        self._private: RunOptions | None = _private_wanted(node_opts)
+        # checked now, with stand-in addresses for a private registry: bad input before any build
+        self._node_settings = _node_settings(
+            node_opts if self._private is None else replace(
+                node_opts, cold_start_registry=_STAND_IN[0], lazy_registry=_STAND_IN[1]))
         self._nodes: NodeStarts | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Stages:
         self._stack.enter_context(self.cleanup)
-        if self._node_settings is not None:  # private containerds of killed runs
-            from servelab.node.containerd import sweep
+        try:
+            self._enter()
+        except BaseException:  # what was started so far goes: __exit__ will not be called
+            import sys
 
-            self.notes.extend(sweep())
+            self._stack.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _enter(self) -> None:
+        if self._node_settings is not None:  # private containerds and registries of killed runs
+            from servelab.node import containerd, ownregistry
+
+            self.notes.extend(containerd.sweep() + ownregistry.sweep())
+        if self._private is not None and "smoke" in self.opts.stages:
+            self._start_private_registry(self._private)
         if "build" in self.opts.stages:
             from servelab.build.stage import Builds
 
             self._builds = self._stack.enter_context(Builds(
                 self.run_id, store_dir=self.opts.out_dir / "images", cleanup=self.cleanup,
                 keep=self.opts.keep))
-        return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -99,6 +116,21 @@ class Stages:
                 self._scan_note()
         finally:
             self._stack.__exit__(et, ev, tb)
+
+    def _start_private_registry(self, opts: RunOptions) -> None:
+        """Start the run's own registry (plain, and TLS when a lazy pull is measured); it and
+        its storage go at the run's clean-up, ``--keep`` or not."""
+        from servelab.node.ownregistry import PrivateRegistry
+
+        reg = PrivateRegistry(self.run_id, tls=bool(opts.lazy or opts.require_lazy))
+        self.cleanup.callback(reg.stop, f"private registry {reg.work}")
+        reg.start()
+        self._node_settings = _node_settings(_served_by(opts, reg))
+        self.notes.append(f"cold-start registry: servelab's own on {reg.plain}"
+                          + (f" (TLS on {reg.secure})" if reg.secure else "")
+                          + ", removed with its blobs at the end")
+        self.progress(f"private registry on {reg.plain}"
+                      + (f", TLS on {reg.secure}" if reg.secure else ""))
 
     def _scan_note(self) -> None:
         n = self._scans
@@ -390,6 +422,40 @@ def _ephemeral_drop(opts: RunOptions, notes: list[str]) -> RunOptions:
     notes.append("the page cache was dropped before each cold pull (--drop-caches, on by "
                  "default on this ephemeral GitHub-hosted runner: no other job shares it)")
     return replace(opts, drop_caches=True)
+
+
+#: the addresses a private registry's options are checked with before it starts (plain, TLS)
+_STAND_IN = ("127.0.0.1:1", "127.0.0.1:2")
+
+
+#: the options a private registry sets itself: a user's value for any of them is a conflict
+_PRIVATE_SETS = {"registry_data": "--registry-data", "registry_log": "--registry-log",
+                 "lazy_registry": "--lazy-registry", "registry_ca": "--registry-ca",
+                 "lazy_registry_log": "--lazy-registry-log"}
+
+
+def _private_wanted(opts: RunOptions) -> RunOptions | None:
+    """*opts* when they ask for ``--cold-start-registry private`` (InputError, exit 2, when
+    they also name another registry's files), else None."""
+    from servelab.node.ownregistry import PRIVATE, registry_binary
+
+    if opts.cold_start_registry != PRIVATE:
+        return None
+    registry_binary()  # exit 3 before any build when it is not installed
+    given = [flag for attr, flag in _PRIVATE_SETS.items() if getattr(opts, attr) is not None]
+    if given:
+        raise InputError(f"--cold-start-registry {PRIVATE} starts a registry of servelab's own, "
+                         f"but {', '.join(given)} name another registry's",
+                         hint=f"leave out {', '.join(given)} (and their SERVELAB_* variables), "
+                         "or give --cold-start-registry HOST:PORT of the registry they belong to")
+    return opts
+
+
+def _served_by(opts: RunOptions, reg: PrivateRegistry) -> RunOptions:
+    """*opts* with the addresses, storage, logs and CA of the registry *reg*."""
+    return replace(opts, cold_start_registry=reg.plain, registry_data=reg.data,
+                   registry_log=reg.log, lazy_registry=reg.secure, registry_ca=reg.ca,
+                   lazy_registry_log=reg.tls_log)
 
 
 def _node_settings(opts: RunOptions) -> NodeSettings | None:
