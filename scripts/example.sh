@@ -9,10 +9,11 @@
 # Trivy's DB registry, the scan runs offline against servelab's *fixture* DB (made-up
 # advisories CVE-2099-*, see tests/trivydb.py): the findings then show the mechanics, not
 # real vulnerabilities; the summary's "Scanner" line names the DB it used.
-# Start-up cost on a node: each tested image is pushed to the local registry set-up starts and
-# pulled before every start, cold and with the base held (SERVELAB_COLDSTART_REGISTRY, default
-# 127.0.0.1:5000; set it empty to skip), checked cold by that registry's storage and log, and
-# pulled lazily (SOCI) from the same storage over TLS. SERVELAB_EXAMPLE_MODEL_SIZE=4G runs the same
+# Start-up cost on a node: each tested image is pushed to a registry of the run's own
+# (SERVELAB_COLDSTART_REGISTRY, default `private`: plain and TLS on loopback ports, its storage
+# under TMPDIR, removed with its blobs at the end; a HOST:PORT uses that registry, empty skips)
+# and pulled before every start, cold and with the base held, checked cold by that registry's
+# storage and log, and pulled lazily (SOCI) over TLS. SERVELAB_EXAMPLE_MODEL_SIZE=4G runs the same
 # experiment with a 4 GB model in a Docker volume (examples/experiment-big-model.yaml; the
 # volume servelab-example-model is made by examples/make_model.py and left for the next run).
 # Extra arguments go to `servelab run` (e.g. --repeats 2).
@@ -38,18 +39,21 @@ PY
        "set SERVELAB_TRIVY_CACHE to use a real one" >&2
   scan_args=(--offline --trivy-cache-dir "$cache")
 fi
-export SERVELAB_COLDSTART_REGISTRY="${SERVELAB_COLDSTART_REGISTRY-$REGISTRY_ADDR}"
+export SERVELAB_COLDSTART_REGISTRY="${SERVELAB_COLDSTART_REGISTRY-private}"
 experiment=examples/experiment.yaml
 if [ -n "${SERVELAB_EXAMPLE_MODEL_SIZE:-}" ]; then
   python examples/make_model.py --size "$SERVELAB_EXAMPLE_MODEL_SIZE" \
     --volume servelab-example-model
   experiment=examples/experiment-big-model.yaml
 fi
-# The cold check reads the set-up registry's storage and access log; the lazy pull (SOCI) uses
-# the same storage served over TLS (127.0.0.1:5443, bootstrap's setup_tls_registry). Where it
-# cannot run (not root, no FUSE), the summary says "lazy not measured: <reason>".
+# With the private registry the lazy pull (SOCI) is measured too. Where it cannot run (not
+# root, no FUSE), the summary says "lazy not measured: <reason>". The set-up's registry
+# (127.0.0.1:5000, TLS on 5443, one storage) is used with its storage and access log when
+# SERVELAB_COLDSTART_REGISTRY names it.
 node_args=()
-if [ -n "$SERVELAB_COLDSTART_REGISTRY" ]; then
+if [ "$SERVELAB_COLDSTART_REGISTRY" = private ]; then
+  node_args=(--lazy soci)
+elif [ -n "$SERVELAB_COLDSTART_REGISTRY" ]; then
   export SERVELAB_REGISTRY_DATA="${SERVELAB_REGISTRY_DATA-$STATE/registry-data}"
   export SERVELAB_REGISTRY_LOG="${SERVELAB_REGISTRY_LOG-$STATE/registry.log}"
   if [ "$SERVELAB_COLDSTART_REGISTRY" = "$REGISTRY_ADDR" ] && tls_registry_answers; then

@@ -163,3 +163,80 @@ def test_another_registrys_files_with_private_is_bad_input(
     err = capsys.readouterr().err
     assert rc == 2, err
     assert "--registry-log" in err and "Traceback" not in err
+
+
+def _registry_processes() -> list[str]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if PREFIX in cmd:
+                found.append(cmd)
+    return found
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_ctrl_c_during_a_runs_cold_pull_stops_and_removes_its_registry(
+        tmp_path: Path, base_image: str) -> None:
+    """A real ``servelab run --cold-start-registry private`` interrupted once its image is in
+    the registry: the registry process and its storage (the pushed blobs) are gone."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    parent = Path(tempfile.gettempdir())
+    before = set(parent.glob(PREFIX + "*"))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "servelab", "run", str(EXAMPLE), "--out", str(tmp_path / "out"),
+         "--stages", "build,smoke", "--repeats", "1", "--cold-start-registry", "private"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stderr is not None
+    seen = []
+    deadline = time.monotonic() + 900
+    for line in child.stderr:
+        seen.append(line)
+        if "cold start: private containerd pull" in line or "cold start: servelab's" in line:
+            break
+        assert time.monotonic() < deadline, "".join(seen[-20:])
+    else:
+        raise AssertionError("the run ended before its cold pull: " + "".join(seen[-20:]))
+    mine = set(parent.glob(PREFIX + "*")) - before
+    assert len(mine) == 1 and any((d / "data").rglob("data") for d in mine), mine
+    child.send_signal(signal.SIGINT)
+    _out, err = child.communicate(timeout=120)
+    assert child.returncode not in (0, 1), err[-2000:]
+    assert "Traceback" not in err
+    assert not (set(parent.glob(PREFIX + "*")) - before)
+    assert not [c for c in _registry_processes() if any(str(d) in c for d in mine)]
+
+
+def test_a_lint_only_run_starts_none_and_sweeps_a_killed_runs(tmp_path: Path) -> None:
+    import tempfile
+
+    from servelab.run.options import RunOptions
+    from servelab.run.runner import run_experiment
+    from servelab.spec import load_experiment
+
+    dead = PrivateRegistry("test-own-swept", tls=False)
+    try:
+        dead.start()
+        (dead.work / OWNER_FILE).write_text(json.dumps(
+            {"pid": DEAD_PID, "owner": f"{socket.gethostname()}:{DEAD_PID}:12345"}))
+        before = set(Path(tempfile.gettempdir()).glob(PREFIX + "*"))
+        res = run_experiment(load_experiment(EXAMPLE), RunOptions(
+            out_dir=tmp_path / "out", stages=("lint",), repeats=1,
+            cold_start_registry="private"))
+        assert not dead.work.exists()
+        assert f"removed a private registry left by a killed run: {dead.work}" in \
+            res.summary["notes"]
+        # no registry was started for a run without the smoke stage
+        assert set(Path(tempfile.gettempdir()).glob(PREFIX + "*")) <= before
+        assert not any("servelab's own on" in n for n in res.summary["notes"])
+    finally:
+        dead.stop()

@@ -161,6 +161,21 @@ def test_run_refuses_before_building_on_a_small_out(tmp_path: Path, small_fs: Pa
 
 
 @pytest.mark.docker
+def test_the_private_registrys_storage_is_planned_on_tmpdir(tmp_path: Path,
+                                                            small_fs: Path) -> None:
+    """--cold-start-registry private keeps its storage under TMPDIR: the plan counts the
+    pushed blobs there, and a TMPDIR too small for them is refused before any build."""
+    spec = _spec(tmp_path, "FROM scratch\nCOPY wheels /wheels\n", {"wheels": 2 * 10**9})
+    out = tmp_path / "out"
+    proc = _run([str(spec), "--out", str(out), "--stages", "build,smoke",
+                 "--cold-start-registry", "private"], env={"TMPDIR": str(small_fs)})
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert f"on {small_fs} (tmp/registry)" in proc.stderr, proc.stderr[-2000:]
+    assert not (out / "treatment").exists()
+    assert not list(small_fs.glob("servelab-reg-*"))
+
+
+@pytest.mark.docker
 def test_disk_full_mid_run_stops_cleanly(tmp_path: Path, small_fs: Path,
                                          base_image: str) -> None:
     token = uuid.uuid4().hex

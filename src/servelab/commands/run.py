@@ -101,11 +101,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="a name for this run (job, matrix key) recorded in the results")
     parser.add_argument("--keep", action="store_true",
                         help="keep the built images (prints their ref@sha256)")
-    parser.add_argument("--cold-start-registry", metavar="HOST[:PORT][/PATH]",
+    parser.add_argument("--cold-start-registry", metavar="private|HOST[:PORT][/PATH]",
                         default=os.environ.get("SERVELAB_COLDSTART_REGISTRY") or None,
                         help="push each tested image there once and, before every start, time "
-                        "its pull cold and with the base held (default: "
-                        "$SERVELAB_COLDSTART_REGISTRY; unset: not measured)")
+                        "its pull cold and with the base held; 'private': a registry of the "
+                        "run's own on loopback (needs docker-registry), removed with its blobs "
+                        "at the end (default: $SERVELAB_COLDSTART_REGISTRY; unset: not "
+                        "measured)")
     parser.add_argument("--node-has", action="append", default=[], metavar="IMAGE",
                         help="an image a node already holds (repeatable): what it would pull, "
                         "and held in the warm-base pull")
