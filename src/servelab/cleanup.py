@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, Self
 
 from servelab import logs
 from servelab.errors import Terminated
@@ -52,6 +52,30 @@ KEEP_LABEL = "servelab.keep"
 SCOPE_LABEL = "servelab.cleanup"
 #: leftovers older than this are swept even when their owner cannot be checked (other host)
 DEFAULT_MAX_AGE_S = 6 * 3600.0
+
+
+class Started:
+    """Something a run starts and must stop (a private containerd, a private registry): used
+    as ``with X(...) as x:``, it is started on entry, and stopped on exit or when its start
+    fails halfway (what it had started goes). Subclasses give ``start`` and ``stop``; ``stop``
+    must be safe to call twice and after a partial start."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def new_run_id() -> str:

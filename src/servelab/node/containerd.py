@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab import proc
+from servelab.cleanup import Started
 from servelab.errors import CapabilityError, CommandError
 
 #: statfs f_type of overlayfs: containerd's overlayfs snapshotter cannot nest on it
@@ -319,7 +320,7 @@ def _sweep_orphan_cgroups(parent: Path) -> list[str]:
 # ---------------------------------------------------------------------------- the instance
 
 
-class PrivateContainerd:
+class PrivateContainerd(Started):
     """One containerd of servelab's own, in a temp dir and a private mount namespace::
 
         with PrivateContainerd(run_id) as ctd:
@@ -341,17 +342,6 @@ class PrivateContainerd:
         self.own_fs_bytes = own_fs_bytes
         #: how the root is held, in words (see :func:`own_filesystem`)
         self.root_fs = "the temp dir's filesystem"
-
-    def __enter__(self) -> PrivateContainerd:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         from servelab import cleanup

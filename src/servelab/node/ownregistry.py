@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from servelab import proc
+from servelab.cleanup import Started
 from servelab.errors import CapabilityError, CommandError, ToolMissingError
 from servelab.node.containerd import OWNER_FILE, _kill_all, _owner_gone, _pids_using
 from servelab.node.soci import LOOPBACK_ALIAS
@@ -126,7 +127,7 @@ def answers(addr: str, ca: Path | None = None, timeout: float = 2.0) -> bool:
         return False
 
 
-class PrivateRegistry:
+class PrivateRegistry(Started):
     """One registry of servelab's own, in a temp dir, for one run::
 
         with PrivateRegistry(run_id, tls=True) as reg:
@@ -147,17 +148,6 @@ class PrivateRegistry:
         self.plain = ""
         self.secure: str | None = None
         self._children: list[subprocess.Popen[str]] = []
-
-    def __enter__(self) -> PrivateRegistry:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         from servelab import cleanup
