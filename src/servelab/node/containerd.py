@@ -282,14 +282,31 @@ def unmount_under(work: Path) -> None:
                 break
 
 
+def left_by_killed_runs(parent: Path, prefix: str) -> list[Path]:
+    """The dirs under *parent* whose name starts with *prefix* and whose run is gone
+    (:func:`_owner_gone`): what a sweep removes (a private containerd's, a private
+    registry's)."""
+    return [d for d in sorted(parent.glob(prefix + "*"))
+            if d.is_dir() and not d.is_symlink() and _owner_gone(d)]
+
+
+def log_tail(log: Path, lines: int = 3) -> str:
+    """The last *lines* of a private instance's log file, on one line ("no log" when it
+    cannot be read)."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "no log"
+    return proc.tail(text, lines, inline=True) or "no output"
+
+
 def sweep(parent: Path | None = None) -> list[str]:
     """Remove what killed runs left (their owner process is gone): processes, then dirs; one
     message per instance removed."""
     notes = []
-    for d in sorted((parent or temp_parent()).glob(PREFIX + "*")):
-        if d.is_dir() and not d.is_symlink() and _owner_gone(d):
-            _remove(d)
-            notes.append(f"removed a private containerd left by a killed run: {d}")
+    for d in left_by_killed_runs(parent or temp_parent(), PREFIX):
+        _remove(d)
+        notes.append(f"removed a private containerd left by a killed run: {d}")
     return notes + _sweep_orphan_cgroups(parent or temp_parent())
 
 
@@ -383,12 +400,7 @@ class PrivateContainerd(Started):
                               "what it needs")
 
     def log_tail(self, lines: int = 3) -> str:
-        try:
-            text = (self.work / "containerd.log").read_text(encoding="utf-8",
-                                                            errors="replace")
-        except OSError:
-            return "no log"
-        return proc.tail(text, lines, inline=True) or "no output"
+        return log_tail(self.work / "containerd.log", lines)
 
     def ctr(self, *args: str, check: bool = True, timeout: float = 60.0) -> proc.Completed:
         return proc.run(["ctr", "-a", str(self.socket), "-n", self.namespace, *args],

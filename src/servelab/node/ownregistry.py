@@ -41,7 +41,13 @@ from typing import Any
 from servelab import proc
 from servelab.cleanup import Started
 from servelab.errors import CapabilityError, CommandError, ToolMissingError
-from servelab.node.containerd import OWNER_FILE, _kill_all, _owner_gone, _pids_using
+from servelab.node.containerd import (
+    OWNER_FILE,
+    _kill_all,
+    _pids_using,
+    left_by_killed_runs,
+    log_tail,
+)
 from servelab.node.soci import LOOPBACK_ALIAS
 
 #: what ``--cold-start-registry`` takes to ask for a private registry
@@ -49,8 +55,7 @@ PRIVATE = "private"
 PREFIX = "servelab-reg-"
 #: the registry's binary names, tried in order
 BINARIES = ("docker-registry", "registry")
-INSTALL_HINT = ("install the CNCF distribution registry (Debian: apt-get install "
-                "docker-registry), or give --cold-start-registry HOST:PORT of a registry you run")
+INSTALL_HINT = proc.INSTALL_HINTS[BINARIES[0]]
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
 #: a port taken between choosing it and the registry binding it: tried again on another
@@ -97,7 +102,7 @@ def make_certs(d: Path, ip: str = "127.0.0.1") -> tuple[Path, Path, Path]:
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     ext.write_text(f"subjectAltName=IP:{ip},DNS:{LOOPBACK_ALIAS}\nbasicConstraints=CA:FALSE\n"
                    "extendedKeyUsage=serverAuth\n", encoding="ascii")
-    hint = "openssl makes the private registry's certificate (apt-get install openssl)"
+    hint = proc.INSTALL_HINTS["openssl"]
     steps = [
         ["openssl", "req", "-x509", *ec, "-days", str(CERT_DAYS),
          "-subj", "/CN=servelab private registry CA", "-keyout", str(ca_key), "-out", str(ca)],
@@ -105,9 +110,7 @@ def make_certs(d: Path, ip: str = "127.0.0.1") -> tuple[Path, Path, Path]:
         ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
          "-CAcreateserial", "-days", str(CERT_DAYS), "-extfile", str(ext), "-out", str(cert)],
     ]
-    for argv in steps:
-        if proc.which("openssl") is None:
-            raise ToolMissingError("openssl", hint=hint)
+    for argv in steps:  # no openssl: ToolMissingError (exit 3) with the hint, from proc
         proc.run(argv, timeout=60, hint=hint)
     return ca, cert, key
 
@@ -139,7 +142,6 @@ class PrivateRegistry(Started):
     def __init__(self, run_id: str, *, tls: bool, parent: Path | None = None) -> None:
         safe = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:40] or "run"
         self.work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{safe}-", dir=parent))
-        self.tls = tls
         self.data = self.work / "data"
         self.log = self.work / "registry.log"
         self.tls_log: Path | None = self.work / "registry-tls.log" if tls else None
@@ -182,7 +184,7 @@ class PrivateRegistry(Started):
             self._children.remove(child)
             _stop(child)
         raise CapabilityError(
-            f"the private registry did not start ({name}): {self.log_tail(log)}",
+            f"the private registry did not start ({name}): {log_tail(log)}",
             hint="run `servelab doctor`; or give --cold-start-registry HOST:PORT of a "
             "registry you run (docs/run.md, \"The cold-start registry\")")
 
@@ -196,14 +198,6 @@ class PrivateRegistry(Started):
                 return True
             time.sleep(0.05)
         return False
-
-    @staticmethod
-    def log_tail(log: Path, lines: int = 3) -> str:
-        try:
-            text = log.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "no log"
-        return proc.tail(text, lines, inline=True) or "no output"
 
     def stop(self) -> None:
         """Stop the serving processes, then remove the dir: storage, logs and certificates."""
@@ -224,9 +218,8 @@ def sweep(parent: Path | None = None) -> list[str]:
     """Remove the private registries killed runs left (their owner process gone): processes,
     then dirs; one message per registry removed."""
     notes = []
-    for d in sorted((parent or Path(tempfile.gettempdir())).glob(PREFIX + "*")):
-        if d.is_dir() and not d.is_symlink() and _owner_gone(d):
-            _kill_all(_pids_using(d))
-            shutil.rmtree(d, ignore_errors=True)
-            notes.append(f"removed a private registry left by a killed run: {d}")
+    for d in left_by_killed_runs(parent or Path(tempfile.gettempdir()), PREFIX):
+        _kill_all(_pids_using(d))
+        shutil.rmtree(d, ignore_errors=True)
+        notes.append(f"removed a private registry left by a killed run: {d}")
     return notes
