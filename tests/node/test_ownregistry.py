@@ -197,19 +197,21 @@ def test_ctrl_c_during_a_runs_cold_pull_stops_and_removes_its_registry(
          "--stages", "build,smoke", "--repeats", "1", "--cold-start-registry", "private"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stderr is not None
-    seen = []
-    deadline = time.monotonic() + 900
-    for line in child.stderr:
-        seen.append(line)
-        if "cold start: private containerd pull" in line or "cold start: servelab's" in line:
-            break
-        assert time.monotonic() < deadline, "".join(seen[-20:])
-    else:
-        raise AssertionError("the run ended before its cold pull: " + "".join(seen[-20:]))
-    mine = set(parent.glob(PREFIX + "*")) - before
-    assert len(mine) == 1 and any((d / "data").rglob("data") for d in mine), mine
-    child.send_signal(signal.SIGINT)
-    _out, err = child.communicate(timeout=120)
+    try:
+        seen = []
+        deadline = time.monotonic() + 900
+        for line in child.stderr:
+            seen.append(line)
+            if "cold start: private containerd pull" in line or "cold start: servelab's" in line:
+                break
+            assert time.monotonic() < deadline, "".join(seen[-20:])
+        else:
+            raise AssertionError("the run ended before its cold pull: " + "".join(seen[-20:]))
+        mine = set(parent.glob(PREFIX + "*")) - before
+        assert len(mine) == 1 and any((d / "data").rglob("data") for d in mine), mine
+    finally:  # whatever failed above, the run is interrupted and cleans up after itself
+        child.send_signal(signal.SIGINT)
+        _out, err = child.communicate(timeout=120)
     assert child.returncode not in (0, 1), err[-2000:]
     assert "Traceback" not in err
     assert not (set(parent.glob(PREFIX + "*")) - before)
