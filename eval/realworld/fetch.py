@@ -46,12 +46,14 @@ class Entry:
     repo: str
     path: str
     commit: str
+    date_added: str = ""
 
 
 def load_files(path: Path = HERE / "files.tsv") -> list[Entry]:
     with path.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
-    return [Entry(r["id"], r["kind"], r["repo"], r["path"], r["commit"]) for r in rows]
+    return [Entry(r["id"], r["kind"], r["repo"], r["path"], r["commit"], r.get("date_added") or "")
+            for r in rows]
 
 
 def cached_path(cache: Path, entry: Entry) -> Path:

@@ -261,10 +261,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, metavar="FILE", help="write every finding to FILE")
     ap.add_argument("--findings", type=Path, metavar="FILE",
                     help="score the findings a previous run wrote with --json (no servelab run)")
+    ap.add_argument("--round", metavar="DATE",
+                    help="score only the files added on DATE (files.tsv's date_added), "
+                    "e.g. 2026-12-05 for the second round")
+    ap.add_argument("--ids", metavar="PREFIXES",
+                    help="score only the ids that start with one of these comma-separated "
+                    "prefixes, e.g. d3,m3 for the third round")
     args = ap.parse_args(argv)
-    entries = load_files()
+    prefixes = tuple(p for p in (args.ids or "").split(",") if p)
+    entries = [e for e in load_files() if (not args.round or e.date_added == args.round)
+               and (not prefixes or e.id.startswith(prefixes))]
+    if not entries:
+        print("score.py: no file of files.tsv matches --round/--ids", file=sys.stderr)
+        return 2
     kinds = {e.id: e.kind for e in entries}
-    frozen = load_truths()
+    frozen = [t for t in load_truths() if t.id in kinds]
     result = load_run(args.findings) if args.findings else run(entries, args.cache,
                                                                   args.src.resolve())
     counts = Counter(e.kind for e in entries)

@@ -121,3 +121,23 @@ def test_the_table_says_who_loads_lazily() -> None:
     ollama = known_server("docker.io/ollama/ollama:0.5.4", [])
     assert vllm is not None and not vllm.lazy and not vllm.store
     assert ollama is not None and ollama.lazy and ollama.store
+
+
+@pytest.mark.parametrize("image", ["aegisos-ollama:latest", "registry.local/ollama-intel:0.5",
+                                   "docker.io/ollama/ollama:0.5.4"])
+def test_ollama_builds_of_a_project_are_ollama(image: str) -> None:
+    found = known_server(image, [])
+    assert found is not None and found.name == "Ollama" and found.lazy
+
+
+@pytest.mark.parametrize("image", ["ghcr.io/open-webui/ollama-webui:main", "ollama-proxy:1"])
+def test_ollama_front_ends_are_not_ollama(image: str) -> None:
+    assert known_server(image, []) is None
+
+
+def test_text_embeddings_inference_is_known_and_its_cache_is_data() -> None:
+    gpu = known_server("ghcr.io/huggingface/text-embeddings-inference:1.5", [])
+    assert gpu is not None and gpu.cache == "/data"
+    assert cpu_reason("ghcr.io/huggingface/text-embeddings-inference:1.5", [], []) is None
+    cpu = cpu_reason("ghcr.io/huggingface/text-embeddings-inference:cpu-1.5", [], [])
+    assert cpu is not None and "CPU build" in cpu

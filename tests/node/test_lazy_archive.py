@@ -51,7 +51,7 @@ def built(base_image: str, tmp_path_factory: pytest.TempPathFactory
     reg = RegistryClient()
     repo = f"servelab-lazy/{RUN}{secrets.token_hex(3)}/img"
     pushed = push_archive(archive, digest, "treatment",
-                          f"127.0.0.1:5000/{repo}:{digest[7:23]}", reg)
+                          f"127.0.0.1:5000/{repo}:{digest[7:23]}", reg).ref
     img = read_layers(reg, ImageRef.parse(pushed))
     assert img.manifest.digest == digest
     yield archive, img

@@ -110,6 +110,7 @@ def test_lazy_pull_is_discovered_checked_lazy_and_leaves_nothing(
     rid = f"{RUN}{secrets.token_hex(3)}"
     with Cleanup(rid) as cu, lazy_pull(copied, lazy_registry, indexed, rid, cu) as (pc, rec):
         assert pc.pid is not None and (pc.work / "soci.sock").exists()
+        assert rec.pull_s is not None, rec.notes  # the pull itself worked (else: why)
         during = rec.to_dict()
         # the image's snapshots are prepared in the running instance: a start can follow
         # (pc.ctr runs ctr inside the instance's mount namespace, where the FUSE mounts are)

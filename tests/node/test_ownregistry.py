@@ -242,3 +242,152 @@ def test_a_lint_only_run_starts_none_and_sweeps_a_killed_runs(tmp_path: Path) ->
         assert not any("servelab's own on" in n for n in res.summary["notes"])
     finally:
         dead.stop()
+
+
+# ---------------------------------------------------------------- one copy of shared layers
+
+def _image(tmp_path: Path, name: str, layer: bytes, user: str) -> tuple[Path, str, str]:
+    """An OCI archive of one gzip layer (*layer*'s tar) and a config naming *user*:
+    (archive, manifest digest, layer digest)."""
+    from ocitest import E, archive, tar_bytes, write_layout
+
+    root = tmp_path / name
+    digest = write_layout(root, [tar_bytes([E("srv/lib.so", layer)])],
+                          config={"config": {"User": user}})
+    index = json.loads((root / "index.json").read_text())
+    manifest = json.loads((root / "blobs/sha256" / index["manifests"][0]["digest"][7:]
+                           ).read_bytes())
+    return archive(root, tmp_path / f"{name}.oci.tar"), digest, manifest["layers"][0]["digest"]
+
+
+def _blob_file(reg: PrivateRegistry, digest: str) -> Path:
+    h = digest.removeprefix("sha256:")
+    return reg.data / "docker/registry/v2/blobs/sha256" / h[:2] / h / "data"
+
+
+def test_a_second_repository_mounts_the_layers_the_first_pushed(tmp_path: Path) -> None:
+    """Two arms that share a layer: the second push links it from the first arm's repository
+    (the distribution API's mount), sends only its config and manifest, and the registry
+    stores the layer once; the second repository serves it byte for byte."""
+    from servelab.node.engine import push_archive
+
+    layer = os.urandom(3 << 20)
+    a, a_digest, layer_digest = _image(tmp_path, "control", layer, "0")
+    b, b_digest, b_layer = _image(tmp_path, "treatment", layer, "10001")
+    assert b_layer == layer_digest and b_digest != a_digest
+    client = RegistryClient(timeout=60)
+    with PrivateRegistry("test-own-mount", tls=False, parent=tmp_path) as reg:
+        first = push_archive(a, a_digest, "control", f"{reg.plain}/x/control:t", client).ref
+        from servelab.image.push import TestedImage, push_tested
+
+        second = push_tested(TestedImage("treatment", b_digest, b, 1),
+                             f"{reg.plain}/x/treatment:t", client,
+                             mount_from=(ImageRef.parse(first).repository,))
+        assert second.blobs_mounted == 1 and second.blobs_uploaded == 1  # the config
+        assert second.bytes_uploaded < 4096 < len(layer)
+        log = reg.log.read_text()
+        mounted = (f"POST /v2/x/treatment/blobs/uploads/?mount=sha256%3A{layer_digest[7:]}"
+                   "&from=x%2Fcontrol HTTP/1.1\" 201")
+        assert mounted in log, log[-3000:]
+        puts = [line for line in log.splitlines() if "PUT /v2/x/treatment/blobs/" in line]
+        assert len(puts) == 1  # the config's upload; the declined mount's session cancelled
+        assert "DELETE /v2/x/treatment/blobs/uploads/" in log
+        blobs = list((reg.data / "docker/registry/v2/blobs/sha256").glob("*/*/data"))
+        assert sum(p.stat().st_size > 1 << 20 for p in blobs) == 1
+        with client.open_blob(ImageRef.parse(f"{reg.plain}/x/treatment:t"), layer_digest) as r:
+            assert hashlib.sha256(r.read()).hexdigest() == layer_digest[7:]
+        # without a repository to mount from, the layer is sent (and counted so)
+        third = push_tested(TestedImage("treatment", b_digest, b, 1),
+                            f"{reg.plain}/x/other:t", client)
+        assert third.blobs_mounted == 0 and third.bytes_uploaded > len(layer) // 2
+
+
+def test_parked_layers_leave_the_storage_and_come_back_checked(tmp_path: Path) -> None:
+    """Between two pulls the run's registry holds no layer: park removes the layer's file
+    (not the small config), restore copies it back from the archive, verified, and the
+    registry serves it again; a blob restored from a damaged archive is never served half
+    written: an error naming the blob, and no file."""
+    from servelab.errors import InputError
+    from servelab.node.engine import push_archive
+    from servelab.node.ownregistry import Parking
+
+    layer = os.urandom(3 << 20)
+    arc, digest, layer_digest = _image(tmp_path, "img", layer, "10001")
+    client = RegistryClient(timeout=60)
+    with PrivateRegistry("test-own-park", tls=False, parent=tmp_path) as reg:
+        pushed = push_archive(arc, digest, "treatment", f"{reg.plain}/x/img:t", client).ref
+        ref = ImageRef.parse(pushed)
+        from servelab.node import read_layers
+
+        img = read_layers(client, ref)
+        parking = Parking(reg.data)
+        freed = parking.park([(b.digest, b.size) for b in (*img.layers, img.config)], arc)
+        assert freed == img.layers[0].size > 1 << 20
+        assert not _blob_file(reg, layer_digest).exists()
+        assert _blob_file(reg, img.config.digest).is_file()  # small blobs stay
+        assert not client.blob_exists(ref, layer_digest)
+        assert parking.restore({"sha256:" + "0" * 64}) == 0  # not parked: nothing done
+        assert parking.restore(set(img.layer_digests)) == freed
+        assert parking.parked == {} and parking.bytes_restored == freed
+        with client.open_blob(ref, layer_digest) as r:
+            assert hashlib.sha256(r.read()).hexdigest() == layer_digest[7:]
+        # a damaged archive: the copy stops at the digest check, nothing is left to serve
+        parking.park([(b.digest, b.size) for b in img.layers], arc)
+        raw = bytearray(arc.read_bytes())
+        at = raw.find(_blob_bytes(tmp_path / "img", layer_digest)[1000:1064])
+        assert at > 0
+        raw[at] ^= 0xFF
+        arc.write_bytes(bytes(raw))
+        with pytest.raises(InputError, match=layer_digest[7:19]):
+            parking.restore(set(img.layer_digests))
+        assert not _blob_file(reg, layer_digest).exists()
+        assert not list(_blob_file(reg, layer_digest).parent.glob(".restoring"))
+        # still parked: put back from another archive that holds the same layer
+        assert layer_digest in parking.parked
+        other, _, same = _image(tmp_path, "other", layer, "0")
+        assert same == layer_digest
+        assert parking.restore(set(img.layer_digests), other) == freed
+        with client.open_blob(ref, layer_digest) as r:
+            assert hashlib.sha256(r.read()).hexdigest() == layer_digest[7:]
+
+
+def _blob_bytes(layout: Path, digest: str) -> bytes:
+    return (layout / "blobs/sha256" / digest[7:]).read_bytes()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_two_arm_run_mounts_shared_layers_and_parks_them_between_pulls(
+        tmp_path: Path, base_image: str) -> None:
+    """The bundled example's two arms, two repeats each, through the run's own registry: each
+    repeat's cold pull finds its layers (put back from the archive after the registry parked
+    them) and is checked cold; the second arm's push mounted the base layers it shares with
+    the first; nothing of the registry is left."""
+    import subprocess
+    import sys
+    import tempfile
+
+    parent = Path(tempfile.gettempdir())
+    before = set(parent.glob(PREFIX + "*"))
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "servelab", "run", str(EXAMPLE), "--out", str(out),
+         "--stages", "build,smoke", "--repeats", "2", "--cold-start-registry", "private"],
+        capture_output=True, text=True, timeout=1800, check=False)
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: the control runs as root
+    assert "the registry's layers back from" in done.stderr, done.stderr[-3000:]
+    for arm in ("control", "treatment"):
+        for n in (1, 2):
+            cs = json.loads((out / arm / f"repeat-{n}" / "result.json").read_text()
+                            )["metrics"]["coldstart"]
+            assert cs["cold"]["cold_check"]["cold"] is True, (arm, n, cs["cold"])
+            assert any("parked" in x for x in cs["notes"]), (arm, n, cs["notes"])
+    # the second arm's push linked the base layers the first arm's push had sent
+    t1 = json.loads((out / "treatment" / "repeat-1" / "result.json").read_text())
+    c1 = json.loads((out / "control" / "repeat-1" / "result.json").read_text())
+    pushes = [x for r in (c1, t1) for x in r["metrics"]["coldstart"]["notes"]
+              if x.startswith("pushed ")]
+    assert len(pushes) == 2, pushes
+    first, second = sorted(pushes, key=lambda x: " 0 mounted" not in x)
+    assert " 0 mounted" in first and " 0 mounted" not in second, pushes
+    assert not (set(parent.glob(PREFIX + "*")) - before)

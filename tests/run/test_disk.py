@@ -225,3 +225,36 @@ def test_the_runs_context_transfers_go_at_its_end(tmp_path: Path, base_image: st
     # and each repeat's own records went when its record was written
     rec = json.loads((tmp_path / "out" / "treatment" / "repeat-2" / "build.json").read_text())
     assert rec["cache"]["left"] == 0
+
+
+@pytest.mark.parametrize(("parks", "registry_at_build", "registry_at_pull"), [
+    (False, 2, 2), (True, 0, 1)])
+def test_the_runs_own_registry_holds_only_the_pulled_images_layers(
+        tmp_path: Path, parks: bool, registry_at_build: int, registry_at_pull: int) -> None:
+    """Two arms, three repeats: a registry someone else runs keeps both images' blobs from
+    their push to the end; the run's own (``private``) parks them between pulls, so the last
+    build finds none and each pull finds one image's."""
+    u, c = 10**9, 4 * 10**8
+    plan = diskplan.Plan(u, c, "estimate", {"out": tmp_path}, arms=2, cold=True, keep=False,
+                         build=True, repeats=3, parks=parks)
+    phases = {name: {lbl: b for lbl, b, _ in parts}
+              for name, parts in diskplan.phases(plan).items()}
+    assert phases["build"].get("registry", 0) == registry_at_build * c
+    assert phases["cold pull"]["registry"] == registry_at_pull * c
+    assert phases["warm-base pull"]["registry"] == registry_at_pull * c
+    assert phases["cold pull"]["out"] == 2 * c  # the archives are the same either way
+    # carried through the first build's plan and an arm that stops reproducing
+    again = diskplan.replan(plan, u, c)
+    assert again.parks is parks
+    worse = diskplan.unreproduced(again, "treatment")
+    assert worse.held["registry"] == (0 if parks else c)
+
+
+def test_the_context_is_counted_once_however_many_arms_build_from_it(tmp_path: Path) -> None:
+    """Each build's context transfer is pruned after it: two arms hold one at a time."""
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "wheel.whl").write_bytes(b"x" * 10**6)
+    one, two = (diskplan.estimate([], [ctx], paths={"out": tmp_path}, arms=n, cold=False,
+                                  keep=False, build=True) for n in (1, 2))
+    assert one.context == two.context == 10**6

@@ -281,12 +281,18 @@ def test_two_gb_image_stays_within_its_disk_budget_and_leaves_nothing(
     assert u >= 2_000_000_000 and c >= 1_300_000_000, (u, c)
     for r in rows:
         assert r["metrics"]["coldstart"]["cold"]["cold_check"]["cold"] is True
+        # the run's own registry parked the layers after each repeat's pulls, and the second
+        # repeat's pull found them put back from the archive
+        assert any(x.startswith("the run's registry parked ")
+                   for x in r["metrics"]["coldstart"]["notes"]), r["metrics"]["coldstart"]
+    assert "the registry's layers back from" in proc.stderr
     # the peak: docs/run.md's formula for one arm on one filesystem, the larger of the last
     # build (U + C in the engine: BuildKit's blobs compressed once, servelab clamps the
     # times; C in --out: the first repeat's archive, the second writing none as it
     # reproduces and BuildKit's export streams through a pipe; C in the registry from the
-    # first repeat) and the pulls (one copy unpacked, U + C, an archive and the registry's
-    # blobs), plus the context's transfer X, with 1 GB for everything else the machine writes
+    # first repeat, which the run's own registry parks: a C to spare) and the pulls (one copy
+    # unpacked, U + C, an archive and the registry's blobs), plus the context's transfer X,
+    # with 1 GB for everything else the machine writes
     formula = u + 3 * c + x
     assert disk.peak <= formula + 1e9, (disk.peak, formula, u, c, x)
     plan = json.loads(proc.stdout)["disk_plan"]

@@ -132,7 +132,12 @@ def test_cold_and_warm_base_pulls(own_image: str, own_archive: Path, base_image:
         assert pulled == [ours[0].digest]
         assert warm.bytes_pulled == img.manifest.size + img.config.size + ours[0].size
         assert warm.bytes_present == sum(b.size for b in base_layers.layers)
-        assert node.notes == [] and warm.notes == []
+        # the one node note is the push's: all three blobs sent, none mounted (one arm)
+        sent = img.config.size + sum(b.size for b in img.layers)
+        assert node.notes == [
+            f"pushed {digest[:19]}: 3 blob(s) sent ({sent} bytes), "
+            "0 mounted from this run's other repositories, 0 already there"], node.notes
+        assert warm.notes == []
         # what other nodes pull, exact from the layers
         holds = {c.holds: c for c in node.holds}
         assert holds["nothing"].bytes == img.total_bytes

@@ -75,6 +75,8 @@ class PushResult:
     blobs_present: int
     bytes_uploaded: int
     manifests: list[str] = field(default_factory=list)
+    #: blobs linked from another repository of the registry (no bytes sent)
+    blobs_mounted: int = 0
 
     @property
     def ref(self) -> str:
@@ -84,7 +86,8 @@ class PushResult:
         return {"ref": self.ref, "repository": self.repository, "tag": self.tag,
                 "digest": self.digest, "top_digest": self.top_digest,
                 "manifests": list(self.manifests), "blobs_uploaded": self.blobs_uploaded,
-                "blobs_present": self.blobs_present, "bytes_uploaded": self.bytes_uploaded}
+                "blobs_present": self.blobs_present, "blobs_mounted": self.blobs_mounted,
+                "bytes_uploaded": self.bytes_uploaded}
 
 
 # ---------------------------------------------------------------------------- the run's image
@@ -306,9 +309,11 @@ def _target(target: str) -> ImageRef:
     return ref
 
 
-def push_tested(tested: TestedImage, target: str,
-                client: RegistryClient | None = None) -> PushResult:
-    """Push *tested*'s archive to *target* (``registry/repository[:tag]``), byte for byte."""
+def push_tested(tested: TestedImage, target: str, client: RegistryClient | None = None,
+                mount_from: tuple[str, ...] = ()) -> PushResult:
+    """Push *tested*'s archive to *target* (``registry/repository[:tag]``), byte for byte.
+    A blob the target repository lacks is first mounted from the repositories *mount_from*
+    (of the same registry), as ``docker push`` does: no bytes sent, none stored twice."""
     ref = _target(target)
     client = client or RegistryClient()
     with OciArchive(tested.archive) as img:
@@ -316,9 +321,9 @@ def push_tested(tested: TestedImage, target: str,
         shown = logs.progress(f"push to {ref.registry}/{ref.repository}",
                               total=sum(b.size for b in plan.blobs))
         with shown:
-            uploaded, present, sent = _push_blobs(client, ref, img, plan, shown)
+            others = [r for r in mount_from if r != ref.repository]
+            counts = _push_blobs(client, ref, img, plan, shown, mount_from=others)
         for desc, body in plan.manifests:
-
             answered = client.put_manifest(ref, desc.digest, body, desc.media_type)
             _same_digest(answered, desc.digest, "the manifest", ref.api_host)
         top = plan.top or plan.manifests[-1][0]
@@ -328,24 +333,35 @@ def push_tested(tested: TestedImage, target: str,
             _same_digest(answered, top.digest, f"the tag {ref.tag}", ref.api_host)
     _verify(client, ref, tested.digest, top.digest)
     return PushResult(f"{ref.registry}/{ref.repository}", ref.tag, tested.digest, top.digest,
-                      uploaded, present, sent, [d.digest for d, _ in plan.manifests])
+                      counts.uploaded, counts.present, counts.sent,
+                      [d.digest for d, _ in plan.manifests], blobs_mounted=counts.mounted)
+
+
+@dataclass
+class _Counts:
+    uploaded: int = 0
+    present: int = 0
+    mounted: int = 0
+    sent: int = 0
 
 
 def _push_blobs(client: RegistryClient, ref: ImageRef, img: ImageSource, plan: PushPlan,
-                shown: logs.Progress) -> tuple[int, int, int]:
-    """Every blob the registry lacks, uploaded: (uploaded, already present, bytes sent)."""
-    uploaded = present = sent = 0
+                shown: logs.Progress, *, mount_from: list[str]) -> _Counts:
+    """Every blob the repository lacks, mounted from *mount_from* or else uploaded."""
+    n = _Counts()
     for blob in plan.blobs:
         shown.step(f"blob {blob.digest[7:19]} ({logs.size(blob.size)})")
         if client.blob_exists(ref, blob.digest):
-            present += 1
+            n.present += 1
+        elif any(client.mount_blob(ref, blob.digest, src) for src in mount_from):
+            n.mounted += 1
         else:
             answered = client.upload_blob(ref, blob.digest, blob.size, _opener(img, blob))
             _same_digest(answered, blob.digest, f"blob {blob.digest[:19]}…", ref.api_host)
-            uploaded += 1
-            sent += blob.size
+            n.uploaded += 1
+            n.sent += blob.size
         shown.advance(blob.size)
-    return uploaded, present, sent
+    return n
 
 
 def _verify(client: RegistryClient, ref: ImageRef, digest: str, top: str) -> None:

@@ -32,6 +32,7 @@ for ``SERVELAB_STALL_TIMEOUT`` seconds (default 300), however long the whole tra
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeAlias
 
-from servelab.errors import CapabilityError, InputError
+from servelab.errors import CapabilityError, InputError, ServelabError
 from servelab.image.ref import DOCKER_HUB, DOCKER_HUB_API, ImageRef, is_digest
 
 ACCEPT = ", ".join((
@@ -341,6 +342,23 @@ class RegistryClient:
         """Whether the repository already has blob *digest* (HEAD; 404 is False)."""
         with self._request("HEAD", self._url(ref, "blobs", digest), ref, allow=(404,)) as r:
             return (r.status or 0) == 200
+
+    def mount_blob(self, ref: ImageRef, digest: str, source: str) -> bool:
+        """Link blob *digest* of repository *source* (same registry) into *ref*'s
+        repository, no bytes sent (the distribution API's cross-repository mount). False
+        when the registry declined (it lacks the blob there, or mounts nothing): its upload
+        session is cancelled and the caller uploads."""
+        url = self._url(ref, "blobs", "uploads/") + "?" + urllib.parse.urlencode(
+            {"mount": digest, "from": source})
+        with self._request("POST", url, ref, body=b"", headers={"Content-Length": "0"}) as r:
+            if r.status == 201:
+                return True
+            location = r.headers.get("Location") or ""
+        cancel = urllib.parse.urljoin(url, location)
+        if location and urllib.parse.urlsplit(cancel).netloc == urllib.parse.urlsplit(url).netloc:
+            with contextlib.suppress(ServelabError):
+                self._request("DELETE", cancel, ref, allow=(404, 405)).close()
+        return False
 
     def upload_blob(self, ref: ImageRef, digest: str, size: int,
                     opener: Callable[[], BinaryIO]) -> str:

@@ -52,6 +52,9 @@ def _rank(rule_id: str) -> int:
 #: The rules that also judge a CPU Ray head next to GPU workers: it runs the Serve proxy (the
 #: HTTP entry of a RayService) and the GCS, so what it runs and how it is locked down matter.
 HEAD_RULES = frozenset({"image-not-digest", "security-context", "host-path", "plaintext-secret"})
+#: what is checked of an InferenceService's CPU transformer or explainer: the head's rules and
+#: its readiness probe (it takes the predictor's traffic)
+FRONT_RULES = HEAD_RULES | {"probe-target"}
 RAY_CLUSTERS = ("RayService", "RayCluster")
 
 
@@ -68,6 +71,17 @@ def _targets(inv: Inventory) -> tuple[list[Workload], list[Workload]]:
 def _ray_heads(skipped: list[Workload]) -> list[Workload]:
     """The CPU heads of Ray clusters among the pods not checked as GPU servers."""
     return [w for w in skipped if w.part == "head" and w.kind in RAY_CLUSTERS]
+
+
+#: the parts of an InferenceService in front of its predictor: they take its traffic
+_FRONT_PARTS = ("transformer", "explainer")
+
+
+def _fronts(skipped: list[Workload], checked: list[Workload]) -> list[Workload]:
+    """The CPU transformers and explainers of InferenceServices whose predictor is checked."""
+    served = {id(w.obj) for w in checked}
+    return [w for w in skipped
+            if id(w.obj) in served and (w.part or "").split(" ", 1)[0] in _FRONT_PARTS]
 
 
 def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
@@ -87,7 +101,12 @@ def _notes(inv: Inventory, skipped: list[Workload], measured: Measured | None,
     if heads:
         notes.append("checked for image pinning, security context and secrets only (a Ray head: "
                      "no GPU, but it runs the Serve proxy): " + ", ".join(w.ref for w in heads))
-    rest = [w for w in skipped if w not in heads]
+    fronts = _fronts(skipped, checked)
+    if fronts:
+        notes.append("checked for image pinning, security context, secrets and its readiness "
+                     "probe only (in front of the GPU predictor, it takes the traffic): "
+                     + ", ".join(w.ref for w in fronts))
+    rest = [w for w in skipped if w not in heads and w not in fronts]
     if rest:
         notes.append("not checked (no GPU): " + ", ".join(w.ref for w in rest))
     if inv.unread:
@@ -162,7 +181,8 @@ def check_manifests(
     measured = read_measured(result_paths)
     checked, skipped = _targets(inv)
     heads = _ray_heads(skipped)
-    ctx = Context(inv, measured, startup_margin, [*checked, *heads])
+    fronts = _fronts(skipped, checked)
+    ctx = Context(inv, measured, startup_margin, [*checked, *heads, *fronts])
     for obj, key, path, value in secret_literals(inv.secrets):
         ctx.secret_literals.setdefault(value, []).append((obj, key, path))
     files = _attach_image(image, checked) if image is not None else None
@@ -171,6 +191,8 @@ def check_manifests(
     workload_findings = [
         *(f for w in checked for _, check in CHECKS for f in check(w, ctx)),
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
+          for f in check(w, ctx)),
+        *(f for w in fronts for meta, check in CHECKS if meta.id in FRONT_RULES
           for f in check(w, ctx))]
     findings = _unique([*workload_findings, *committed_secrets(ctx), *configmap_secrets(ctx)])
     return FindingsReport(

@@ -64,6 +64,8 @@ FRAMEWORKS = ("model", "huggingface", "sklearn", "xgboost", "lightgbm", "tensorf
               "triton", "onnx", "pmml", "paddle", "art", "alibi")
 #: Where KServe puts the model of a storageUri or model.uri.
 KSERVE_MODEL_DIR = "/mnt/models"
+#: where ModelMesh's puller puts the models of a multi-model runtime (its models-dir volume)
+MODELMESH_MODEL_DIR = "/models"
 PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
 #: What a KServe model spec or an LLMInferenceService's main container may leave to its
 #: runtime or base config (see model.GROUPS).
@@ -343,8 +345,10 @@ def _merged_workers(obj: K8sObject, wpath: JsonPath, workers: dict[str, Any],
 
 
 def _serving_runtime(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
+    mesh = as_dict(obj.data.get("spec")).get("multiModel") is True
     yield PodTemplate(("spec",), {}, takes_traffic=True, template=True,
-                      model_paths=(KSERVE_MODEL_DIR,))
+                      model_paths=(KSERVE_MODEL_DIR, MODELMESH_MODEL_DIR) if mesh else
+                      (KSERVE_MODEL_DIR,))
     if isinstance(as_dict(obj.data.get("spec")).get("workerSpec"), dict):
         yield PodTemplate(("spec", "workerSpec"), {}, part="workers", takes_traffic=False,
                           template=True, model_paths=(KSERVE_MODEL_DIR,))
@@ -424,6 +428,8 @@ def _leader_worker_set(obj: K8sObject, index: Index) -> Iterator[PodTemplate]:
     if isinstance(dig(obj.data, (*leader, "spec")), dict):
         yield PodTemplate((*leader, "spec"), {**_labels(obj, (*leader, "metadata", "labels")),
                                               **own}, part="leader", takes_traffic=True)
+        if as_int(dig(obj.data, (*base, "size"))) == 1:
+            return  # a group of one is its leader alone: the worker template makes no pod
         yield PodTemplate((*worker, "spec"), {**_labels(obj, (*worker, "metadata", "labels")),
                                               **own}, part="workers", takes_traffic=False)
         return

@@ -269,6 +269,12 @@ class Workload:
         return as_dict(self.obj.data.get("spec"))
 
     @property
+    def model_mesh(self) -> bool:
+        """A ModelMesh runtime (``multiModel: true``): the server starts with no model, and
+        ModelMesh's puller fills its models directory and loads each model once it is up."""
+        return self.template and self.spec.get("multiModel") is True
+
+    @property
     def replicas(self) -> int | None:
         """``spec.replicas`` as written (None when absent: an autoscaler may own it)."""
         return as_int(self.spec.get("replicas"))
@@ -310,9 +316,16 @@ class Workload:
         return notes
 
     def volume(self, name: Any) -> dict[str, Any]:
+        """The pod's volume *name*; a StatefulSet's volumeClaimTemplate of that name is a
+        PersistentVolumeClaim per pod (``{"name": ..., "persistentVolumeClaim": {...}}``)."""
         for v in as_list(self.pod.get("volumes")):
             if isinstance(v, dict) and v.get("name") == name:
                 return v
+        if self.kind == "StatefulSet":
+            for t in as_list(self.spec.get("volumeClaimTemplates")):
+                meta = as_dict(as_dict(t).get("metadata"))
+                if name is not None and meta.get("name") == name:
+                    return {"name": name, "persistentVolumeClaim": {"claimName": f"{name}-<pod>"}}
         return {}
 
     def pod_field(self, *path: str | int) -> JsonPath:

@@ -1,5 +1,6 @@
 """Ray's runtime environments, held as YAML in strings: a RayService's ``serveConfigV2``
-(``applications[].runtime_env`` and each deployment's ``ray_actor_options.runtime_env``) and a
+(``applications[].runtime_env``, each deployment's ``ray_actor_options.runtime_env`` and Ray
+Serve LLM's ``args.llm_configs[].runtime_env``) and a
 RayJob's ``runtimeEnvYAML``. Ray applies them when the application or job starts: ``pip``,
 ``uv`` and ``conda`` install packages, ``working_dir`` and ``py_modules`` URLs download code,
 ``env_vars`` set the environment.
@@ -88,12 +89,32 @@ def _serve_envs(serve: Embedded) -> Iterator[RuntimeEnv]:
         name = f"application {app.get('name', i)!r}"
         if isinstance(app.get("runtime_env"), dict):
             yield RuntimeEnv(app["runtime_env"], name, serve, ("applications", i, "runtime_env"))
+        for inner, env in _arg_envs(app.get("args"), ("applications", i, "args")):
+            yield RuntimeEnv(env, f"{name} args.{_shown(inner[3:])}", serve, inner)
         for j, dep in enumerate(as_list(app.get("deployments"))):
             env = as_dict(as_dict(as_dict(dep).get("ray_actor_options")).get("runtime_env"))
             if env:
                 yield RuntimeEnv(env, f"{name} deployment {as_dict(dep).get('name', j)!r}",
                                  serve, ("applications", i, "deployments", j,
                                          "ray_actor_options", "runtime_env"))
+
+
+def _arg_envs(data: Any, path: JsonPath) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+    """(path, mapping) of each runtime_env inside a Serve application's ``args``: Ray Serve
+    LLM's ``llm_configs[].runtime_env`` (each model's replicas start with it)."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if str(k) == "runtime_env" and isinstance(v, dict):
+                yield (*path, k), v
+            else:
+                yield from _arg_envs(v, (*path, k))
+    elif isinstance(data, list):
+        for n, v in enumerate(data):
+            yield from _arg_envs(v, (*path, n))
+
+
+def _shown(path: JsonPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 def serve_model_args(obj: K8sObject) -> list[tuple[str, int]]:

@@ -13,8 +13,8 @@ recognised (image repository, command) and when it is a GPU server:
 An entry may also name the server's default download cache (TGI's ``/data``, NIM's
 ``/opt/nim/.cache``): model-mount looks for a persistent volume there. It also says whether it
 answers health before any model is loaded and loads models on
-first request (``lazy``: Ollama), and whether its model store must be writable because the
-server pulls into it (``store``: Ollama).
+first request (``lazy``: Ollama, LocalAI), and whether its model store must be writable
+because the server pulls into it (``store``: Ollama, LocalAI's gallery models).
 
 Besides the table, :func:`cpu_reason` says why a container that requests no GPU is a CPU
 server by design (a CPU build of a known server, CPU torch wheels, a CPU-feature node selector).
@@ -58,6 +58,8 @@ KNOWN_SERVERS: tuple[Server, ...] = (
            flags=("--gpu-memory-utilization",)),
     Server("Text Generation Inference", r"(^|/)text-generation-inference$",
            ("text-generation-launcher",), ALWAYS, cache="/data"),
+    Server("Text Embeddings Inference", r"(^|/)text-embeddings-inference$",
+           ("text-embeddings-router",), ALWAYS, cache="/data"),
     Server("NVIDIA Triton Inference Server", r"(^|/)tritonserver$", ("tritonserver",), ALWAYS),
     Server("TensorRT-LLM", r"(^|/)(tensorrt-llm|tensorrt_llm|trtllm)[\w/-]*$",
            ("trtllm-serve", "trtllm-build"), ALWAYS),
@@ -71,10 +73,14 @@ KNOWN_SERVERS: tuple[Server, ...] = (
     Server("TensorFlow Serving", r"^tensorflow/serving$|(^|/)tensorflow-serving$",
            ("tensorflow_model_server",), GPU_TAG),
     Server("MLServer", r"(^|/)mlserver$", ("mlserver",), GPU_RESOURCES),
-    Server("Ollama", r"(^|/)ollama$", ("ollama",), GPU_RESOURCES, cache="/root/.ollama",
+    Server("Ollama",  # also a project's own build (aegisos-ollama, ollama-intel)
+           r"(^|/)ollama$|(^|/)[\w.]+-ollama$|(^|/)ollama-(intel|ipex|rocm|cuda|gpu|cpu)$",
+           ("ollama",), GPU_RESOURCES, cache="/root/.ollama",
            lazy=True, store="/root/.ollama", store_env="OLLAMA_MODELS"),
     Server("llama.cpp server", r"(^|/)llama\.cpp$|(^|/)llama-cpp-server$", ("llama-server",),
            GPU_TAG),
+    Server("LocalAI", r"(^|/)local-?ai$", ("local-ai",), GPU_TAG, lazy=True,
+           store="/build/models", store_env="MODELS_PATH"),
 )
 #: A tag that names a GPU build (``-gpu``, llama.cpp's ``server-cuda``, ``-rocm``).
 GPU_TAG_WORDS = re.compile(r"(^|[-_.])(gpu|cuda|cu\d+|rocm|vulkan|musa)([-_.\d]|$)",

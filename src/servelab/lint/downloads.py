@@ -25,6 +25,7 @@ WEIGHT_EXT = (
     ".tflite",
     ".keras",
     ".mar",  # a TorchServe model archive: the weights zipped with their handler
+    ".llamafile",  # llamafile: the server binary with the GGUF weights inside
 )
 WEIGHT_DIRS = frozenset({"models", "weights", "checkpoints"})
 _BIN_NAME = LazyPattern(r"^(pytorch_model|adapter_model|model|consolidated)[\w.-]*\.bin$", re.I)
@@ -479,6 +480,36 @@ def _first_start(p: StartProblem) -> StartProblem:
     return p._replace(what=what)
 
 
+#: Coqui TTS's programs (``tts``, ``tts-server``, ``python -m TTS.server.server``) and the
+#: names of its released models, which it downloads (from its own release hosts, so
+#: HF_HUB_OFFLINE does not stop it) into ~/.local/share/tts when not there
+_COQUI_PROGRAMS = frozenset({"tts", "tts-server"})
+_COQUI_MODULE = LazyPattern(r"^TTS\.(server\.server|bin\.synthesize)$")
+_COQUI_MODEL = LazyPattern(r"^(tts_models|vocoder_models|voice_conversion_models)/[\w./-]+$")
+_COQUI_OPTS = frozenset({"--model_name", "--vocoder_name"})
+
+
+def _coqui_problems(cmd: SimpleCommand, env: Mapping[str, str]) -> list[StartProblem]:
+    """Coqui TTS given a released model's name (``--model_name tts_models/en/ljspeech/...``,
+    ``--vocoder_name``) rather than a ``--model_path``: it downloads the model at start."""
+    argv = cmd.argv  # `python -m TTS.server.server ...` comes as the module's own argv
+    if cmd.name not in _COQUI_PROGRAMS and not _COQUI_MODULE.match(argv[0]):
+        return []
+    names = []
+    for i, a in enumerate(argv[1:], start=1):
+        opt, eq, value = a.partition("=")
+        if opt not in _COQUI_OPTS:
+            continue
+        name = expand_value(value if eq else (argv[i + 1] if i + 1 < len(argv) else ""), env)
+        if _COQUI_MODEL.match(name):
+            names.append(name)
+    if not names:
+        return []
+    return [StartProblem(f"passes Coqui TTS its released model{'s' if len(names) > 1 else ''} "
+                         f"{', '.join(map(repr, names))} by name (not a --model_path): "
+                         "downloaded at start", names[0], cmd.line)]
+
+
 def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
     """Downloads and installs that *text* (a start command or script) does at start.
 
@@ -501,6 +532,7 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
             out += [StartProblem(f"downloads the hub model {m!r} at start (`{cmd.name}`)", m,
                                  cmd.line) for m in _hub_ids(cmd, {**env, **cmd.env})]
             continue
+        out += _coqui_problems(cmd, {**env, **cmd.env})
         if is_offline or offline(cmd.env):
             continue
         told = _download_dir_problem(cmd, {**env, **cmd.env})

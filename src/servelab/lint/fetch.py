@@ -478,6 +478,10 @@ def key_downloads(cmds: list[SimpleCommand], text: str, exp: Expand) -> list[Key
     return out
 
 
+#: the keyring of a source list downloaded whole (its content is not known here)
+_ANY_KEYRING = "*"
+
+
 def apt_sources(cmds: list[SimpleCommand], exp: Expand) -> list[tuple[str, str, int]]:
     """(keyring base name or :data:`_GLOBAL_KEYRING`, repository URL, line) of each apt
     source line a RUN writes (``echo "deb [signed-by=...] URL ..." > x.list``,
@@ -494,6 +498,10 @@ def apt_sources(cmds: list[SimpleCommand], exp: Expand) -> list[tuple[str, str, 
             keyring = posixpath.basename(signed.group(1)) if signed else _GLOBAL_KEYRING
             if url:
                 out.append((keyring, url, cmd.line))
+        # a list file downloaded whole (`wget -qO /etc/apt/sources.list.d/x.list URL`): its
+        # repository is what the host serves; its keyring unknown, so any key counts
+        out += [(_ANY_KEYRING, url, cmd.line) for url, dest in fetched
+                if dest and "sources.list" in dest and dest.endswith((".list", ".sources"))]
         if fetched and cmd.piped:
             feed = fetched[0][0]
         elif not cmd.piped:
@@ -510,8 +518,8 @@ def same_host_keys(sources: list[tuple[str, str, int]], keys: list[KeyDownload],
     out: list[Unverified] = []
     for keyring, url, line in sources:
         for key in keys:
-            if key.keyring == keyring and not key.checked and url_host(key.url) == url_host(url) \
-                    and not is_loopback(url):
+            if keyring in {key.keyring, _ANY_KEYRING} and not key.checked \
+                    and url_host(key.url) == url_host(url) and not is_loopback(url):
                 at = "" if key.line == run_line else f" at line {key.line}"
                 out.append(Unverified(
                     f"trusts the apt repository {shown(url)} with the key {shown(key.url)} "
@@ -565,9 +573,14 @@ def _pip_problem(spec: str, fetched: dict[str, str] | None = None) -> str | None
             return (f"installs {url} at the tag {ref}: a tag is mutable, as an image tag is "
                     "against a digest")
         return None if "$" in ref else f"installs {url} at the branch {ref}"
-    if urls([spec]) and "#sha256=" not in spec and not is_loopback(spec):
+    target = _DIRECT_REF.sub("", spec)  # `name[extra] @ https://...` (PEP 508)
+    if urls([target]) and "#sha256=" not in target and not is_loopback(target):
         return f"installs {spec} with no hash"
     return None
+
+
+#: the name of a PEP 508 direct reference (``wyoming[zeroconf] @ https://.../v1.tar.gz``)
+_DIRECT_REF = LazyPattern(r"^[A-Za-z0-9][\w.\[\],-]*\s*@\s*(?=[a-z+]+://)")
 
 
 def pip_unverified(cmd: SimpleCommand, exp: Expand,
@@ -729,6 +742,9 @@ _BUILD_SCRIPT = LazyPattern(
     r"^([\w.-]*[-_])?(install|setup|build|compile)([-_.\w]*)\.(py|sh|bash)$", re.I)
 
 
+_SCRIPT_ENDINGS = (".py", ".sh", ".bash")
+
+
 def _script_builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str, cwd: str) -> bool:
     """``python install.py``, ``bash setup.sh``, ``./build.sh`` (or ``python /install.py``
     copied in) run in the clone, or ``python /src/x/install.py`` by a path into it."""
@@ -736,13 +752,15 @@ def _script_builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str, cwd:
     if cmd.name in _SHELLS or _INTERPRETER.match(cmd.name):
         words += [a for a in cmd.argv[1:] if not a.startswith("-")][:1]
     for word in words:
-        if not _BUILD_SCRIPT.match(posixpath.basename(word)):
-            continue
-        if inside:
+        named = bool(_BUILD_SCRIPT.match(posixpath.basename(word)))
+        # any script of the clone's own run at build (`python launch.py` in it, `sh
+        # $NVM_DIR/nvm.sh`) runs what the branch holds that day, as a build does
+        script = named or word.endswith(_SCRIPT_ENDINGS)
+        if inside and (named or (script and "/" not in word) or word.startswith("./")):
             return True
         folder = posixpath.dirname(word)
         where = folder if folder.startswith("/") else posixpath.join(cwd, folder)
-        if folder and _enters(where, dest, clone):
+        if script and folder and _enters(where, dest, clone):
             return True
     return False
 
@@ -755,7 +773,9 @@ def _builds(cmd: SimpleCommand, dest: str, inside: bool, clone: str = "", cwd: s
     if (cmd.name, sub) in _BUILDERS or (cmd.name, "") in _BUILDERS:
         if inside:
             return True
-        return cmd.name == "pip" and any(_enters(a, dest) for a in argv[2:])
+        # a path into the clone: `pip install ./x`, `cmake x -B x/build`, `make -C x`
+        return any(_enters(a.rpartition("=")[2], dest, clone) for a in argv[1:]
+                   if a.rpartition("=")[2] not in {"", "."})
     return _script_builds(cmd, dest, inside, clone, cwd)
 
 
@@ -775,6 +795,17 @@ def _checkout(cmd: SimpleCommand, exp: Expand) -> tuple[str, str] | None:
     ref = refs[0].removeprefix("refs/").removeprefix("tags/")
     kind = "tag" if ref != refs[0] and _ref_kind(ref) == "branch" else _ref_kind(ref)
     return None if kind == "branch" else (ref, kind)
+
+
+def _git_in(cmd: SimpleCommand, exp: Expand, cwd: str, p: _Pending) -> bool:
+    """``git -C DIR ...`` with DIR the clone *p* (or inside it), run from *cwd*."""
+    argv = cmd.argv
+    if cmd.name != "git" or "-C" not in argv[1:-1]:
+        return False
+    where = exp(argv[argv.index("-C") + 1])
+    if not where.startswith("/") and cwd.startswith("/"):
+        where = posixpath.normpath(posixpath.join(cwd, where))
+    return _enters(where, p.name, p.path)
 
 
 def _clone_message(p: _Pending, line: int) -> str:
@@ -856,21 +887,25 @@ class Flow:
                 c.line = line
                 self.pending.append(c)
                 continue
-            for p in self.pending:
-                if not p.done and not p.pinned:
-                    self._use(p, cmd, (exp, cwd), line, checked)
+            live = [p for p in self.pending if not p.done and not p.pinned]
+            if live:  # the command's words expanded once, for every clone it may build
+                words = SimpleCommand([exp(a) for a in cmd.argv], cmd.env, cmd.line)
+                for p in live:
+                    if not p.done and not p.pinned:
+                        self._use(p, cmd, (exp, cwd, words), line, checked)
             self._downloads(cmd, exp, line, checked, reported)
 
-    def _use(self, p: _Pending, cmd: SimpleCommand, where: tuple[Expand, str], line: int,
-             checked: bool) -> None:
-        """What *cmd* (run in folder ``where[1]``) does with the clone or download *p*."""
-        exp, cwd = where
+    def _use(self, p: _Pending, cmd: SimpleCommand,
+             where: tuple[Expand, str, SimpleCommand], line: int, checked: bool) -> None:
+        """What *cmd* (run in folder ``where[1]``; ``where[2]``: its words expanded) does with
+        the clone or download *p*."""
+        exp, cwd, words = where
         if p.kind == "clone":
             inside = _enters(cwd, p.name, p.path)
-            ref = _checkout(cmd, exp) if inside else None
+            ref = _checkout(cmd, exp) if inside or _git_in(cmd, exp, cwd, p) else None
             if ref is not None:
                 p.pinned, p.tag, p.branch = ref[1] == "commit", ref[1] == "tag", ref[0]
-            elif _builds(cmd, p.name, inside, p.path, cwd):
+            elif _builds(words, p.name, inside, p.path, cwd):
                 p.done = True
                 self.found.append((p.line, _clone_message(p, line)))
         elif _runs(cmd, p.name):

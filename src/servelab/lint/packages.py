@@ -292,13 +292,33 @@ def rpm_unpinned(cmd: SimpleCommand) -> list[str]:
     _opts, operands = options_and_operands(cmd.argv[1:], RPM_WITH_VALUE)
     if not operands or operands[0] not in {"install", "reinstall"}:
         return []
-    bad = []
-    for p in operands[1:]:
-        if _variable(p) or p.startswith(("@", "/", "./")) or p.endswith(".rpm") or "://" in p:
-            continue
-        if not _RPM_VERSION.search(p) and not re.search(r"[<>=]", p):
-            bad.append(p)
-    return bad
+    return _rpm_specs_unpinned(operands[1:])
+
+
+def _rpm_specs_unpinned(specs: list[str]) -> list[str]:
+    """The package specs of an rpm-based install with no version (``name-1.2.3``, an
+    edition, ``name=1.2``, a range); groups, local files, URLs and variables are fine."""
+    return [p for p in specs
+            if not (_variable(p) or p.startswith(("@", "/", "./")) or p.endswith(".rpm")
+                    or "://" in p or _RPM_VERSION.search(p) or re.search(r"[<>=]", p))]
+
+
+#: zypper's options that take a value (global and install's)
+ZYPPER_WITH_VALUE = frozenset(
+    ["-r", "--repo", "--from", "-t", "--type", "--root", "-R", "--reposd-dir", "-D",
+     "--cache-dir", "-C", "--raw-cache-dir", "-c", "--config", "--download", "--releasever"]
+)
+
+
+def zypper_unpinned(cmd: SimpleCommand) -> list[str]:
+    """``zypper [global options] install|in [options] name ...`` of a package without a
+    version (``name=1.2.3``, ``name>=1.2``, ``name-1.2.3-1.1``)."""
+    if cmd.name != "zypper":
+        return []
+    _opts, operands = options_and_operands(cmd.argv[1:], ZYPPER_WITH_VALUE)
+    if not operands or operands[0] not in {"install", "in"}:
+        return []
+    return _rpm_specs_unpinned(operands[1:])
 
 
 CONDA_MANAGERS = frozenset({"conda", "mamba", "micromamba"})

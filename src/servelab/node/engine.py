@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servelab import logs, proc
 from servelab.errors import CapabilityError, ServelabError
@@ -14,17 +14,24 @@ from servelab.image.registry import RegistryClient
 from servelab.node.layers import ImageLayers
 from servelab.node.pull import WARM_BASE, PullRecord, pull_record
 
+if TYPE_CHECKING:
+    from servelab.image.push import PushResult
+
 
 def _event_error(ev: dict[str, Any]) -> str | None:
     err = ev.get("error") or (ev.get("errorDetail") or {}).get("message")
     return str(err) if err else None
 
 
-def push_archive(archive: Path, digest: str, arm: str, target: str, reg: RegistryClient) -> str:
-    """Push manifest *digest* of the OCI *archive* to *target*; ``repository@digest``."""
+def push_archive(archive: Path, digest: str, arm: str, target: str, reg: RegistryClient, *,
+                 mount_from: tuple[str, ...] = ()) -> PushResult:
+    """Push manifest *digest* of the OCI *archive* to *target* (``.ref``:
+    ``repository@digest``). Blobs already in the repositories *mount_from* are mounted, not
+    sent again."""
     from servelab.image.push import TestedImage, push_tested
 
-    return push_tested(TestedImage(arm, digest, archive, 1), target, client=reg).ref
+    return push_tested(TestedImage(arm, digest, archive, 1), target, client=reg,
+                       mount_from=mount_from)
 
 
 def _pull_events(client: Any, ref: str) -> list[tuple[float, dict[str, Any]]]:

@@ -41,6 +41,8 @@ from typing import Any
 from servelab import proc
 from servelab.cleanup import Started
 from servelab.errors import CapabilityError, CommandError, ToolMissingError
+from servelab.image.oci import Descriptor, OciArchive
+from servelab.node.coldpull import blob_file
 from servelab.node.containerd import (
     OWNER_FILE,
     _kill_all,
@@ -223,3 +225,69 @@ def sweep(parent: Path | None = None) -> list[str]:
         shutil.rmtree(d, ignore_errors=True)
         notes.append(f"removed a private registry left by a killed run: {d}")
     return notes
+
+
+#: blobs under this size stay in the registry while it idles (configs, SOCI's indexes)
+PARK_MIN_BYTES = 1 << 20
+
+
+class Parking:
+    """The run's own registry without its layer blobs between the repeats that pull them.
+
+    Between two repeats' pulls the registry serves nothing, but its layer blobs (C, the
+    compressed image) would sit beside the next build and scan, which need U + C of their own
+    (docs/run.md, "Disk"). :meth:`park` removes an image's layer files from the storage after
+    its pulls; :meth:`restore` puts them back before the next pull, copied from the build's
+    archive and checked against their digest as they are copied (written beside, then
+    renamed: a copy cut short is never served). What was pushed stays pushed: the
+    repositories' links and manifests are kept, and the registry (no blob cache) serves the
+    files again once they are back. Only a registry this run owns, whose storage nobody else
+    reads, is parked."""
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+        #: digest -> (size, the archive it can be copied back from)
+        self.parked: dict[str, tuple[int, Path]] = {}
+        #: bytes copied back so far
+        self.bytes_restored = 0
+
+    def park(self, layers: list[tuple[str, int]], archive: Path) -> int:
+        """Remove the files of *layers* (digest, size) that *archive* holds; bytes freed."""
+        freed = 0
+        for digest, size in layers:
+            f = blob_file(self.data, digest)
+            if size < PARK_MIN_BYTES or not f.is_file():
+                continue
+            f.unlink()
+            self.parked[digest] = (size, archive)
+            freed += size
+        return freed
+
+    def restore(self, digests: frozenset[str] | set[str], source: Path | None = None) -> int:
+        """Put back the parked blobs among *digests*, copied from *source* (an archive that
+        holds them all) or else from the archive each was parked from; bytes written."""
+        wrote = 0
+        for digest in sorted(digests & self.parked.keys()):
+            size, archive = self.parked[digest]
+            f = blob_file(self.data, digest)
+            if not f.is_file():  # else pushed again meanwhile
+                _copy_blob(source or archive, digest, size, f)
+                wrote += size
+            del self.parked[digest]
+        self.bytes_restored += wrote
+        return wrote
+
+
+def _copy_blob(archive: Path, digest: str, size: int, dest: Path) -> None:
+    """Blob *digest* of *archive* into *dest*, verified while it streams, renamed when whole."""
+    tmp = dest.with_name(".restoring")
+    try:
+        with OciArchive(archive) as src, \
+                src.open_blob(Descriptor("application/octet-stream", digest, size)) as blob, \
+                tmp.open("wb") as out:
+            shutil.copyfileobj(blob, out, 1 << 20)
+            out.flush()
+            os.fdatasync(out.fileno())
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -7,6 +7,7 @@ import contextlib
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from servelab import proc
 from servelab.errors import CapabilityError, CommandError, InputError, ServelabError
+from servelab.image.oci import OciArchive
 from servelab.image.ref import ImageRef, is_digest
 from servelab.image.registry import RegistryClient
 from servelab.node import containerd
@@ -30,6 +32,7 @@ from servelab.node.lazypull import (
     lazy_not_measured,
     lazy_pull,
 )
+from servelab.node.ownregistry import Parking
 from servelab.node.pull import PullRecord
 from servelab.node.soci import LazyRegistry, SociContainerd, lazy_unavailable
 from servelab.node.start import NodeStart
@@ -56,6 +59,9 @@ class NodeSettings:
     cold: ColdSettings = field(default_factory=ColdSettings)
     #: the lazy arm (``--lazy soci``; :mod:`servelab.node.lazypull`), None: not measured
     lazy: LazySettings | None = None
+    #: the storage of a registry this run owns (``--cold-start-registry private``): its
+    #: layer blobs are parked between repeats (:class:`~servelab.node.ownregistry.Parking`)
+    own_storage: Path | None = None
 
     def __post_init__(self) -> None:
         reg = self.registry.strip().rstrip("/")
@@ -106,6 +112,12 @@ class NodeStarts:
         self._indexes: dict[str, SociIndex] = {}
         #: manifest digest -> the build's OCI archive of it (the lazy index is built from it)
         self._archives: dict[str, Path] = {}
+        #: the repositories pushed to, in order: a later push mounts the layers they share
+        self._repositories: list[str] = []
+        #: what each push took, in words (taken into the next measured node's notes)
+        self.push_notes: list[str] = []
+        #: the run's own registry's layer blobs, out of its storage between repeats
+        self.parking = Parking(settings.own_storage) if settings.own_storage else None
 
     # -- push once
     def repository(self, arm: str) -> str:
@@ -126,13 +138,20 @@ class NodeStarts:
         built = archive is not None and digest is not None
         if archive is None or digest is None:
             archive, digest = self._save(image)
-        pushed = push_archive(archive, digest, arm, f"{repo}:{digest.partition(':')[2][:16]}",
-                       self.reg)
-        img = read_layers(self.reg, ImageRef.parse(pushed))
+        result = push_archive(archive, digest, arm, f"{repo}:{digest.partition(':')[2][:16]}",
+                              self.reg, mount_from=tuple(self._repositories))
+        pushed = ImageRef.parse(result.ref)
+        self.push_notes.append(
+            f"pushed {key[:19]}: {result.blobs_uploaded} blob(s) sent ({result.bytes_uploaded}"
+            f" bytes), {result.blobs_mounted} mounted from this run's other repositories, "
+            f"{result.blobs_present} already there")
+        img = read_layers(self.reg, pushed)
+        self._repositories.append(pushed.repository)
         if built:
             self._archives[img.manifest.digest] = archive
         if not self.keep:
-            self.cleanup.callback(lambda: self._unpublish(pushed), f"registry manifest {pushed}")
+            self.cleanup.callback(lambda: self._unpublish(result.ref),
+                                  f"registry manifest {result.ref}")
         self.published[key] = img
         return img
 
@@ -173,10 +192,13 @@ class NodeStarts:
         again, under the same name. With *start*, the server is started from the private
         containerd right after its cold pull (:func:`~servelab.node.ctrstart.start_in`);
         *no_start* says why it is not (a GPU arm)."""
+        back = self._unpark(archive, digest)
         img = self.publish(image, arm, archive, digest)
         held = [*bases, *self.settings.node_has]
         node = NodeStart(self.settings.registry, img, None, None, self.costs(arm, img, bases),
                          cold_fallback=self.cold_fallback)
+        node.notes += [*back, *self.push_notes]
+        self.push_notes = []
         name = self._out_of_engine(image, img)
         try:
             node.cold = self._cold(img, start, node)
@@ -189,7 +211,34 @@ class NodeStarts:
             raise
         node.warm = self._warm_base(img, image, held, node.notes)
         self.arms[arm] = img
+        self._park(img, node.notes)
         return node
+
+    def _unpark(self, archive: Path | None, digest: str | None) -> list[str]:
+        """The parked layers of the image about to be pulled, back in the registry (copied
+        from *archive*, which holds them); a note saying so, when any were."""
+        if self.parking is None or not self.parking.parked or archive is None or not digest:
+            return []
+        with OciArchive(archive) as src:
+            wanted = {layer.digest for pm in src.platform_manifests() if pm.digest == digest
+                      for layer in pm.layers}
+        if not wanted & self.parking.parked.keys():
+            return []
+        self.progress(f"  cold start: the registry's layers back from {archive.name}")
+        t0 = time.monotonic()
+        wrote = self.parking.restore(wanted, archive)
+        return [f"the run's registry got {wrote} bytes of parked layers back from "
+                f"{archive.name} in {time.monotonic() - t0:.1f} s (checked by digest)"]
+
+    def _park(self, img: ImageLayers, notes: list[str]) -> None:
+        """The image's layers out of the run's own registry until its next pull."""
+        archive = self._archives.get(img.manifest.digest)
+        if self.parking is None or archive is None:
+            return
+        freed = self.parking.park([(b.digest, b.size) for b in img.layers], archive)
+        if freed:
+            notes.append(f"the run's registry parked {freed} bytes of layers until the next "
+                         f"pull (put back from {archive.name}, checked by digest)")
 
     def _cold(self, img: ImageLayers, start: CtrStartSpec | None, node: NodeStart
               ) -> PullRecord:

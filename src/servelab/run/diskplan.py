@@ -15,11 +15,16 @@ size, the run goes through two phases that hold the most:
   ``--out`` the archives of the distinct images (one per arm at most, the one being written
   included: BuildKit's own archive streams through a pipe, and a repeat that reproduces
   writes nothing); the registry's storage the pushed blobs of the images built before (C
-  each). The last build of the run is the fullest.
+  each), none with the run's own registry (``private``), which parks its layers between
+  pulls. The last build of the run is the fullest.
 * **cold pull** (each repeat, with a cold-start registry): TMPDIR holds the private
   containerd's content and snapshots (U + C), ``--out`` both arms' archives (2C), the registry
-  both arms' blobs (2C); the engine's copy of the image was taken out before the pull and
-  comes back with the **warm-base pull** (U + C in the engine) once the private root is gone.
+  both arms' blobs (2C; the run's own registry the pulled image's only, C); the engine's copy
+  of the image was taken out before the pull and comes back with the **warm-base pull**
+  (U + C in the engine) once the private root is gone.
+* **the context's transfer** (X, the build context's bytes): BuildKit holds one build's at a
+  time (each is pruned after its build); counted in the build phase, and in the pulls' as a
+  margin.
 
 Nothing grows with the repeats: each build's cache is pruned once its record is written
 (:mod:`servelab.build.cache`), the engine's image goes when the repeat is done, one archive
@@ -117,6 +122,9 @@ class Plan:
     #: False once an arm's builds gave two digests: from then on every build may be a new
     #: image, with its own archive and pushed blobs (:func:`unreproduced`)
     reproduces: bool = True
+    #: the run's own registry (``--cold-start-registry private``): it holds the layers of the
+    #: image being pulled only, parked between pulls (:class:`servelab.node.ownregistry.Parking`)
+    parks: bool = False
 
     @property
     def images(self) -> int:
@@ -173,10 +181,13 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
              f"build: {k} x C in --out (the archives of the distinct images, the one being "
              "written included; a repeat that reproduces writes none)"),
         ]
-        if p.cold and n:
+        if p.cold and n and not p.parks:
             out["build"].append(("registry", n * c,
                                  f"build: {n} x C, the blobs pushed in an earlier repeat"))
     if p.cold:
+        pushed = c if p.parks else p.images * c
+        held = ("the pulled image's blobs (the run's own registry parks the layers between "
+                "pulls)" if p.parks else "each distinct image's blobs, pushed once")
         transfer = p.context if p.build else 0
         # the engine's copy is taken out before the node pulls (node.session) and comes
         # back with the warm-base pull, after the private node's root is gone
@@ -187,15 +198,14 @@ def phases(p: Plan) -> dict[str, list[tuple[str, float, str]]]:
             ("tmp", u + c, "cold pull: the private containerd's content and snapshots "
                            "(U + C)"),
             ("out", p.images * c, "cold pull: one archive per distinct image"),
-            ("registry", p.images * c, "cold pull: each distinct image's blobs, pushed once"),
+            ("registry", pushed, f"cold pull: {held}"),
         ]
         out["warm-base pull"] = [
             ("engine", u + c + kept + transfer,
              "warm-base pull: the image back in the engine (U + C)"
              + (" and the context's transfer" if transfer else "")),
             ("out", p.images * c, "warm-base pull: one archive per distinct image"),
-            ("registry", p.images * c,
-             "warm-base pull: each distinct image's blobs, pushed once"),
+            ("registry", pushed, f"warm-base pull: {held}"),
         ]
     return out
 
@@ -253,7 +263,7 @@ def how_to_fit(p: Plan) -> str:
 
 def estimate(bases: list[str], contexts: list[Path], *, paths: dict[str, Path], arms: int,
              cold: bool, keep: bool, build: bool, client: Any = None,
-             repeats: int = 1) -> Plan:
+             repeats: int = 1, parks: bool = False) -> Plan:
     """The plan from the bases' sizes in the engine and the contexts' bytes."""
     notes: list[str] = []
     base_c = 0
@@ -271,18 +281,19 @@ def estimate(bases: list[str], contexts: list[Path], *, paths: dict[str, Path], 
             notes.append(f"not fully checked: the context {c}, more than "
                          f"{MAX_CONTEXT_FILES} files (counted up to there)")
     u = int(BASE_RATIO * base_c + INSTALL_FACTOR * ctx)
+    # one context's transfer at a time: each build's is pruned after it
     return Plan(u, base_c + ctx, "estimate (bases and context)", paths, arms, cold, keep,
-                build, notes, context=ctx * arms if build else 0, repeats=repeats)
+                build, notes, context=ctx if build else 0, repeats=repeats, parks=parks)
 
 
 def replan(p: Plan, uncompressed: int, compressed: int) -> Plan:
     """The plan with the first build's real sizes; what that build left is already on disk
     (its archive in --out, its loaded image in the engine)."""
     held = {"out": compressed, "engine": uncompressed + compressed}
-    held["engine"] += p.context // max(1, p.arms)  # the first arm's context transfer
+    held["engine"] += p.context  # the first build's context transfer
     return Plan(uncompressed, compressed, "first build", p.paths, p.arms, p.cold, p.keep,
                 p.build, list(p.notes), held, p.context, p.to_dict(), p.repeats,
-                p.reproduces)
+                p.reproduces, p.parks)
 
 
 def unreproduced(p: Plan, arm: str, built: int = 2) -> Plan:
@@ -296,7 +307,7 @@ def unreproduced(p: Plan, arm: str, built: int = 2) -> Plan:
     note = (f"arm {arm}: its builds do not reproduce, so each may keep its own archive and "
             "pushed blobs: the plan counts one image per build from now on")
     c = p.compressed
-    held = {**p.held, "out": built * c, "registry": max(0, built - 1) * c}
+    held = {**p.held, "out": built * c, "registry": 0 if p.parks else max(0, built - 1) * c}
     return dataclasses.replace(p, reproduces=False, notes=[*p.notes, note], held=held)
 
 
@@ -372,7 +383,8 @@ def plan_for(exp: Experiment, opts: RunOptions, arms: list[Arm]) -> Plan:
         plan = estimate(bases, [a.context for a in arms if a.image is None and
                                 a.context.is_dir()], paths=paths, arms=len(arms), cold=cold,
                         keep=opts.keep, build=build, client=client,
-                        repeats=1 if opts.shard else (opts.repeats or exp.repeats))
+                        repeats=1 if opts.shard else (opts.repeats or exp.repeats),
+                        parks=cold and opts.cold_start_registry == PRIVATE)
     finally:
         if client is not None:
             client.close()

@@ -126,6 +126,8 @@ class Stages:
         self.cleanup.callback(reg.stop, f"private registry {reg.work}")
         reg.start()
         self._node_settings = _node_settings(_served_by(opts, reg))
+        if self._node_settings is not None:  # nobody else reads it: parked between pulls
+            self._node_settings.own_storage = reg.data
         self.notes.append(f"cold-start registry: servelab's own on {reg.plain}"
                           + (f" (TLS on {reg.secure})" if reg.secure else "")
                           + ", removed with its blobs at the end")

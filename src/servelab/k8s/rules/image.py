@@ -13,8 +13,9 @@ from servelab.k8s.provenance import SOURCE_KEYS
 
 #: Tags that name whatever was pushed last, not one build.
 MOVING_TAGS = re.compile(
-    r"^(latest|main|master|nightly|dev|develop|edge|head|stable|canary|unstable|rolling)$"
-    r"|^(latest|nightly)[-_.]|[-_.](latest|nightly)$", re.IGNORECASE)
+    r"^(latest|main|master|nightly|dev|develop|edge|head|stable|canary|unstable|rolling|fast|"
+    r"beta|alpha|next|current|snapshot|testing|experimental|preview)$"
+    r"|^(latest|nightly)[-_.]|[-_.](latest|nightly|snapshot)$", re.IGNORECASE)
 
 
 def digest_of(image: str) -> str | None:

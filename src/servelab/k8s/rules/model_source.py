@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from servelab.k8s.rayenv import runtime_envs, serve_model_args
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
 from servelab.k8s.script import HOOK_NOTE, Command, container_commands, env_values
 from servelab.k8s.servers import default_cache, known_server
+from servelab.lint.downloads import offline
 from servelab.yamlsafe import JsonPath
 
 #: Command-line flags whose value names the model (vLLM, SGLang, TGI, Triton, TorchServe,
@@ -21,6 +22,7 @@ from servelab.yamlsafe import JsonPath
 MODEL_FLAGS = (
     "--model", "--model-path", "--model_path", "--model-dir", "--model-id", "--model_id",
     "--model-repository", "--model-store", "--model_name_or_path", "--checkpoint", "--weights",
+    "--model_base_path", "--model-base-path",  # TensorFlow Serving
 )
 MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY", "HF_MODEL_ID")
 CACHE_FLAGS = ("--download-dir", "--download_dir", "--huggingface-hub-cache")
@@ -255,9 +257,14 @@ def _init_downloads(w: Workload, ctx: Context) -> Iterator[Finding]:
             initializer_fetch(init)
         if what is None or not dies_with_pod(w, init):
             continue
-        yield hit("model-mount", w, f"init container {init.name!r} downloads at every pod start "
-                  f"({what}) into a volume that dies with the pod: slow starts, and a registry "
-                  "or hub outage stops scale-up", init.path, container=init, fix=ALTERNATIVES)
+        message = (f"init container {init.name!r} downloads at every pod start ({what}) into "
+                   "a volume that dies with the pod: slow starts, and a registry or hub outage "
+                   "stops scale-up")
+        if fetches:  # at the command that downloads
+            yield hit("model-mount", w, message, fetches[0].path, container=init,
+                      at=fetches[0].obj, line=fetches[0].line, fix=ALTERNATIVES)
+        else:
+            yield hit("model-mount", w, message, init.path, container=init, fix=ALTERNATIVES)
 
 
 def _script_downloads(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
@@ -288,10 +295,20 @@ def _model_mounts(w: Workload, c: Container, local: list[str]) -> list[tuple[int
             and not is_read_only_source(w.volume(m.get("name")))]
 
 
-def _local(w: Workload, c: Container, local: list[str], fetched: bool,
-           self_fetched: bool) -> Iterator[Finding]:
+def _filled_caches(w: Workload, c: Container, ctx: Context) -> list[str]:
+    """The download caches the server fills (HUGGINGFACE_HUB_CACHE=/data, TGI's /data):
+    writable by design, unless HF_HUB_OFFLINE=1 (or TRANSFORMERS_OFFLINE=1, as lint reads
+    them) says it only reads them."""
+    if offline(env_values(w, c, ctx.inventory)):
+        return []
+    return _cache_paths(w, c, ctx)
+
+
+def _local(w: Workload, c: Container, local: list[str], fetched: bool,  # noqa: PLR0917
+           self_fetched: bool, caches: Sequence[str] = ()) -> Iterator[Finding]:
     """Model paths on no volume, or on a writable one (unless the server's own start script
-    downloads into it: then the download is the finding)."""
+    downloads into it: then the download is the finding; nor a download cache the server
+    fills, *caches*)."""
     provided = [p for p in local if any(covers(d, p) for d in w.model_paths)]
     local = [p for p in local if p not in provided]
     mounts = _model_mounts(w, c, local)
@@ -307,6 +324,9 @@ def _local(w: Workload, c: Container, local: list[str], fetched: bool,
             continue
         if store is not None and covers(str(m.get("mountPath", "")), store[1]):
             continue  # the server pulls into its store: writable by design (see _store)
+        if any(covers(str(m.get("mountPath", "")), p) for p in caches) and not any(
+                im.get("name") == m.get("name") for i in w.init_containers for _, im in i.mounts):
+            continue  # the hub cache it fills itself (an init container's fill: read it only)
         yield hit("model-mount", w, f"model volume {m.get('name')!r} at {m.get('mountPath')} is "
                   "mounted writable: the server could change the weights it was tested with",
                   (*c.path, "volumeMounts", i), container=c,
@@ -410,4 +430,5 @@ def _named(w: Workload, ctx: Context, *, script: bool) -> Iterator[Finding]:
         return
     # an init container's download cannot put the model at a path on none of the server's
     # volumes: only the server's own start script can (per source, again)
-    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], script, script)
+    yield from _local(w, c, [r.value for k, r in kinds if k == "local"], script, script,
+                      caches=_filled_caches(w, c, ctx))

@@ -64,6 +64,11 @@ def _without_startup(w: Workload, c: Container, ctx: Context) -> Iterator[Findin
         ctx.note(f"startup-probe-budget: {w.ref}: {server.name} answers health at once and "
                  "loads models on first request: its livenessProbe does not run during a load")
         return
+    if w.model_mesh and worst is None:
+        ctx.note(f"startup-probe-budget: {w.ref}: a ModelMesh runtime (multiModel) starts with "
+                 "no model and ModelMesh loads each one once it is up: no model load runs "
+                 "before its livenessProbe")
+        return
     if liveness is None:
         if need is not None:
             yield hit("startup-probe-budget", w, f"no startupProbe: the measured startup takes up "

@@ -13,23 +13,35 @@ from servelab.lint.parse import Instruction, Stage, arg_items
 
 from . import RULES, Context, Hit
 from ._common import judged, shown, values
+from ._start import Role, role
+from .health import serving_evidence
 
 #: tags that move to a new release by design
 _FLOATING = LazyPattern(
-    r"^(latest|rolling|nightly|edge|main|master|stable|dev)$|^(latest|nightly)[-_.]|"
+    r"^(latest|rolling|nightly|edge|main|master|stable|dev)$|^(latest|nightly|stable)[-_.]|"
     r"[-_.](latest|nightly)$"
 )
 
 #: a date in a tag (``nightly_3.10_tpuvm_20241017``, ``nightly-2024.10.17``): the build of
 #: that day, which does not move, unlike ``nightly``
 _DATED = LazyPattern(r"(?<![0-9])20\d\d(?:[01]\d[0-3]\d|[-_.][01]?\d[-_.][0-3]?\d)(?![0-9])")
-#: vendors' development images, named so rather than tagged -devel: ROCm's ``rocm/dev-*``
-#: (``rocm/dev-ubuntu-22.04:6.2``) and Intel's oneAPI base and HPC toolkits (their runtime
-#: counterpart is ``intel/oneapi-runtime``)
 #: runtime images whose tags say devel all the same: Intel tags every oneAPI image
 #: ``<version>-devel-<os>`` (``intel/oneapi-runtime:2025.2.2-0-devel-ubuntu24.04``)
 _RUNTIME_IMAGE = LazyPattern(r"(^|/)intel/oneapi-runtime$")
+#: vendors' development images, named so rather than tagged -devel: ROCm's ``rocm/dev-*``
+#: (``rocm/dev-ubuntu-22.04:6.2``) and Intel's oneAPI base and HPC toolkits (their runtime
+#: counterpart is ``intel/oneapi-runtime``)
 _DEVEL_IMAGE = LazyPattern(r"(^|/)rocm/dev-[\w.-]+$|(^|/)intel/oneapi-(basekit|hpckit)$")
+#: NVIDIA's NGC framework containers (``nvcr.io/nvidia/pytorch:24.05-py3``: the whole CUDA
+#: toolkit, nvcc and headers included), mostly used to train: an SDK base only under a server
+_NGC_FRAMEWORK = LazyPattern(r"^nvcr\.io/nvidia/(pytorch|tensorflow|jax)$")
+
+
+def _serves(ctx: Context) -> bool:
+    """Whether the final image is a server (see no-health), not a training job or a tool."""
+    verdict = role(ctx)
+    return verdict.role == Role.SERVER or (
+        verdict.role == Role.UNKNOWN and serving_evidence(ctx) is not None)
 
 
 class ImageUse(NamedTuple):
@@ -151,8 +163,9 @@ def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
     "devel-base",
     Severity.WARNING,
     "final image built on a -devel (SDK) base",
-    rationale="CUDA/PyTorch -devel images, ROCm's rocm/dev-* and Intel's oneAPI base and HPC "
-    "toolkits carry compilers and headers, gigabytes that every node pulls before the server "
+    rationale="CUDA/PyTorch -devel images, NGC's framework containers (nvcr.io/nvidia/pytorch), "
+    "ROCm's rocm/dev-* and Intel's oneAPI base and HPC toolkits carry compilers and headers, "
+    "gigabytes that every node pulls before the server "
     "can start; serving needs only the runtime variant.",
     fix="compile in a -devel builder stage and COPY --from it into a -runtime (or -base) image",
 )
@@ -167,7 +180,7 @@ def check_devel_base(ctx: Context) -> Iterator[Hit]:
                 f"the final image is built on {root.base}, a -devel image",
                 context={"stage": root.label},
             )
-        elif _DEVEL_IMAGE.search(name):
+        elif _DEVEL_IMAGE.search(name) or (_NGC_FRAMEWORK.search(name) and _serves(ctx)):
             yield Hit(
                 "devel-base",
                 root.from_instr.line,

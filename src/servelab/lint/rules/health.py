@@ -6,6 +6,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from servelab.findings import Severity
 from servelab.lint.lazyre import LazyPattern
@@ -35,10 +36,23 @@ _SERVING_PACKAGES = frozenset({
     "vllm", "sglang", "text-generation-server", "torchserve", "mlserver", "bentoml",
     "litserve", "fastapi", "uvicorn", "gunicorn", "flask", "gradio", "streamlit",
     "xinference", "lmdeploy", "infinity-emb", "openllm", "kserve", "aphrodite-engine",
-    "tritonserver", "ray[serve]",
+    "tritonserver", "ray[serve]", "kfserving",
 })
 #: the same without extras (``uvicorn[standard]``); plain ``ray`` is not a server
 _SERVING_BARE = _SERVING_PACKAGES - {"ray[serve]"}
+#: of those, the model servers (not web frameworks): with an interpreter running a module or
+#: script that was not read, only these say it serves
+_WEB_FRAMEWORKS = frozenset({"fastapi", "uvicorn", "gunicorn", "flask", "gradio", "streamlit"})
+_MODEL_SERVERS = _SERVING_PACKAGES - _WEB_FRAMEWORKS
+_MODEL_SERVERS_BARE = _SERVING_BARE - _WEB_FRAMEWORKS
+
+
+class _Unread(NamedTuple):
+    """The start program servelab could not read, and whether an interpreter runs it (a
+    module or a script: ``python -m InferenceModel``) rather than it being a program."""
+
+    name: str
+    interpreted: bool = False
 #: a server program copied into the image (``llama-server``, ``text-generation-launcher``,
 #: ``text-embeddings-router-80``)
 _SERVER_PROGRAM = LazyPattern(r"^[\w.-]*(server|router|launcher)(-[\w.]+)?$")
@@ -46,10 +60,10 @@ _INTERPRETERS = LazyPattern(r"^(python[\d.]*|node|ruby|perl|java|Rscript)$")
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 
 
-def _start_script_unread(ctx: Context) -> str | None:
+def _start_script_unread(ctx: Context) -> _Unread | None:
     """The start program or script when servelab could not read it (a script the build
-    context lacks, a program built or copied in): None for ``python app.py`` and the like,
-    whose code is judged by other evidence."""
+    context lacks, a program built or copied in, the module or script an interpreter runs);
+    asked only when no start script was read."""
     texts = [t for _i, t in start_texts(ctx.analysis.state())]
     words = _split(texts[0]) if texts else []
     for _ in range(2):  # `sh -c "..."` once, `bash start.sh` once
@@ -63,10 +77,14 @@ def _start_script_unread(ctx: Context) -> str | None:
             break
         inline = "-c" in words  # `sh -c "python serve.py"`: the string is the command
         words = (_split(argv[1]) if len(argv) > 1 else []) if inline else argv[1:]
-    if not argv or argv[0].rsplit("/", 1)[-1] in _SHELLS or _INTERPRETERS.match(
-            argv[0].rsplit("/", 1)[-1]):
+    if not argv or argv[0].rsplit("/", 1)[-1] in _SHELLS:
         return None
-    return argv[0]
+    if _INTERPRETERS.match(argv[0].rsplit("/", 1)[-1]):
+        # `python -m InferenceModel`, `python serve.py`: what it runs was not read either
+        module = words[words.index("-m") + 1] if "-m" in words[:-1] else None
+        found = module or next((w for w in argv[1:] if w.endswith(".py")), None)
+        return _Unread(found, interpreted=True) if found else None
+    return _Unread(argv[0])
 
 
 def _split(text: str) -> list[str]:
@@ -76,12 +94,16 @@ def _split(text: str) -> list[str]:
         return text.split()
 
 
-def _installed_server(ctx: Context) -> str | None:
+def _installed_server(ctx: Context, *, model_servers: bool = False) -> str | None:
     """What of the final image says it holds a server: a serving package installed (pip) or
-    a server program copied in (``COPY --from=builder .../llama-server /llama-server``)."""
+    a server program copied in (``COPY --from=builder .../llama-server /llama-server``).
+    *model_servers*: only a model server's package counts (a web framework installed beside
+    a Python tool does not make ``python -m tool`` a server)."""
+    packages, bare = ((_MODEL_SERVERS, _MODEL_SERVERS_BARE) if model_servers
+                      else (_SERVING_PACKAGES, _SERVING_BARE))
     for st in ctx.analysis.chain():
         for ins in st.instructions:
-            if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2:
+            if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2 and not model_servers:
                 for word in ins.args:
                     name = posixpath.basename(word.rstrip("/"))
                     if "." not in name and _SERVER_PROGRAM.match(name):
@@ -93,7 +115,7 @@ def _installed_server(ctx: Context) -> str | None:
                         continue
                     for word in argv[argv.index("install") + 1:]:
                         name = re.split(r"[=<>!~;@ ]", word.lower(), maxsplit=1)[0]
-                        if name in _SERVING_PACKAGES or name.split("[", 1)[0] in _SERVING_BARE:
+                        if name in packages or name.split("[", 1)[0] in bare:
                             return f"pip install {name} at line {ins.line}"
     return None
 
@@ -132,11 +154,11 @@ def serving_evidence(ctx: Context) -> str | None:
     unread = None if read else _start_script_unread(ctx)
     if unread is None:
         return None  # a script that was read and shows no server is judged by its content
-    echoed = _echoed(ctx, unread)
+    echoed = _echoed(ctx, unread.name)
     if m := _SERVICE_NAME.search(echoed):
-        return f"{unread}, written by a RUN, runs {m.group(0).strip()!r}"
-    if installed := _installed_server(ctx):
-        return (f"its start program {unread} was not read, and the image holds a server "
+        return f"{unread.name}, written by a RUN, runs {m.group(0).strip()!r}"
+    if installed := _installed_server(ctx, model_servers=unread.interpreted):
+        return (f"its start program {unread.name} was not read, and the image holds a server "
                 f"({installed})")
     return None
 
@@ -176,6 +198,8 @@ def check_no_health(ctx: Context) -> Iterator[Hit]:
         state.cmd is None or (state.cmd.args and state.cmd.args[0].startswith("-"))
     ):
         return  # it runs its base's program, and the base may well have a HEALTHCHECK
+    if state.entrypoint is not None and not any(t.strip() for _i, t in start_texts(state)):
+        return  # `ENTRYPOINT []` and no CMD: no command at all, a base for others' images
     final = ctx.df.final
     yield Hit(
         "no-health",

@@ -99,6 +99,8 @@ def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
         found = ("npm", "npm install", pkg.npm_unpinned(cmd, _npm_lock_copied(ctx, st)))
     elif name in pkg.RPM_MANAGERS:
         found = ("dnf", f"{name} install", pkg.rpm_unpinned(cmd))
+    elif name == "zypper":
+        found = ("zypper", "zypper install", pkg.zypper_unpinned(cmd))
     elif name in pkg.CONDA_MANAGERS:
         found = ("conda", f"{name} {sub}", pkg.conda_unpinned(cmd))
     return found if found and found[2] else None
@@ -113,8 +115,8 @@ def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
     "One finding per RUN and package manager, naming every unpinned package.",
     fix="pin versions (pip, pipx, uv: name==1.2.3 or a hashed lock with --require-hashes; apt: "
     "name=version with a snapshot.debian.org mirror; apk: name=version; dnf/yum/microdnf: "
-    "name-1.2.3; conda/mamba: name=1.2.3, no conda update; npm: copy package-lock.json and run "
-    "npm ci)",
+    "name-1.2.3; zypper: name=1.2.3; conda/mamba: name=1.2.3, no conda update; npm: copy "
+    "package-lock.json and run npm ci)",
 )
 def check_unpinned_packages(ctx: Context) -> Iterator[Hit]:
     snapshot: list[bool] = []

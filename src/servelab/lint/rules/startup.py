@@ -144,6 +144,9 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
     bound = (f" (the walk stopped at {follow.MAX_MODULES} modules, servelab's bound: loads "
              "in modules past it were not looked for)") if app.truncated else ""
     missing = _missing(ctx, app)
+    if missing and not app.loads and _FETCH_NAME.search(app.missing[0][0].rsplit("/", 1)[-1]):
+        yield _named_download(ins, app.entry.shown, *app.missing[0])
+        return
     if missing and not app.loads:
         path, copy = app.missing[0]
         yield Hit("startup-download", ins.line,
@@ -195,10 +198,25 @@ def _ran_at_build(ctx: Context, app: follow.Followed) -> bool:
                for st in ctx.analysis.chain() for ins in st.instructions)
 
 
+#: a script named for fetching (``download_model.py``, ``fetch-weights.sh``, ``pull_models``)
+_FETCH_NAME = LazyPattern(r"(^|[._-])(download|fetch|pull)(s|ing|er)?([._-]|$)", re.I)
+
+
+def _named_download(ins: Instruction, shown: str, path: str, copy: Instruction) -> Hit:
+    """A start script named for fetching that the build context lacks (COPY *copy*): a
+    warning judged by its name, in an image that starts a server (not a downloader job)."""
+    return Hit("startup-download", ins.line,
+               f"{ins.cmd} runs {shown} at start, named for a download, before the server; "
+               f"the build context lacks {path} ({copy.cmd} at line {copy.line}), so only its "
+               "name was judged", severity=Severity.WARNING)
+
+
 def _missing_scripts(ctx: Context, text: str, primary: Instruction,
                      state: StageState) -> Iterator[Hit]:
     """A script the start command runs that a COPY takes from the build context, which
-    lacks it: nothing in it was read (an info finding pointing to --context)."""
+    lacks it: nothing in it was read (an info finding pointing to --context), or, when its
+    name says it fetches (``download_model.py``) and the server starts after it (the image is
+    a server, not a downloader job), a warning judged by that name."""
     for cmd in shell.commands(text):
         for word in cmd.argv:
             path = ctx.analysis.resolve_in_image(word, state)
@@ -207,6 +225,9 @@ def _missing_scripts(ctx: Context, text: str, primary: Instruction,
                                                      or src.context_path.is_file())):
                 continue
             copy = follow.missing_copy(ctx.analysis, ctx.df.final, path)
+            if copy is not None and _FETCH_NAME.search(path.rsplit("/", 1)[-1]):
+                yield _named_download(_attribute(word, primary, state), path, path, copy)
+                return
             if copy is not None:
                 ins = _attribute(word, primary, state)
                 yield Hit("startup-download", ins.line,

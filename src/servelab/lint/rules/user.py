@@ -13,9 +13,10 @@ from ._common import judged
 from ._start import base_facts
 
 #: bases that document a non-root default user: distroless/other ``:nonroot`` tags,
-#: Chainguard images, Red Hat's UBI language images (USER 1001), Bitnami and Ray images
+#: Chainguard images (not wolfi-base and chainguard-base, shells that run as root), Red Hat's
+#: UBI language images (USER 1001), Bitnami and Ray images
 KNOWN_NON_ROOT = LazyPattern(
-    r"[:-]nonroot\b|^cgr\.dev/chainguard/|/ubi\d+/(python|nodejs|go-toolset|ruby|php|perl)-\d+|"
+    r"[:-]nonroot\b|^cgr\.dev/chainguard/(?!(wolfi-base|chainguard-base)\b)|/ubi\d+/(python|nodejs|go-toolset|ruby|php|perl)-\d+|"
     r"^(docker\.io/)?(bitnami|rayproject)/"
 )
 
@@ -52,7 +53,8 @@ def check_root_user(ctx: Context) -> Iterator[Hit]:
     root = ctx.analysis.chain()[0]
     line = final.from_instr.line
     if not judged(root):
-        if root.base is not None and root.base.lower() == "scratch":
+        if root.base is not None and root.base.lower() == "scratch" and (
+                state.cmd is not None or state.entrypoint is not None):
             yield Hit("root-user", line, "the final image is built FROM scratch and sets no "
                       "USER: it runs as uid 0", context=where)
         return

@@ -144,19 +144,73 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str, *, dest
     return None
 
 
+def _from_stage_folder(ctx: Context, st: Stage, ins: Instruction, src: str,
+                       stages: _StageDownloads) -> Hit | None:
+    """``COPY --from=fetch /app/models ...`` from a stage whose RUN runs a script the build
+    context lacks (so whether it downloads was not judged) and where no download was seen: a
+    folder named like weights is then the only trace, judged by its name (warning). A
+    stage's download that was seen is reported where it happens, once."""
+    source = ctx.df.stage_by_ref(ins.flag("from") or "")
+    name = _folder(src)
+    if source is None or name not in downloads.WEIGHT_DIRS | _STORE_DIRS:
+        return None
+    chain = [s.index for s in ctx.analysis.chain(source)]
+    unread = [stages.unread[i] for i in chain if i in stages.unread]
+    if not unread or any(i in stages.downloading for i in chain):
+        return None
+    return Hit("weights-baked", ins.line,
+               f"{ins.cmd} --from={ins.flag('from')} {src} copies a folder named like model "
+               f"weights ({name}/) from stage {source.label}, whose RUN at line {unread[0]} "
+               "runs a script servelab could not read: only the folder's name was judged",
+               severity=Severity.WARNING, context={"stage": st.label},
+               fix="pass --context with the directory docker build is given, so that the "
+               "script is read; keep weights out of the image (mount them at run time)")
+
+
+class _StageDownloads:
+    """What the stages read so far (file order) did about weights: a download seen
+    (``downloading``), or a RUN whose script was not read (``unread``: its line)."""
+
+    def __init__(self) -> None:
+        self.downloading: set[int] = set()
+        self.unread: dict[int, int] = {}
+
+    def saw(self, st: Stage, hit: Hit) -> None:
+        if hit.severity is Severity.INFO:
+            self.unread.setdefault(st.index, hit.line)
+        else:
+            self.downloading.add(st.index)
+
+
 def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
-               excluded: Callable[[str], bool]) -> Iterator[Hit]:
+               excluded: Callable[[str], bool], stages: _StageDownloads) -> Iterator[Hit]:
     srcs = values(ctx, st, [a for a in ins.args[:-1] if not a.startswith("<<")])
     dest = next(iter(values(ctx, st, [ins.args[-1]])), ins.args[-1])
     stage_or_image = ins.flag("from")
+    hits = sorted(_source_hits(ctx, st, ins, srcs, dest, stage_or_image, excluded, stages),
+                  key=lambda h: h.severity not in {None, Severity.ERROR})  # errors first
+    if len(hits) > 1:  # one finding per COPY: `COPY a.gguf b.gguf /m/` is one problem
+        more = ", ".join(h.message for h in hits[1:])
+        hits[0].message += f"; and in the same {ins.cmd}: {more}"
+    yield from hits[:1]
+
+
+def _source_hits(ctx: Context, st: Stage, ins: Instruction,  # noqa: PLR0917
+                 srcs: list[str], dest: str, stage_or_image: str | None,
+                 excluded: Callable[[str], bool], stages: _StageDownloads) -> Iterator[Hit]:
     for src in srcs:
         if stage_or_image is not None or is_url(src):
-            if _named(src) or (is_url(src) and (downloads.is_weight_path(src)
-                                                or downloads.is_model_archive(src))):
+            folder = _folder(src) in downloads.WEIGHT_DIRS and not is_url(src)
+            if (_named(src) and not folder) or (is_url(src) and (
+                    downloads.is_weight_path(src) or downloads.is_model_archive(src))):
                 what = f"{ins.cmd} --from={stage_or_image}" if stage_or_image else ins.cmd
                 yield Hit("weights-baked", ins.line,
                           f"{what} puts model weights ({src}) into the image",
                           context={"stage": st.label})
+            elif stage_or_image is not None:
+                hit = _from_stage_folder(ctx, st, ins, src, stages)
+                if hit is not None:
+                    yield hit
         elif not whole_context(src):  # COPY . is context-leak's
             hit = _context_source(ctx, st, ins, src, dest=dest, excluded=excluded)
             if hit is not None:
@@ -302,10 +356,13 @@ def reaches(ctx: Context, st: Stage) -> str:
 )
 def check_weights_baked(ctx: Context) -> Iterator[Hit]:
     excluded = _excluder(ctx)
+    stages = _StageDownloads()
     for st in ctx.analysis.reachable():
         state = ctx.analysis.state(st)
         for ins in st.instructions:
             if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2:
-                yield from _copy_hits(ctx, st, ins, excluded)
+                yield from _copy_hits(ctx, st, ins, excluded, stages)
             elif ins.cmd == "RUN":
-                yield from _run_hits(ctx, st, state, ins)
+                for hit in _run_hits(ctx, st, state, ins):
+                    stages.saw(st, hit)
+                    yield hit
