@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -138,13 +138,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     (while its error is printed, or its SIGTERM handler restored) still ends in 130 or 143
     with one line, never a traceback."""
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        with redelivered():
+            return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as e:
         term = isinstance(e, Terminated)
         with contextlib.suppress(Exception):
             print(f"servelab: {'terminated (SIGTERM)' if term else 'interrupted (SIGINT)'}",
                   file=sys.stderr)
         return 143 if term else 130
+
+
+@contextlib.contextmanager
+def redelivered() -> Iterator[None]:
+    """Ctrl-C and SIGTERM are never lost. A signal whose handler runs while Python is inside a
+    callback it cannot raise from (a weakref callback of the import system, a ``__del__``, a
+    garbage-collector callback) has its :class:`KeyboardInterrupt` or :class:`Terminated`
+    printed as "Exception ignored" and dropped: the run would go on to its end and exit 0.
+    While this block is active such an exception is not printed; the same signal is sent to
+    the main thread again 10 ms later, once the callback is over, so the command unwinds,
+    cleans up and exits 130 or 143. Other unraisable exceptions go to the previous hook,
+    which is put back on exit."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        kind = unraisable.exc_type
+        if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+            signum = signal.SIGTERM if issubclass(kind, Terminated) else signal.SIGINT
+            _send_later(signum)
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def _send_later(signum: int, delay_s: float = 0.01) -> None:
+    """*signum* to the main thread after *delay_s*, from a helper thread: a real signal, so
+    a blocking call in the main thread wakes too."""
+    main_ident = threading.main_thread().ident
+    if main_ident is None or not hasattr(signal, "pthread_kill"):
+        return
+
+    def send() -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pthread_kill(main_ident, signum)
+
+    timer = threading.Timer(delay_s, send)
+    timer.daemon = True
+    timer.start()
 
 
 def entry() -> NoReturn:

@@ -225,3 +225,103 @@ def test_a_hung_nvidia_smi_costs_one_budget_and_is_not_asked_again(
     assert took < 1.5 + proc.DRAIN_S + 1.0
     assert len(log.read_text().splitlines()) == 1  # not asked again (no -q after the hang)
     assert all(_wait_gone(int(p)) for p in pids.read_text().split())
+
+
+#: A signal whose handler runs inside a weakref callback: Python cannot raise from there, so
+#: without :func:`servelab.cli.redelivered` the Terminated is printed as "Exception ignored"
+#: and lost (CI saw a run go on to exit 0 after SIGTERM, the handler run inside the import
+#: system's module-lock callback).
+_SWALLOWED = textwrap.dedent("""\
+    import contextlib, os, signal, sys, time, weakref
+    from servelab.cli import _raise_terminated, redelivered
+    from servelab.errors import Terminated
+
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    sig, mode, hooked = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3] == "hook"
+
+    class Thing:
+        pass
+
+    def callback(_ref):
+        os.kill(os.getpid(), sig)
+        for _ in range(100_000):  # the handler runs here, inside the callback
+            pass
+
+    start = time.monotonic()
+    try:
+        with redelivered() if hooked else contextlib.nullcontext():
+            thing = Thing()
+            ref = weakref.ref(thing, callback)
+            del thing
+            if mode == "busy":
+                while time.monotonic() - start < 8:
+                    pass
+            else:
+                time.sleep(8)
+        print("finished", flush=True)
+    except KeyboardInterrupt as e:
+        print(f"stopped {type(e).__name__} {time.monotonic() - start:.3f}", flush=True)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
+""")
+
+
+def _swallowed(tmp_path: Path, sig: str, mode: str,
+               hooked: bool) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "swallowed.py"
+    script.write_text(_SWALLOWED)
+    return subprocess.run([sys.executable, str(script), sig, mode, "hook" if hooked else "bare"],
+                          check=False, capture_output=True, text=True, timeout=60)
+
+
+def test_without_redelivery_a_signal_in_a_callback_is_lost(tmp_path: Path) -> None:
+    # the premise: the failure the hook exists for is real on this Python
+    done = _swallowed(tmp_path, "SIGTERM", "sleep", hooked=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "finished"
+    assert "Exception ignored" in done.stderr and "Terminated" in done.stderr
+
+
+@pytest.mark.parametrize("mode", ["busy", "sleep"])
+@pytest.mark.parametrize(("sig", "code", "kind"), [
+    ("SIGTERM", 143, "Terminated"),
+    ("SIGINT", 130, "KeyboardInterrupt"),
+])
+def test_a_signal_swallowed_in_a_callback_is_sent_again(tmp_path: Path, mode: str, sig: str,
+                                                         code: int, kind: str) -> None:
+    done = _swallowed(tmp_path, sig, mode, hooked=True)
+    assert done.returncode == code, (done.stdout, done.stderr)
+    word, name, seconds = done.stdout.split()
+    assert (word, name) == ("stopped", kind)
+    assert float(seconds) < 1.0  # not the 8 s the program would otherwise run
+    assert "Exception ignored" not in done.stderr
+
+
+def test_other_unraisable_errors_reach_the_previous_hook_which_is_put_back() -> None:
+    import weakref
+
+    from servelab.cli import redelivered
+
+    seen: list[type[BaseException] | None] = []
+    before = sys.unraisablehook
+
+    def previous(u: object) -> None:
+        seen.append(getattr(u, "exc_type", None))
+
+    class Thing:
+        pass
+
+    def callback(_ref: object) -> None:
+        raise ValueError("not a signal")
+
+    sys.unraisablehook = previous
+    try:
+        with redelivered():
+            assert sys.unraisablehook is not previous
+            thing = Thing()
+            ref = weakref.ref(thing, callback)
+            del thing
+            assert ref() is None
+        assert sys.unraisablehook is previous
+    finally:
+        sys.unraisablehook = before
+    assert seen == [ValueError]
