@@ -89,6 +89,23 @@ FETCHERS: tuple[Fetcher, ...] = (
         "startup-model-in-cmd.Dockerfile"),
        ("startup-local-path.Dockerfile", "startup-llamacpp-local-file.Dockerfile",
         "startup-positional-local.Dockerfile")),
+    _F("KoboldCpp",
+       (("koboldcpp",), ("koboldcpp.py",)), (), (MODEL,),
+       "a local file as --model (and --sdmodel, --whispermodel, --mmproj, --draftmodel, "
+       "--ttsmodel, --config); a URL or a hub id there (or in --hf) is downloaded at start, "
+       "HF_HUB_OFFLINE or not. Its release binaries (koboldcpp-linux-x64-cuda1210) and "
+       "python koboldcpp.py count; readiness: GET /api/v1/model",
+       ("startup-koboldcpp-url.Dockerfile", "startup-koboldcpp-py-hf.Dockerfile"),
+       ("startup-koboldcpp-local.Dockerfile",)),
+    _F("Coqui TTS released models",
+       (("tts-server",), ("tts",), ("TTS.server.server",), ("TTS.bin.synthesize",)), (),
+       (MODEL,),
+       "--model_path/--config_path of local files; a released name (--model_name "
+       "tts_models/..., --vocoder_name vocoder_models/...) is downloaded from Coqui's own "
+       "release hosts at start, so HF_HUB_OFFLINE does not stop it",
+       ("startup-download-coqui-model-name.Dockerfile",
+        "startup-download-coqui-tts-server-env.Dockerfile"),
+       ("startup-download-coqui-model-path.Dockerfile",)),
     _F("model tools that fetch the id they are given",
        (("optimum-cli",), ("ct2-transformers-converter",), ("litgpt", "download"),
         ("ollama", "pull"), ("ollama", "run"), ("rembg", "d"), ("download-to-cache",),
@@ -180,6 +197,22 @@ FETCHERS: tuple[Fetcher, ...] = (
        ("startup-follow-launcher-no-install", "unpinned-pip-pinned.Dockerfile",
         "fetch-wrappers-offline")),
 )
+
+
+#: KoboldCpp: its program names (the release binaries ``koboldcpp``,
+#: ``koboldcpp-linux-x64-cuda1210``, ``koboldcpp.py`` run by Python) and the options whose
+#: value it downloads when it is a URL or a hub id
+KOBOLDCPP_PROGRAM = r"^koboldcpp([-_][\w.-]+)?(\.py)?$"
+KOBOLDCPP_OPTIONS = ("--model", "--hf", "--sdmodel", "--whispermodel", "--mmproj",
+                     "--draftmodel", "--ttsmodel", "--embeddingsmodel", "--config")
+#: Coqui TTS: its programs, ``python -m`` modules, the options naming a released model, and
+#: the shape of those names
+COQUI_PROGRAMS = tuple(c[0] for f in FETCHERS if f.name == "Coqui TTS released models"
+                       for c in f.commands if "." not in c[0])
+COQUI_MODULES = tuple(c[0] for f in FETCHERS if f.name == "Coqui TTS released models"
+                      for c in f.commands if "." in c[0])
+COQUI_OPTIONS = ("--model_name", "--vocoder_name")
+COQUI_MODEL = r"^(tts_models|vocoder_models|voice_conversion_models)/[\w./-]+$"
 
 
 def _index() -> dict[str, Fetcher]:

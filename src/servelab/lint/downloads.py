@@ -483,17 +483,17 @@ def _first_start(p: StartProblem) -> StartProblem:
 #: Coqui TTS's programs (``tts``, ``tts-server``, ``python -m TTS.server.server``) and the
 #: names of its released models, which it downloads (from its own release hosts, so
 #: HF_HUB_OFFLINE does not stop it) into ~/.local/share/tts when not there
-_COQUI_PROGRAMS = frozenset({"tts", "tts-server"})
-_COQUI_MODULE = LazyPattern(r"^TTS\.(server\.server|bin\.synthesize)$")
-_COQUI_MODEL = LazyPattern(r"^(tts_models|vocoder_models|voice_conversion_models)/[\w./-]+$")
-_COQUI_OPTS = frozenset({"--model_name", "--vocoder_name"})
+_COQUI_PROGRAMS = frozenset(catalogue.COQUI_PROGRAMS)
+_COQUI_MODULES = frozenset(catalogue.COQUI_MODULES)
+_COQUI_MODEL = LazyPattern(catalogue.COQUI_MODEL)
+_COQUI_OPTS = frozenset(catalogue.COQUI_OPTIONS)
 
 
 def _coqui_problems(cmd: SimpleCommand, env: Mapping[str, str]) -> list[StartProblem]:
     """Coqui TTS given a released model's name (``--model_name tts_models/en/ljspeech/...``,
     ``--vocoder_name``) rather than a ``--model_path``: it downloads the model at start."""
     argv = cmd.argv  # `python -m TTS.server.server ...` comes as the module's own argv
-    if cmd.name not in _COQUI_PROGRAMS and not _COQUI_MODULE.match(argv[0]):
+    if cmd.name not in _COQUI_PROGRAMS and argv[0] not in _COQUI_MODULES:
         return []
     names = []
     for i, a in enumerate(argv[1:], start=1):
@@ -508,6 +508,50 @@ def _coqui_problems(cmd: SimpleCommand, env: Mapping[str, str]) -> list[StartPro
     return [StartProblem(f"passes Coqui TTS its released model{'s' if len(names) > 1 else ''} "
                          f"{', '.join(map(repr, names))} by name (not a --model_path): "
                          "downloaded at start", names[0], cmd.line)]
+
+
+_KOBOLD = LazyPattern(catalogue.KOBOLDCPP_PROGRAM)
+_KOBOLD_OPTS = frozenset(catalogue.KOBOLDCPP_OPTIONS)
+
+
+def is_koboldcpp(cmd: SimpleCommand) -> bool:
+    """Whether *cmd* runs KoboldCpp: a release binary (``koboldcpp``,
+    ``/app/koboldcpp-linux-x64-cuda1210``) or ``python koboldcpp.py``."""
+    if _KOBOLD.match(cmd.name):
+        return True
+    script = cmd.argv[1].rsplit("/", 1)[-1] if len(cmd.argv) > 1 else ""
+    return bool(re.match(r"^python[\d.]*$", cmd.name)) and bool(_KOBOLD.match(script))
+
+
+def known_server_program(path: str) -> bool:
+    """Whether *path* (a program or script the start command runs) is a model server the
+    catalogue knows by name (KoboldCpp's binaries and ``koboldcpp.py``): what it does at
+    start is read from its options, not from its code."""
+    return bool(_KOBOLD.match(path.rsplit("/", 1)[-1]))
+
+
+def _koboldcpp_problems(cmd: SimpleCommand, env: Mapping[str, str]) -> list[StartProblem]:
+    """KoboldCpp given a URL or a hub id as its model (``--model https://.../x.gguf``,
+    ``--hf org/name``): it downloads it at start, whatever HF_HUB_OFFLINE says."""
+    args = cmd.argv[1:]
+    out: list[StartProblem] = []
+    for i, a in enumerate(args):
+        opt, eq, value = a.partition("=")
+        if opt not in _KOBOLD_OPTS:
+            continue
+        given = [value] if eq else []
+        for nxt in args[i + 1:] if not eq else []:
+            if nxt.startswith("-"):
+                break
+            given.append(nxt)  # --model takes several files (split GGUF parts)
+        for raw in given:
+            word = expand_value(raw, env)
+            if (_URL.match(word) and not is_loopback(word)) or (
+                    opt in {"--model", "--hf"} and is_hub_id(word)):
+                out.append(StartProblem(f"passes KoboldCpp {shown(word)} as `{opt}`: it is "
+                                        "downloaded at start", raw, cmd.line))
+                break
+    return out
 
 
 def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
@@ -533,6 +577,9 @@ def start_problems(text: str, env: Mapping[str, str]) -> list[StartProblem]:
                                  cmd.line) for m in _hub_ids(cmd, {**env, **cmd.env})]
             continue
         out += _coqui_problems(cmd, {**env, **cmd.env})
+        if is_koboldcpp(cmd):
+            out += _koboldcpp_problems(cmd, {**env, **cmd.env})
+            continue
         if is_offline or offline(cmd.env):
             continue
         told = _download_dir_problem(cmd, {**env, **cmd.env})

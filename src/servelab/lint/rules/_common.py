@@ -12,8 +12,9 @@ from . import Context
 
 
 def judged(stage: Stage) -> bool:
-    """Whether a FROM names a real image (not scratch, not a stage, resolved)."""
-    return stage.base is not None and stage.parent is None and stage.base.lower() != "scratch"
+    """Whether a FROM names a real image (not scratch, not a stage, resolved, not blank)."""
+    return (stage.base is not None and stage.parent is None and bool(stage.base.strip())
+            and stage.base.lower() != "scratch")
 
 
 def shown(stage: Stage) -> str:

@@ -157,6 +157,13 @@ def check_arg_unresolved(ctx: Context) -> Iterator[Hit]:
             yield Hit("arg-unresolved", st.from_instr.line,
                       f"FROM {st.base_raw}: BuildKit refuses the substitution: {st.error}",
                       context={"stage": st.label})
+        elif not st.error and not st.unresolved and st.base is not None and not st.base.strip():
+            # ARG BASE= (an empty default) or ${BASE:-}: the name resolves to nothing
+            yield Hit("arg-unresolved", st.from_instr.line,
+                      f"FROM {st.base_raw} resolves to an empty image name (its ARG has an "
+                      f"empty value): BuildKit stops the build (base name ({st.base_raw}) "
+                      "should not be blank) and the base rules cannot judge it",
+                      context={"stage": st.label})
 
 
 @RULES.rule(

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from servelab.findings import Severity
+from servelab.lint.downloads import is_koboldcpp
+from servelab.lint.image import StageState
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import commands, normalise
 
@@ -22,7 +24,8 @@ from ._start import Role, base_facts, role, scripts, start_texts
 _SERVICE_NAME = LazyPattern(
     r"\w*micro_?service\w*|\b\w+[_-]service(\.py|:\w+)|\bservice\.py\b|"
     r"\b[\w.]+-web\b|\bweb_?ui(\.py|\.sh)?\b|"
-    r"(^|[\s/])(ovms|local-ai|llamafile|koboldcpp|infinity_emb|gpustack\s+start)(\s|$)"
+    r"(^|[\s/])(ovms|local-ai|llamafile|koboldcpp([-_][\w.-]+)?(\.py)?|infinity_emb|"
+    r"gpustack\s+start)(\s|$)"
 )
 #: a web application's code: a framework's app served or launched from the script itself
 _WEB_APP = LazyPattern(
@@ -207,4 +210,16 @@ def check_no_health(ctx: Context) -> Iterator[Hit]:
         f"the final image is a server ({evidence}) with no HEALTHCHECK (or "
         "HEALTHCHECK NONE) and no health endpoint declared",
         context={"stage": final.label},
+        fix=_known_fix(state),
     )
+
+
+def _known_fix(state: StageState) -> str | None:
+    """The fix naming a known server's own readiness endpoint (KoboldCpp: /api/v1/model,
+    which answers once the model is loaded), or None (the rule's own fix)."""
+    text = " ".join(t for _i, t in start_texts(state))
+    if any(is_koboldcpp(c) for c in commands(text)):
+        return ("add HEALTHCHECK CMD curl -fsS http://127.0.0.1:5001/api/v1/model || exit 1 "
+                "(KoboldCpp's model endpoint answers once the model is loaded; use the --port "
+                "it is given)")
+    return None

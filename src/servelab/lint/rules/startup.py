@@ -147,6 +147,8 @@ def _app_hits(ctx: Context, app: follow.Followed, ins: Instruction) -> Iterator[
     if missing and not app.loads and _FETCH_NAME.search(app.missing[0][0].rsplit("/", 1)[-1]):
         yield _named_download(ins, app.entry.shown, *app.missing[0])
         return
+    if missing and not app.loads and downloads.known_server_program(app.missing[0][0]):
+        return  # a known server's own code (koboldcpp.py): its options were judged
     if missing and not app.loads:
         path, copy = app.missing[0]
         yield Hit("startup-download", ins.line,
@@ -224,6 +226,8 @@ def _missing_scripts(ctx: Context, text: str, primary: Instruction,
             if path is None or (src is not None and (src.context_path is None
                                                      or src.context_path.is_file())):
                 continue
+            if downloads.known_server_program(path):
+                continue  # a known server (KoboldCpp's binary): its options were judged
             copy = follow.missing_copy(ctx.analysis, ctx.df.final, path)
             if copy is not None and _FETCH_NAME.search(path.rsplit("/", 1)[-1]):
                 yield _named_download(_attribute(word, primary, state), path, path, copy)

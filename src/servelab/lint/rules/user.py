@@ -57,6 +57,14 @@ def check_root_user(ctx: Context) -> Iterator[Hit]:
                 state.cmd is not None or state.entrypoint is not None):
             yield Hit("root-user", line, "the final image is built FROM scratch and sets no "
                       "USER: it runs as uid 0", context=where)
+        elif root.parent is None and (root.unresolved or (root.base is not None
+                                                          and not root.base.strip())):
+            # FROM ${BASE} with no value: the build argument alone decides the user
+            args = ("ARG " + ", ".join(root.unresolved)) if root.unresolved else "its ARG"
+            yield Hit("root-user", line, f"the final stage sets no USER and its base "
+                      f"{root.base_raw} is left open by {args} (no value given): the user "
+                      "it runs as is whatever image the build argument names; most bases "
+                      "run as root", context=where, severity=Severity.WARNING)
         return
     facts = base_facts(ctx)
     if facts is None and KNOWN_NON_ROOT.search(root.base or ""):
@@ -64,8 +72,10 @@ def check_root_user(ctx: Context) -> Iterator[Hit]:
     if facts is None:
         how = ("could not be read" if ctx.resolve_base is not None
                else "is unknown without --resolve-base")
+        told = (f" ({root.base_raw}: a --build-arg can name another base)"
+                if "$" in root.base_raw else "")
         yield Hit("root-user", line, f"the final stage sets no USER, so it runs as the user of "
-                  f"{root.base}, which {how}; most bases run as root",
+                  f"{root.base}{told}, which {how}; most bases run as root",
                   context=where, severity=Severity.WARNING)
     elif is_root(facts.user):
         yield Hit("root-user", line, f"the final stage sets no USER and its base {root.base} "
