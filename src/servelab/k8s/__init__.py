@@ -17,6 +17,7 @@ from servelab.k8s.checks import CHECKS, RULES, Context
 from servelab.k8s.load import expand_paths, load_inventory, unread_refs
 from servelab.k8s.measured import Measured, read_measured
 from servelab.k8s.model import Inventory, Workload
+from servelab.k8s.rules.gpu import shm_oversized
 from servelab.k8s.rules.secrets import committed_secrets, configmap_secrets, secret_literals
 
 if TYPE_CHECKING:
@@ -193,7 +194,8 @@ def check_manifests(
         *(f for w in heads for meta, check in CHECKS if meta.id in HEAD_RULES
           for f in check(w, ctx)),
         *(f for w in fronts for meta, check in CHECKS if meta.id in FRONT_RULES
-          for f in check(w, ctx))]
+          for f in check(w, ctx)),
+        *(f for w in skipped for f in shm_oversized(w))]  # a /dev/shm above the memory limit
     findings = _unique([*workload_findings, *committed_secrets(ctx), *configmap_secrets(ctx)])
     return FindingsReport(
         tool=TOOL,

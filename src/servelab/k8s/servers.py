@@ -78,7 +78,7 @@ KNOWN_SERVERS: tuple[Server, ...] = (
            ("ollama",), GPU_RESOURCES, cache="/root/.ollama",
            lazy=True, store="/root/.ollama", store_env="OLLAMA_MODELS"),
     Server("llama.cpp server", r"(^|/)llama\.cpp$|(^|/)llama-cpp-server$", ("llama-server",),
-           GPU_TAG),
+           GPU_TAG, cache="/root/.cache/llama.cpp"),
     Server("LocalAI", r"(^|/)local-?ai$", ("local-ai",), GPU_TAG, lazy=True,
            store="/build/models", store_env="MODELS_PATH"),
 )
@@ -108,9 +108,10 @@ def known_server(image: str, argv: list[str]) -> Server | None:
     return None
 
 
-def default_cache(image: str) -> str | None:
-    """The download cache the server *image* runs keeps when no variable says, if known."""
-    server = known_server(image, []) if image else None
+def default_cache(image: str, argv: list[str] | None = None) -> str | None:
+    """The download cache the server *image* (or the command *argv*) runs keeps when no
+    variable says, if known."""
+    server = known_server(image, argv or []) if image or argv else None
     return server.cache if server is not None and server.cache else None
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
+from servelab.k8s.roles import no_model
 from servelab.k8s.rules.model_source import model_refs
 from servelab.k8s.rules.pod import env_path
 from servelab.k8s.selectors import Requirement, guaranteed, node_alternatives, requirements_on
@@ -80,7 +81,7 @@ def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
         yield from _container_gpu(w, c)
     c = w.serving
     if not c.gpu_resources() and w.serves and w.part != "head" and not w.template and not (
-            c.inherits("resources")):
+            c.inherits("resources")) and no_model(w, c, ctx) is None:
         yield from _no_gpu(w, c, ctx)
 
 
@@ -496,8 +497,9 @@ def shm_need(w: Workload, c: Container) -> str | None:
     "/dev/shm in the serving container (it counts against the memory limit)",
 )
 def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
+    yield from shm_oversized(w)
     c = w.serving
-    if not w.is_gpu or w.pod.get("hostIPC") is True:
+    if not w.is_gpu or w.pod.get("hostIPC") is True or no_model(w, c, ctx) is not None:
         return
     gpus = c.gpu_count()
     if not w.serves and gpus <= 1 and w.model_uri is None and not model_refs(w, c, ctx) and (
@@ -516,5 +518,13 @@ def shm(w: Workload, ctx: Context) -> Iterator[Finding]:
     if as_dict(w.volume(mount.get("name")).get("emptyDir")).get("medium") != "Memory":
         yield hit("shm", w, f"volume {mount.get('name')!r} at /dev/shm is not an emptyDir with "
                   "medium: Memory", (*c.path, "volumeMounts", i), container=c)
-        return
-    yield from _shm_size(w, c, i, mount)
+
+
+def shm_oversized(w: Workload) -> Iterator[Finding]:
+    """A memory-backed /dev/shm whose sizeLimit is above its container's memory limit, in any
+    container of any pod (GPU or not, a need for /dev/shm or not)."""
+    for c in (*w.init_containers, *w.containers):
+        found = _shm_mount(c)
+        if found is not None and as_dict(w.volume(found[1].get("name")).get("emptyDir")).get(
+                "medium") == "Memory":
+            yield from _shm_size(w, c, *found)

@@ -11,6 +11,7 @@ from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, K8sObject, Workload, as_dict, as_list
 from servelab.k8s.rayenv import runtime_envs, serve_model_args
+from servelab.k8s.roles import no_model
 from servelab.k8s.rules.pod import covers, env_path, is_read_only_source
 from servelab.k8s.script import HOOK_NOTE, Command, container_commands, env_values
 from servelab.k8s.servers import default_cache, known_server
@@ -23,11 +24,13 @@ MODEL_FLAGS = (
     "--model", "--model-path", "--model_path", "--model-dir", "--model-id", "--model_id",
     "--model-repository", "--model-store", "--model_name_or_path", "--checkpoint", "--weights",
     "--model_base_path", "--model-base-path",  # TensorFlow Serving
+    "-hf", "-hfr", "--hf-repo", "--model-url", "-mu",  # llama.cpp: downloaded at start
 )
-MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY", "HF_MODEL_ID")
+MODEL_ENV = ("MODEL", "MODEL_PATH", "MODEL_DIR", "MODEL_ID", "MODEL_REPOSITORY", "HF_MODEL_ID",
+             "LLAMA_ARG_HF_REPO", "LLAMA_ARG_MODEL_URL")
 CACHE_FLAGS = ("--download-dir", "--download_dir", "--huggingface-hub-cache")
 CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
-             "NIM_CACHE_PATH", "OLLAMA_MODELS")
+             "NIM_CACHE_PATH", "OLLAMA_MODELS", "LLAMA_CACHE")
 #: Volume names or mount paths that hold a model.
 MODEL_NAME = re.compile(r"model|weight|checkpoint|ckpt", re.IGNORECASE)
 #: Programs (and subcommands) that download a model or other artifacts.
@@ -48,8 +51,10 @@ SOURCE_FLAGS = ("--model-uri", "--model_uri", "--storage-uri", "--storage_uri", 
 #: images of init containers that download what their args name (KServe's and Kubeflow's)
 INITIALIZER_IMAGE = re.compile(r"storage-initiali[sz]er|model-initiali[sz]er|model-downloader",
                                re.IGNORECASE)
-#: Volume sources that outlive the pod: a cache filled once is reused by the next start.
-PERSISTENT_SOURCES = ("persistentVolumeClaim", "hostPath", "csi", "nfs", "image", "ephemeral")
+#: Volume sources that outlive the pod: a cache filled once is reused by the next start. A
+#: generic ephemeral volume (``ephemeral.volumeClaimTemplate``) is a claim deleted with its pod:
+#: not one of them.
+PERSISTENT_SOURCES = ("persistentVolumeClaim", "hostPath", "csi", "nfs", "image")
 #: URI schemes whose model is downloaded at every start (KServe's storage initializer).
 DOWNLOADED_SCHEMES = ("hf", "s3", "gs", "http", "https", "azure", "abfs", "abfss", "wasbs")
 #: Servers whose /mnt/models is filled by KServe (the storageUri is judged instead).
@@ -133,7 +138,9 @@ def kind_of(value: str) -> str:
     scheme = value.split("://", 1)[0].lower() if "://" in value else ""
     if scheme:
         return {"pvc": "mounted", "oci": "image"}.get(scheme, "remote")
-    return "hub" if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", value) else "unresolved"
+    # a hub id, or one with a quantization tag (llama.cpp's -hf org/model-GGUF:Q4_K_M)
+    return "hub" if re.fullmatch(r"[\w.-]+(/[\w.-]+)?|[\w.-]+/[\w.-]+:[\w.-]+", value) \
+        else "unresolved"
 
 
 def loads_model(w: Workload) -> bool:
@@ -219,7 +226,7 @@ def _cache_paths(w: Workload, c: Container, ctx: Context) -> list[str]:
     for cmd in container_commands(w, c, ctx.inventory):
         paths += [v for _, v in _flag_values(cmd.words, CACHE_FLAGS)]
     image = str(c.data.get("image") or "")
-    cache = default_cache(image)  # the table of known servers (servelab.k8s.servers)
+    cache = default_cache(image, c.argv())  # the table of known servers (servelab.k8s.servers)
     return paths + ([cache] if cache else [])
 
 
@@ -398,7 +405,7 @@ def _remote(w: Workload, c: Container, ctx: Context, ref: ModelRef) -> Iterator[
     "cache, with readOnly: true",
 )
 def model_mount(w: Workload, ctx: Context) -> Iterator[Finding]:
-    if not loads_model(w):
+    if not loads_model(w) or no_model(w, w.serving, ctx) is not None:
         return
     yield from _uri(w, ctx)
     init = list(_init_downloads(w, ctx))

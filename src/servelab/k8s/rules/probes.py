@@ -10,6 +10,7 @@ from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.measured import Measured
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
+from servelab.k8s.roles import no_model, no_traffic, role
 from servelab.k8s.selectors import service_selects
 from servelab.k8s.servers import known_server
 
@@ -96,7 +97,7 @@ def _without_startup(w: Workload, c: Container, ctx: Context) -> Iterator[Findin
     "the worst measured startup times the margin; keep the livenessProbe short",
 )
 def startup_probe_budget(w: Workload, ctx: Context) -> Iterator[Finding]:
-    if not w.serves:
+    if not w.serves or no_model(w, w.serving, ctx) is not None:
         return
     c = w.serving
     startup = _probe(c, "startupProbe")
@@ -216,6 +217,9 @@ def _no_readiness(w: Workload, c: Container, ctx: Context) -> Finding:
                    container=c)
     who = (f"{', '.join(services)} sends requests" if services else
            "traffic routed to the pods arrives")
+    if role(w, c, ctx) is not None:  # a simulator: it loads no model, but takes traffic
+        return hit("probe-target", w, "no readinessProbe: the pods count as ready as soon as the "
+                   f"container runs, so {who} before the server listens", path, container=c)
     return hit("probe-target", w, "no readinessProbe: the pods count as ready as soon as the "
                f"container runs, so {who} before the model is loaded", path, container=c,
                severity=Severity.ERROR)
@@ -235,7 +239,7 @@ def _no_readiness(w: Workload, c: Container, ctx: Context) -> Finding:
     "from the experiment; give the livenessProbe a longer period or threshold",
 )
 def probe_target(w: Workload, ctx: Context) -> Iterator[Finding]:
-    if not w.serves:
+    if not w.serves or no_traffic(w, w.serving, ctx):
         return
     c = w.serving
     readiness = _probe(c, "readinessProbe")
