@@ -131,3 +131,91 @@ def test_bom_and_crlf(tmp_path: Path) -> None:
     df = parse.load(p)
     assert [i.line for i in df.instructions] == [1, 2]
     assert df.final.base == "a"
+
+
+# -- BuildKit's instruction parser (instructions/parse.go): flags, stage names, mounts ------
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("FROM a\nCOPY --foo a /a\n", 2, "BuildKit refuses COPY: unknown flag: --foo"),
+        ("FROM a\nCOPY --checksum=sha256:ab a /a\n", 2, "unknown flag: --checksum"),
+        ("FROM a\nADD --parents a /a\n", 2, "unknown flag: --parents"),
+        ("FROM a\nCOPY --from a /a\n", 2, "missing a value on flag: --from"),
+        ("FROM a\nCOPY --link=maybe a /a\n", 2, "expecting boolean value for flag --link"),
+        ("FROM a\nCOPY --chown=1 --chown=2 a /a\n", 2, "duplicate flag specified: --chown"),
+        ("FROM a\nRUN --mount type=cache true\n", 2, "missing a value on flag: --mount"),
+        ("FROM a\nWORKDIR --x=1 /a\n", 2, "unknown flag: --x"),
+        ("FROM --platform=linux/amd64 --pull a\n", 1, "unknown flag: --pull"),
+        ("FROM a AS Bad_Name!\n", 1, "invalid name for build stage: 'Bad_Name!'"),
+        ("FROM a AS 1st\n", 1, "name can't start with a number"),
+        ("FROM a AS ${NAME}\n", 1, "invalid name for build stage"),
+        ("# check=error=true\nFROM a AS x\nFROM b AS X\n", 3,
+         'duplicate stage name "x" (first given at line 2)'),
+    ],
+)
+def test_instruction_parser_refusals(text: str, line: int, words: str) -> None:
+    with pytest.raises(InputError) as e:
+        parse.build(Path("bad/Dockerfile"), "bad/Dockerfile", text)
+    assert e.value.line == line
+    assert words in str(e.value)
+    assert e.value.hint
+
+
+def test_copy_checksum_fix_names_add() -> None:
+    with pytest.raises(InputError) as e:
+        parse.build(Path("Dockerfile"), "Dockerfile", "FROM a\nCOPY --checksum=x a /a\n")
+    assert "only ADD takes --checksum" in (e.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FROM a\nCOPY --exclude=*.bin --exclude=*.pt --parents --link=false --chmod=644 a /a\n",
+        "FROM a\nADD --exclude=*.bin --keep-git-dir --unpack=TRUE --checksum=abc a /a\n",
+        "FROM a\nRUN --mount=type=cache,target=/c --mount=type=tmpfs,target=/t --network=none "
+        "--security=sandbox --device=x true\n",
+        "FROM a\nARG --anything=1 X\nSTOPSIGNAL --no SIGTERM\nHEALTHCHECK --x NONE\n",
+        "FROM a\nHEALTHCHECK --interval=5s --start-interval=1s CMD true\n",
+        "FROM a AS Build.Stage_2-x\nFROM build.stage_2-x\n",
+        "FROM a\nCOPY -- --odd /a\n",
+    ],
+)
+def test_flags_and_names_buildkit_accepts(text: str) -> None:
+    parse.build(Path("Dockerfile"), "Dockerfile", text)
+
+
+def test_duplicate_stage_name_resolves_to_the_last_and_notes_it() -> None:
+    df = parse.build(Path("Dockerfile"), "Dockerfile",
+                     "FROM a AS x\nFROM b AS x\nFROM c\nCOPY --from=x /f /f\n")
+    ref = df.stage_by_ref("x")
+    assert ref is not None and ref.index == 1  # BuildKit's findStateByName: the last
+    assert [line for line, _what in df.notes] == [2]
+    assert "DuplicateStageName" in df.notes[0][1]
+    # a skipped check, or no error=true, builds: a note, no refusal
+    for check in ("# check=error=true;skip=DuplicateStageName\n", "# check=error=false\n"):
+        parse.build(Path("Dockerfile"), "Dockerfile", check + "FROM a AS x\nFROM b AS x\n")
+    with pytest.raises(InputError):
+        parse.build(Path("Dockerfile"), "Dockerfile", "FROM a AS x\nFROM b AS x\n",
+                    {"BUILDKIT_DOCKERFILE_CHECK": "error=true"})
+
+
+@pytest.mark.parametrize(
+    ("flag", "want"),
+    [
+        ("--mount=Type=Cache,Target=/root/.cache", {"type": "cache", "target": "/root/.cache"}),
+        ("--mount=type=bind,src=a,dst=/b,ro", {"type": "bind", "source": "a", "target": "/b",
+                                               "readonly": "true"}),
+        ("--mount=destination=/b,Source=a,rw=true",
+         {"type": "bind", "source": "a", "target": "/b", "readonly": "false"}),
+        ("--mount=type=secret,id=tok,env=TOK,required",
+         {"type": "secret", "id": "tok", "env": "TOK", "required": ""}),
+        # a CSV-quoted field: the parser drops plain quotes from a flag, escaped ones stay
+        ('--mount=\\"target=/a,b\\",type=tmpfs', {"type": "tmpfs", "target": "/a,b"}),
+        ("--mount=target=/x,readwrite", {"type": "bind", "target": "/x", "readonly": "false"}),
+    ],
+)
+def test_mount_options_as_buildkit_reads_them(flag: str, want: dict[str, str]) -> None:
+    ins = parse.parse_text(f"FROM a\nRUN {flag} true\n", "Dockerfile")[1]
+    assert ins.mounts() == [want]

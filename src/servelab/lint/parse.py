@@ -17,7 +17,8 @@ The parser is plain Python and linear in the file, so Ctrl-C and SIGTERM stop it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -94,15 +95,30 @@ class Instruction(NamedTuple):
     def flag_values(self, name: str) -> list[str]:
         return [f[len(name) + 3 :] for f in self.flags if f.startswith(f"--{name}=")]
 
+    def excluder(self) -> Callable[[str], bool] | None:
+        """What a COPY/ADD ``--exclude=<pattern>`` leaves out (each pattern matched as a
+        .dockerignore line is, against a path relative to the source it is copied from),
+        or None without ``--exclude``. BuildKit does not substitute ARGs in the patterns."""
+        pats = self.flag_values("exclude") if self.cmd in {"COPY", "ADD"} else []
+        if not pats:
+            return None
+        from servelab.lint import ignore
+
+        parsed = ignore.parse("\n".join(p for p in pats if p.strip()))
+        return lambda rel: ignore.excluded(rel, parsed)
+
+    def flag_true(self, name: str) -> bool:
+        """Whether a boolean flag is on: ``--name`` or ``--name=true`` (any case)."""
+        value = self.flag(name)
+        return value is not None and value.lower() in {"", "true"}
+
     def mounts(self) -> list[dict[str, str]]:
-        """The options of each ``--mount=k=v,...``, with ``type`` filled in as BuildKit
-        does when it is left out (``bind``)."""
-        out = []
-        for m in self.flag_values("mount"):
-            opts = dict(p.partition("=")[::2] for p in m.split(","))
-            opts.setdefault("type", "bind")
-            out.append(opts)
-        return out
+        """The options of each ``--mount=k=v,...`` as BuildKit's parseMount reads them:
+        CSV fields (quotes allowed), keys in any case, each key under its one name
+        (``src`` is ``source``; ``dst`` and ``destination`` are ``target``; ``ro``,
+        ``readonly``, ``rw`` and ``readwrite`` set ``readonly`` to ``true``/``false``),
+        ``type`` lower-cased and ``bind`` when left out."""
+        return [mount_options(m) for m in self.flag_values("mount")]
 
     def text(self) -> str:
         """Shell text of a RUN/CMD/ENTRYPOINT: the command plus heredoc bodies (each ended by
@@ -113,6 +129,58 @@ class Instruction(NamedTuple):
         for h in self.heredocs:  # with its terminator line, as the shell reads it
             body += "\n" + h.content + ("" if h.content.endswith("\n") else "\n") + h.name
         return body
+
+
+#: parseMount's other names for an option key
+_MOUNT_KEYS = {"src": "source", "dst": "target", "destination": "target", "ro": "readonly",
+               "readwrite": "rw"}
+
+
+def _csv_fields(text: str) -> list[str]:
+    """The fields of one CSV record (Go's encoding/csv: a field that starts with ``"`` is
+    quoted, ``""`` inside it is one ``"``)."""
+    fields: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            buf: list[str] = []
+            i += 1
+            while i < n:
+                if text[i] == '"':
+                    if text[i + 1:i + 2] == '"':
+                        buf.append('"')
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                buf.append(text[i])
+                i += 1
+            end = text.find(",", i)
+            fields.append("".join(buf) + (text[i:] if end < 0 else text[i:end]))
+        else:
+            end = text.find(",", i)
+            fields.append(text[i:] if end < 0 else text[i:end])
+        if end < 0:
+            return fields
+        i = end + 1
+
+
+def mount_options(text: str) -> dict[str, str]:
+    """One ``--mount`` value's options, named as :meth:`Instruction.mounts` says."""
+    opts: dict[str, str] = {}
+    for field in _csv_fields(text):
+        key, eq, value = field.partition("=")
+        key = _MOUNT_KEYS.get(key.lower(), key.lower())
+        if not eq and key in {"readonly", "rw"}:
+            value = "true"
+        if key == "rw":
+            key, value = "readonly", "false" if value.lower() in _TRUE else "true"
+        opts[key] = value.lower() if key == "type" else value
+    opts.setdefault("type", "bind")
+    return opts
+
+
+_TRUE = frozenset({"1", "t", "true"})
 
 
 class Stage(Record):
@@ -190,9 +258,10 @@ class Dockerfile(Record):
         return self.stages[-1]
 
     def stage_by_ref(self, ref: str) -> Stage | None:
-        """The stage a ``--from``/``FROM`` reference names (alias or index)."""
+        """The stage a ``--from``/``FROM`` reference names (alias or index); of stages
+        given one name twice, the last, as BuildKit's findStateByName."""
         low = ref.lower()
-        for s in self.stages:
+        for s in reversed(self.stages):
             if s.name == low:
                 return s
         index = ascii_int(ref)
@@ -272,6 +341,8 @@ def parse_full(text: str, display: str) -> _Result:
     instrs = [_instruction(c) for c in parsed.commands]
     for ins in instrs:
         _check_arity(ins, display)
+        _check_flags(ins, display)
+        _check_stage_name(ins, display)
     return _Result(instrs, parsed.escape, parsed.directives, parsed.notes)
 
 
@@ -302,6 +373,82 @@ def _check_arity(ins: Instruction, display: str) -> None:
             line=ins.line,
             hint=f"write {form}; `docker build` fails on this line",
         )
+
+
+_BOOL, _STRING, _STRINGS = "bool", "string", "strings"
+#: the flags each instruction's parser takes (instructions/parse.go, the RUN hooks), and
+#: their kind; ARG, STOPSIGNAL and HEALTHCHECK NONE never read theirs
+FLAGS: dict[str, dict[str, str]] = {
+    "ADD": {"chown": _STRING, "chmod": _STRING, "link": _BOOL, "keep-git-dir": _BOOL,
+            "checksum": _STRING, "unpack": _BOOL, "exclude": _STRINGS},
+    "COPY": {"chown": _STRING, "from": _STRING, "chmod": _STRING, "link": _BOOL,
+             "exclude": _STRINGS, "parents": _BOOL},
+    "FROM": {"platform": _STRING},
+    "RUN": {"mount": _STRINGS, "network": _STRING, "security": _STRING, "device": _STRINGS},
+    "HEALTHCHECK": {"interval": _STRING, "timeout": _STRING, "start-period": _STRING,
+                    "start-interval": _STRING, "retries": _STRING},
+}
+_FLAGLESS = frozenset({"ENV", "MAINTAINER", "LABEL", "ONBUILD", "WORKDIR", "CMD",
+                       "ENTRYPOINT", "EXPOSE", "USER", "VOLUME", "SHELL"})
+
+
+def _flag_problem(ins: Instruction) -> str | None:
+    """BuildKit's BFlags.Parse error for the flags of *ins*, or None."""
+    if ins.cmd == "HEALTHCHECK" and ins.args and ins.args[0].upper() == "NONE":
+        return None
+    known = FLAGS.get(ins.cmd)
+    if known is None and ins.cmd not in _FLAGLESS:
+        return None
+    known = known or {}
+    used: set[str] = set()
+    for word in ins.flags:
+        if word == "--":
+            return None
+        if not word.startswith("--"):
+            return f"arg should start with -- : {word}"
+        name, eq, value = word.partition("=")
+        kind = known.get(name[2:])
+        if kind is None:
+            return f"unknown flag: {name}"
+        if name in used and kind != _STRINGS:
+            return f"duplicate flag specified: {name}"
+        used.add(name)
+        if kind == _BOOL and eq and not value:
+            return f"missing a value on flag: {name}"
+        if kind == _BOOL and value.lower() not in {"", "true", "false"}:
+            return f"expecting boolean value for flag {name}, not: {value}"
+        if kind != _BOOL and not eq:
+            return f"missing a value on flag: {name}"
+    return None
+
+
+def _check_flags(ins: Instruction, display: str) -> None:
+    problem = _flag_problem(ins)
+    if problem is None:
+        return
+    takes = ", ".join(f"--{f}" for f in FLAGS.get(ins.cmd, {})) or "no flags"
+    hint = f"{ins.cmd} takes {takes}; `docker build` fails on this line"
+    if ins.cmd == "COPY" and problem == "unknown flag: --checksum":
+        hint = ("only ADD takes --checksum (ADD --checksum=sha256:<hex> <url> <dest>, or a "
+                "commit for a git source); a COPY from the context needs none, so drop it")
+    raise InputError(f"BuildKit refuses {ins.cmd}: {problem}", file=display, line=ins.line,
+                     hint=hint)
+
+
+#: parseBuildStageName's pattern, matched against the lower-cased name
+_STAGE_NAME = re.compile(r"[a-z][a-z0-9_.-]*\Z")
+
+
+def _check_stage_name(ins: Instruction, display: str) -> None:
+    if ins.cmd != "FROM" or len(ins.args) != 3:
+        return
+    name = ins.args[2]
+    if not _STAGE_NAME.match(name.lower()):
+        raise InputError(
+            f"invalid name for build stage: {name!r}, name can't start with a number or "
+            "contain symbols", file=display, line=ins.line,
+            hint="name the stage with a letter, then letters, digits, '-', '_' or '.' "
+            "(FROM <image> AS builder); `docker build` fails on this line")
 
 
 def arg_items(ins: Instruction, escape: str) -> list[tuple[str, str | None, str]]:
@@ -422,7 +569,51 @@ def build(
     df = Dockerfile(path, display, lines, escape, global_args, stages, instrs, scope)
     df.directives = parsed.directives
     df.notes = parsed.notes
+    _duplicate_stages(df, build_args or {})
     return df
+
+
+def check_is_error(directives: list[frontend.Directive], build_args: Mapping[str, str],
+                   check: str) -> bool:
+    """Whether BuildKit fails the build on its build check *check*: ``# check=error=true``
+    (or the BUILDKIT_DOCKERFILE_CHECK build argument) without ``skip=all`` or
+    ``skip=<check>``."""
+    text = build_args.get("BUILDKIT_DOCKERFILE_CHECK")
+    if text is None:
+        text = next((d.value for d in directives if d.name == "check"), "")
+    error, skip = False, set[str]()
+    for part in text.split(";", 2):
+        key, _eq, value = part.partition("=")
+        if key.strip() == "error":
+            error = value.strip().lower() in {"1", "t", "true"}
+        elif key.strip() == "skip":
+            skip = {v.strip() for v in value.split(",")}
+    return error and not skip & {"all", check}
+
+
+def _duplicate_stages(df: Dockerfile, build_args: Mapping[str, str]) -> None:
+    """A stage name given twice: BuildKit builds the file, warns (its DuplicateStageName
+    check) and resolves the name to the last such stage (:meth:`Dockerfile.stage_by_ref`);
+    with ``# check=error=true`` it fails the build."""
+    first: dict[str, Stage] = {}
+    for st in df.stages:
+        if st.name is None:
+            continue
+        if st.name not in first:
+            first[st.name] = st
+            continue
+        line, was = st.from_instr.line, first[st.name].from_instr.line
+        if check_is_error(df.directives, build_args, "DuplicateStageName"):
+            raise InputError(
+                f'duplicate stage name "{st.name}" (first given at line {was}): BuildKit\'s '
+                "DuplicateStageName check fails the build under # check=error=true",
+                file=df.display, line=line, hint="give each stage its own name")
+        df.notes.append((line, f'duplicate stage name "{st.name}" (first given at line '
+                               f"{was}): BuildKit warns (DuplicateStageName) and resolves "
+                               f"--from={st.name}, a RUN mount's from={st.name} and "
+                               f"docker build --target {st.name} to the last stage of that "
+                               "name, and so does "
+                               "servelab; give each stage its own name"))
 
 
 def load(
