@@ -333,3 +333,28 @@ def test_same_instructions_as_the_old_binding_on_every_fixture() -> None:
                  tuple((h.name, h.content) for h in c.heredocs)) for c in new], path
         compared += 1
     assert compared >= 300
+
+
+# -- COPY --parents (Dockerfile frontend 1.20+) ---------------------------------------------
+@pytest.mark.parametrize(
+    ("copy", "where"),
+    [
+        ("COPY --parents x/y/a.sh /p/", "/p/x/y/a.sh"),
+        ("COPY --parents ./x/./y/a.sh /p/", "/p/y/a.sh"),
+        ("COPY --parents x/y /p/", "/p/x/y/a.sh"),
+        ("COPY --parents x/*/a.sh /p/", "/p/x/y/a.sh"),
+        ("COPY --parents=false x/y/a.sh /p/", "/p/a.sh"),
+        ("COPY x/y/a.sh /p/", "/p/a.sh"),
+    ],
+)
+def test_copy_parents_keeps_the_path(copy: str, where: str, tmp_path: Path) -> None:
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    (tmp_path / "x" / "y" / "a.sh").write_text("true\n")
+    df = parse.build(Path("D"), "D", f"FROM a\n{copy}\n")
+    analysis = Analysis(df, tmp_path)
+    state = analysis.state()
+    found = analysis.source_of(where, state)
+    assert found is not None and found.context_path is not None
+    assert found.context_path.name == "a.sh"
+    others = {"/p/x/y/a.sh", "/p/y/a.sh", "/p/a.sh"} - {where}
+    assert all(analysis.source_of(p, state) is None for p in others)

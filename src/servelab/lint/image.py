@@ -264,7 +264,22 @@ class Analysis:
             if value is None or is_url(value):
                 continue
             for ctx in self.context_matches(value):
-                self._map(state, ins, ctx, dest, as_dir or bool(_GLOB.search(value)))
+                if ins.flag_true("parents"):
+                    self._map(state, ins, ctx, self._parents_dest(value, ctx, dest), False)
+                else:
+                    self._map(state, ins, ctx, dest, as_dir or bool(_GLOB.search(value)))
+
+    def _parents_dest(self, src: str, ctx: Path, dest: str) -> str:
+        """Where ``COPY --parents`` puts the context path *ctx* that *src* matched: below
+        *dest* at its path in the context, or at its path after a ``/./`` in *src*
+        (``COPY --parents ./x/./y/*.txt /p/`` puts x/y/a.txt at /p/y/a.txt)."""
+        root = os.path.realpath(self.context)
+        rel = os.path.relpath(ctx, root).replace(os.sep, "/")
+        cut = src.lstrip("/").split("/./", 1)
+        if len(cut) == 2:
+            keep = len([p for p in posixpath.normpath(cut[0]).split("/") if p not in {"", "."}])
+            rel = "/".join(rel.split("/")[keep:]) or "."
+        return posixpath.normpath(posixpath.join(dest, rel))
 
     def context_matches(self, src: str) -> list[Path]:
         """The existing context paths a COPY source names, as BuildKit reads them: symbolic

@@ -51,26 +51,32 @@ def _git_mounted(ctx: Context) -> bool:
     return False
 
 
-def _weights(ctx: Context, pats: list[ignore.Pattern]) -> tuple[list[str], bool]:
-    """The weight files the context sends (a few named, then a count), and whether the walk
-    stopped at its limit (docs/limits.md)."""
-    walked = walk.weight_files(ctx.context_dir, ".",
-                               lambda rel: bool(pats) and ignore.excluded(rel, pats))
+def _weights(ctx: Context, pats: list[ignore.Pattern],
+             ins: Instruction | None = None) -> tuple[list[str], bool]:
+    """The weight files the context sends (a few named, then a count), less what the COPY's
+    own ``--exclude`` patterns leave out, and whether the walk stopped at its limit
+    (docs/limits.md)."""
+    own = ins.excluder() if ins is not None else None
+    walked = walk.weight_files(ctx.context_dir, ".", lambda rel: (
+        bool(pats) and ignore.excluded(rel, pats)) or (own is not None and own(rel)))
     found = walked.files
     shown = [p for p, _n in found[:_SHOWN]]
     more = [f"{len(found) - _SHOWN} more weight files"] if len(found) > _SHOWN else []
     return shown + more, walked.stopped
 
 
-def _final_leaks(ctx: Context, pats: list[ignore.Pattern] | None) -> tuple[list[str], bool]:
+def _final_leaks(ctx: Context, pats: list[ignore.Pattern] | None,
+                 ins: Instruction) -> tuple[list[str], bool]:
     """What a COPY . into the image really brings along: .git (unless a RUN bind-mounts it)
-    and weight files, each only when present in the context and not excluded; and whether
-    the walk stopped at its limit."""
+    and weight files, each only when present in the context and not excluded (by the
+    .dockerignore or the COPY's ``--exclude``); and whether the walk stopped at its limit."""
     leaks: list[str] = []
     git = ctx.context_dir / ".git"
-    if git.exists() and not _git_mounted(ctx) and not (pats and ignore.excluded(".git", pats)):
+    own = ins.excluder()
+    if git.exists() and not _git_mounted(ctx) and not (
+            pats and ignore.excluded(".git", pats)) and not (own and own(".git")):
         leaks.append(".git")
-    weights, stopped = _weights(ctx, pats or [])
+    weights, stopped = _weights(ctx, pats or [], ins)
     return leaks + weights, stopped
 
 
@@ -106,7 +112,7 @@ def check_context_leak(ctx: Context) -> Iterator[Hit]:
     final = [c for c in whole if c.final]
     c = (final or whole)[0]
     if not c.final:
-        found, stopped = _weights(ctx, pats or [])
+        found, stopped = _weights(ctx, pats or [], c.ins)
         if found:
             yield Hit("context-leak", c.ins.line, f"{c.ins.cmd} in builder stage "
                       f"{c.stage.label} sends the weight files of the build context to the "
@@ -115,7 +121,7 @@ def check_context_leak(ctx: Context) -> Iterator[Hit]:
             yield _stop_hit(c)
         return
     fix = _KEEP_GIT_FIX if _git_mounted(ctx) else None
-    leaks, stopped = _final_leaks(ctx, pats)
+    leaks, stopped = _final_leaks(ctx, pats, c.ins)
     if stopped:
         yield _stop_hit(c)
     if not leaks:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from servelab.findings import Severity
 from servelab.lint import downloads, follow, ignore, shell, walk
@@ -28,8 +30,12 @@ def _excluder(ctx: Context) -> Callable[[str], bool]:
 #: folders named for a model store as a whole (TorchServe's ``model-store``), beside
 #: downloads.WEIGHT_DIRS; ``model`` itself only when it is copied to a model path too
 _STORE_DIRS = frozenset({"model-store", "model_store", "modelstore"})
+#: Triton's model repository (``model_repository/<model>/<version>/model.onnx``), judged
+#: by its name as a model store is when the build context is not there
+_REPOSITORY_DIRS = frozenset({"model_repository", "model-repository", "model_repo",
+                              "model-repo"})
 _MODEL_DIR = "model"
-_MODEL_WORDS = downloads.WEIGHT_DIRS | _STORE_DIRS | {_MODEL_DIR}
+_MODEL_WORDS = downloads.WEIGHT_DIRS | _STORE_DIRS | _REPOSITORY_DIRS | {_MODEL_DIR}
 _GLOBS = frozenset("*?[")
 #: endings of config, tokenizer and text files (``tokenizer.json``, ``vocab.txt``)
 _TEXT_EXT = (".json", ".txt", ".yaml", ".yml", ".md", ".py", ".csv", ".tsv", ".toml", ".ini",
@@ -81,7 +87,7 @@ def _model_folder(src: str, dest: str) -> bool:
     """A folder named for weights or a model store (``models/``, ``model-store/*``), or one
     named ``model`` copied to a model path (``COPY ./model /api/model``)."""
     name = _folder(src)
-    if name in downloads.WEIGHT_DIRS | _STORE_DIRS:
+    if name in downloads.WEIGHT_DIRS | _STORE_DIRS | _REPOSITORY_DIRS:
         return True
     dest_words = {p.lower() for p in dest.split("/") if p}
     return name == _MODEL_DIR and bool(dest_words & _MODEL_WORDS)
@@ -96,6 +102,9 @@ def _what_named(src: str, dest: str) -> str:
         return f"a folder named model/, to the model path {dest},"
     if name in _STORE_DIRS:
         return f"a folder named like a model store ({name}/, where TorchServe keeps .mar archives)"
+    if name in _REPOSITORY_DIRS:
+        return (f"a folder named like a model repository ({name}/, where Triton keeps each "
+                "model's files)")
     if src.endswith("/") or name in downloads.WEIGHT_DIRS:
         return "a folder named like model weights"
     folder = next((p for p in parts if p.lower() in downloads.WEIGHT_DIRS), "")
@@ -129,7 +138,8 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str, *, dest
     stopped = src in ctx.analysis.stopped_globs
     root = os.path.realpath(ctx.context_dir)
     for m in matches:
-        walked = walk.weight_files(ctx.context_dir, os.path.relpath(m, root), excluded)
+        rel = os.path.relpath(m, root).replace(os.sep, "/")
+        walked = walk.weight_files(ctx.context_dir, rel, _with_excludes(ins, m, rel, excluded))
         found += [(p, n) for p, n in walked.files if not _not_weights(p.rsplit("/", 1)[-1], n)]
         stopped = stopped or walked.stopped
     if found:
@@ -142,6 +152,25 @@ def _context_source(ctx: Context, st: Stage, ins: Instruction, src: str, *, dest
                    walk.Found([], True).stop_note(f"{ins.cmd} {src}"), context=where,
                    severity=Severity.WARNING, fix=walk.CONTEXT_ENTRIES.raise_hint())
     return None
+
+
+def _with_excludes(ins: Instruction, match: Path, rel: str,
+                   excluded: Callable[[str], bool]) -> Callable[[str], bool]:
+    """*excluded* (.dockerignore) plus what the COPY's ``--exclude`` patterns leave out of
+    the source *match* (at *rel* in the context): a pattern is matched against a path
+    relative to the source folder, or to a file source's own folder (``COPY
+    --exclude=*.bin models/ /m/`` leaves out models/*.bin)."""
+    pats = ins.excluder()
+    if pats is None:
+        return excluded
+    base = rel if match.is_dir() else posixpath.dirname(rel)
+    base = "" if base in {"", "."} else base
+
+    def drop(path: str) -> bool:
+        inner = path[len(base) + 1:] if base and path.startswith(base + "/") else path
+        return excluded(path) or (path != base and pats(inner))
+
+    return drop
 
 
 def _from_stage_folder(ctx: Context, st: Stage, ins: Instruction, src: str,
