@@ -2,7 +2,9 @@
 
 * every mapping key and value gets its 1-based line and column, keyed by JSON path;
 * duplicate keys are errors (PyYAML silently keeps the last one);
-* alias expansion is capped, so a "billion laughs" document fails fast;
+* alias expansion is capped, per document (:data:`MAX_VALUES`) and per file across all its
+  documents (:data:`MAX_ALIAS_VALUES`), so a "billion laughs" document, or a file of many
+  documents each just under the first cap, fails fast, at the line where the cap is crossed;
 * nesting is capped (:data:`MAX_DEPTH`), so a deeply nested document fails fast too;
 * a value its tag cannot take (``!!int abc``, ``!!bool maybe``, a 5000-digit integer) and
   NaN/infinity (``.nan``, ``.inf``: JSON Schema and Kubernetes know no such numbers) are
@@ -28,12 +30,15 @@ from servelab.errors import InputError
 from servelab.textio import TEXT_BYTES, Limit, decode
 from servelab.textio import read_text as _read_text
 
-__all__ = ["MAX_DEPTH", "MAX_VALUES", "Document", "JsonPath", "Position", "decode",
-           "load_documents", "load_file", "read_text"]
+__all__ = ["MAX_ALIAS_VALUES", "MAX_DEPTH", "MAX_VALUES", "Document", "JsonPath", "Position",
+           "decode", "load_documents", "load_file", "read_text"]
 
 MAX_BYTES = TEXT_BYTES.default
 #: Values built from one document, aliases expanded. A billion-laughs bomb blows past it.
 MAX_VALUES = 200_000
+#: Values that aliases add (beyond the values written) in one file, all its documents
+#: together: a file of many documents, each a bomb just under MAX_VALUES, stops here.
+MAX_ALIAS_VALUES = 200_000
 #: Nesting of mappings and sequences (Kubernetes objects nest about 20 deep).
 MAX_DEPTH = 100
 HELM_HINT = (
@@ -220,15 +225,79 @@ def _expanded(node: Node, memo: dict[int, int]) -> int:
     return memo[key]
 
 
-def _check_expansion(node: Node, name: str) -> None:
-    if _expanded(node, {}) > MAX_VALUES:
-        raise InputError(
-            f"document expands to more than {MAX_VALUES} values "
-            "(aliases nested like a 'billion laughs' bomb?)",
-            file=name,
-            line=node.start_mark.line + 1,
-            hint="remove the nested anchors/aliases; servelab caps alias expansion",
-        )
+class _Crossing:
+    """Where, in document order, the values of a document (*values*) or those its aliases add
+    (*extra*) first pass a budget: the line of the alias that crosses it. The walk meets a
+    node again exactly where the document holds an alias, in the order of *aliases* (the
+    lines of the document's alias events)."""
+
+    def __init__(self, values: int, extra: int, aliases: list[int]) -> None:
+        self.values, self.extra = values, extra
+        self.memo: dict[int, int] = {}
+        self.seen: set[int] = set()
+        self.aliases = iter(aliases)
+
+    def line(self, node: Node) -> int | None:
+        if id(node) in self.seen:  # an alias: all it expands to is added here
+            at = next(self.aliases, None)
+            n = _expanded(node, self.memo)
+            self.values -= n
+            self.extra -= n
+            return at if self.values < 0 or self.extra < 0 else None
+        self.seen.add(id(node))
+        self.values -= 1
+        if self.values < 0:
+            return node.start_mark.line + 1
+        children: list[Node] = []
+        if isinstance(node, SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, MappingNode):
+            children = [n for pair in node.value for n in pair]
+        for child in children:
+            where = self.line(child)
+            if where is not None:
+                return where
+        return None
+
+
+def _alias_lines(text: str, index: int) -> list[int]:
+    """The lines of the aliases (``*name``) of document *index* of *text*, in order."""
+    lines: list[int] = []
+    doc = -1
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.DocumentStartEvent):
+            doc += 1
+            if doc > index:
+                break
+        elif doc == index and isinstance(event, yaml.AliasEvent) and event.start_mark:
+            lines.append(event.start_mark.line + 1)
+    return lines
+
+
+_BOMB_HINT = ("remove the nested anchors/aliases (or split the file); servelab caps alias "
+              "expansion")
+
+
+def _check_expansion(node: Node, name: str, extra_left: int, text: str, index: int) -> int:
+    """The values *node*'s aliases add beyond those written; InputError at the line of the
+    alias that crosses a cap when the document expands to more than MAX_VALUES values or its
+    aliases add more than *extra_left*."""
+    memo: dict[int, int] = {}
+    total = _expanded(node, memo)
+    extra = total - len(memo)
+    if total <= MAX_VALUES and extra <= extra_left:
+        return extra
+    start = node.start_mark.line + 1
+    crossing = _Crossing(MAX_VALUES, extra_left, _alias_lines(text, index))
+    line = crossing.line(node) or start
+    if total > MAX_VALUES:
+        message = (f"document expands to more than {MAX_VALUES} values "
+                   "(aliases nested like a 'billion laughs' bomb?)")
+    else:
+        message = (f"the file's YAML aliases expand to more than {MAX_ALIAS_VALUES} values "
+                   f"across its documents (the document at line {start} crosses the cap; "
+                   "aliases nested like a 'billion laughs' bomb?)")
+    raise InputError(message, file=name, line=line, hint=_BOMB_HINT)
 
 
 def _why(node: ScalarNode, e: Exception) -> str:
@@ -298,10 +367,11 @@ def load_documents(text: str, name: str) -> list[Document]:
     """All documents of *text* with positions. Empty documents (``---`` alone) are dropped."""
     docs: list[Document] = []
     _check_flow_depth(text, name)
+    extra_left = MAX_ALIAS_VALUES
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=_LOADER)):
             doc = Document(data=None, index=i, line=node.start_mark.line + 1)
-            _check_expansion(node, name)
+            extra_left -= _check_expansion(node, name, extra_left, text, i)
             doc.data = _Builder(name, doc).build(node, ())
             if doc.data is None:
                 continue

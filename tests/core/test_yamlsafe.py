@@ -34,3 +34,51 @@ def test_multiple_documents_keep_index_and_line() -> None:
     docs = load_documents("a: 1\n---\n---\nb: 2\n", "f")
     assert [d.index for d in docs] == [0, 2]
     assert docs[1].line == 4
+
+
+# ------------------------------------------------------------------ alias expansion caps
+
+#: one document whose aliases add about 130 000 values: under both caps alone
+_NEAR_BOMB = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+    "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+    "f: [*e]\n"
+)
+
+
+def test_one_document_under_the_caps_is_read() -> None:
+    [doc] = load_documents(_NEAR_BOMB, "f.yaml")
+    assert len(doc.data["f"][0]) == 9
+
+
+def test_many_documents_each_under_the_cap_are_refused_per_file() -> None:
+    """300 documents, each just under the per-document cap, would build 20 million values
+    (gigabytes); the file's cap stops the second one, at the alias that crosses it."""
+    text = "---\n".join([_NEAR_BOMB] * 300)
+    with pytest.raises(InputError) as e:
+        load_documents(text, "f.yaml")
+    assert e.value.file == "f.yaml"
+    assert "across its documents" in e.value.message
+    assert "document at line 8" in e.value.message
+    assert e.value.line == 12  # the second document's "e: &e [*d, ...]"
+    assert e.value.hint and "aliases" in e.value.hint
+
+
+def test_documents_with_few_aliases_are_not_counted_against_the_file() -> None:
+    """What is written counts nowhere: only the values aliases add do."""
+    doc = "k: &k {a: 1, b: 2}\nl: *k\n" + "".join(f"v{i}: {i}\n" for i in range(200))
+    docs = load_documents("---\n".join([doc] * 500), "f.yaml")
+    assert len(docs) == 500
+
+
+def test_a_bomb_names_the_line_of_the_alias_that_crosses_the_cap() -> None:
+    text = "".join(f"- &{n} [{', '.join([f'*{p}'] * 10)}]\n"
+                   for p, n in zip("abcd", "bcde", strict=True))
+    text = "- &a [x, x, x, x, x, x, x, x, x, x]\n" + text + "- *e\n- *e\n"
+    with pytest.raises(InputError) as e:
+        load_documents(text, "f.yaml")
+    assert "billion laughs" in e.value.message and "across" not in e.value.message
+    assert e.value.line == 6  # the first "- *e": 123 000 written before it, 234 000 after
