@@ -82,3 +82,33 @@ def test_a_from_that_resolves_to_nothing_is_said_once(tmp_path: Path, head: str)
     found = _lint(tmp_path, head + "USER 10001\nCMD [\"python\", \"x.py\"]\n")
     assert [r for r, *_ in found] == ["arg-unresolved"], found
     assert "empty image name" in found[0][3]
+
+
+def test_a_torchserve_model_store_shows_a_server_behind_an_unread_start(tmp_path: Path) -> None:
+    head = f"FROM {PINNED}\nRUN pip install --no-cache-dir nvgpu==0.10.0\n"
+    tail = 'USER 10001\nCMD ["sh", "/srv/service/start.sh"]\n'
+    store = _lint(tmp_path, head + "ADD handler.py start.sh model-store /srv/service/\n" + tail)
+    assert "no-health" in [r for r, *_ in store]
+    assert any("model store" in m for r, _n, _s, m in store if r == "no-health")
+    plain = _lint(tmp_path, head + "ADD handler.py start.sh /srv/service/\n" + tail)
+    assert "no-health" not in [r for r, *_ in plain]
+    # a folder of that name as the destination only is no evidence of a store copied in
+    dest = _lint(tmp_path, head + "ADD start.sh /srv/model-store\n" + tail)
+    assert "no-health" not in [r for r, *_ in dest]
+
+
+def test_a_download_into_a_stage_cache_is_reported_once(tmp_path: Path) -> None:
+    """ENV HF_HOME in a downloader stage, a hub download there, the cache copied into the
+    final stage: one finding, at the download, naming the COPY --from."""
+    text = (f"FROM {PINNED} AS dl\nENV HF_HOME=/cache/hf\n"
+            "RUN pip install huggingface_hub==0.23.0 && hf download acme/tiny\n"
+            f"FROM {PINNED}\nCOPY --from=dl /cache/hf /cache/hf\n"
+            "ENV HF_HOME=/cache/hf HF_HUB_OFFLINE=1\nUSER 10001\n"
+            'HEALTHCHECK CMD curl -fsS http://127.0.0.1:8000/ || exit 1\n'
+            'CMD ["python", "-m", "server"]\n')
+    found = [(n, s, m) for r, n, s, m in _lint(tmp_path, text) if r == "weights-baked"]
+    assert [(n, s) for n, s, _m in found] == [(3, "error")]
+    assert "COPY --from=dl at line 5" in found[0][2]
+    # a stage whose cache is not copied into the final image is no finding
+    alone = text.replace("COPY --from=dl /cache/hf /cache/hf\n", "")
+    assert not [r for r, *_ in _lint(tmp_path, alone) if r == "weights-baked"]

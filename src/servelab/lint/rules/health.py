@@ -59,6 +59,8 @@ class _Unread(NamedTuple):
 #: a server program copied into the image (``llama-server``, ``text-generation-launcher``,
 #: ``text-embeddings-router-80``)
 _SERVER_PROGRAM = LazyPattern(r"^[\w.-]*(server|router|launcher)(-[\w.]+)?$")
+#: a model store copied in: TorchServe's folder of .mar archives, which only it serves
+_MODEL_STORES = frozenset({"model-store", "model_store"})
 _INTERPRETERS = LazyPattern(r"^(python[\d.]*|node|ruby|perl|java|Rscript)$")
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 
@@ -106,10 +108,15 @@ def _installed_server(ctx: Context, *, model_servers: bool = False) -> str | Non
                       else (_SERVING_PACKAGES, _SERVING_BARE))
     for st in ctx.analysis.chain():
         for ins in st.instructions:
-            if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2 and not model_servers:
-                for word in ins.args:
-                    name = posixpath.basename(word.rstrip("/"))
-                    if "." not in name and _SERVER_PROGRAM.match(name):
+            if ins.cmd in {"COPY", "ADD"} and len(ins.args) >= 2:
+                for i, word in enumerate(ins.args):
+                    name = posixpath.basename(word.rstrip("/*").rstrip("/"))
+                    if (name.lower() in _MODEL_STORES and i < len(ins.args) - 1
+                            and not ins.flag("from")):
+                        # what only a model server reads: TorchServe's .mar archives
+                        return f"{ins.cmd} of a TorchServe model store ({name}/) at line {ins.line}"
+                    if ("." not in name and _SERVER_PROGRAM.match(name)
+                            and not model_servers):
                         return f"{ins.cmd} of {name} at line {ins.line}"
             elif ins.cmd == "RUN":
                 for cmd in commands(ins.text()):

@@ -14,10 +14,10 @@ from ._start import base_facts
 
 #: bases that document a non-root default user: distroless/other ``:nonroot`` tags,
 #: Chainguard images (not wolfi-base and chainguard-base, shells that run as root), Red Hat's
-#: UBI language images (USER 1001), Bitnami and Ray images
+#: UBI language images (USER 1001), Bitnami and Ray images, TorchServe's (USER model-server)
 KNOWN_NON_ROOT = LazyPattern(
     r"[:-]nonroot\b|^cgr\.dev/chainguard/(?!(wolfi-base|chainguard-base)\b)|/ubi\d+/(python|nodejs|go-toolset|ruby|php|perl)-\d+|"
-    r"^(docker\.io/)?(bitnami|rayproject)/"
+    r"^(docker\.io/)?(bitnami|rayproject)/|^(docker\.io/)?pytorch/torchserve(?![\w.-])"
 )
 
 
@@ -35,8 +35,8 @@ def is_root(user: str) -> bool:
     "builder stage the final stage is not built FROM does not carry over. With no USER at "
     "all the base image's user applies: --resolve-base reads it from the local engine or the "
     "registry; without it that user is unknown and the finding is a warning (bases known "
-    "to default to non-root, such as :nonroot tags, Chainguard, UBI language, Bitnami and Ray "
-    "images, are left alone).",
+    "to default to non-root, such as :nonroot tags, Chainguard, UBI language, Bitnami, Ray "
+    "and TorchServe images, are left alone).",
     fix="create an unprivileged user and end with USER <uid> (e.g. RUN useradd -u 10001 app, "
     "then USER 10001); if the base already sets one, repeat it with USER",
 )

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from servelab.findings import Severity
-from servelab.lint import downloads, follow, ignore, shell, walk
+from servelab.lint import downloads, follow, ignore, scratch, shell, walk
 from servelab.lint.fetch import expand_known
 from servelab.lint.image import StageState, is_url
 from servelab.lint.lazyre import LazyPattern
@@ -181,19 +181,53 @@ def _from_stage_folder(ctx: Context, st: Stage, ins: Instruction, src: str,
     stage's download that was seen is reported where it happens, once."""
     source = ctx.df.stage_by_ref(ins.flag("from") or "")
     name = _folder(src)
-    if source is None or name not in downloads.WEIGHT_DIRS | _STORE_DIRS:
+    if source is None:
+        return None
+    cache = _model_cache(ctx, source, src)
+    if name not in downloads.WEIGHT_DIRS | _STORE_DIRS | _REPOSITORY_DIRS and cache is None:
         return None
     chain = [s.index for s in ctx.analysis.chain(source)]
     unread = [stages.unread[i] for i in chain if i in stages.unread]
     if not unread or any(i in stages.downloading for i in chain):
         return None
+    what = (f"the stage's model cache ({cache})" if cache is not None
+            else f"a folder named like model weights ({name}/)")
     return Hit("weights-baked", ins.line,
-               f"{ins.cmd} --from={ins.flag('from')} {src} copies a folder named like model "
-               f"weights ({name}/) from stage {source.label}, whose RUN at line {unread[0]} "
-               "runs a script servelab could not read: only the folder's name was judged",
+               f"{ins.cmd} --from={ins.flag('from')} {src} copies {what} from stage "
+               f"{source.label}, whose RUN at line {unread[0]} runs a script servelab could not "
+               "read: only the folder's " + ("place" if cache is not None else "name")
+               + " was judged",
                severity=Severity.WARNING, context={"stage": st.label},
                fix="pass --context with the directory docker build is given, so that the "
                "script is read; keep weights out of the image (mount them at run time)")
+
+
+#: variables naming where hub and model-zoo clients keep what they download
+_CACHE_VARS = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+               "SENTENCE_TRANSFORMERS_HOME", "TORCH_HOME")
+#: their defaults under a home folder
+_CACHE_DEFAULTS = (".cache/huggingface", ".cache/torch")
+
+
+def _model_cache(ctx: Context, stage: Stage, src: str) -> str | None:
+    """``VAR=dir`` (or the default cache under the home folder) when *src*, a path of
+    *stage*, is a hub or model-zoo cache of that stage, inside one, or holds one
+    (``COPY --from=dl /opt/hf-cache ...`` with ``ENV HF_HOME=/opt/hf-cache`` in ``dl``)."""
+    state = ctx.analysis.state(stage)
+    path = posixpath.normpath("/" + src.lstrip("/")) if src.startswith("/") else None
+    if path is None:
+        return None
+    found = [(v, state.lookup(v) or "") for v in _CACHE_VARS]
+    home = state.lookup("HOME") or "/root"
+    found += [("the default cache", posixpath.join(home, d)) for d in _CACHE_DEFAULTS]
+    for var, value in found:
+        if not value.startswith("/"):
+            continue
+        cache = posixpath.normpath(value)
+        if path == cache or path.startswith(cache + "/") or (
+                path != "/" and cache.startswith(path + "/")):
+            return f"{var}={cache}" if var != "the default cache" else cache
+    return None
 
 
 class _StageDownloads:
@@ -253,14 +287,23 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
     others_only = downloads.names_only_other_files(text)
     ran = [] if others_only else scripts(
         ctx, ins.text(), ctx.analysis.with_binds(state, ins), state.workdirs.get(ins.line), st)
+    mounts = scratch.scratch_targets(ins, state.lookup, state.workdirs.get(ins.line) or
+                                     state.workdir, ctx.df.escape)
+    home = _home(ctx, st, state, ins)
+    cwd = state.workdirs.get(ins.line) or state.workdir
+    # what lands in a cache or tmpfs mount is not in the image (docs/lint.md#weights-baked)
+    dropped = scratch.landed(text, mounts, state.lookup, cwd, home)
+    whats = [w for w in whats if w not in dropped]
     for src, content in ran:
         python = src.image_path.endswith(".py")
         code = follow.without_comments(content, python)
         if not python:  # a script's own `src=https://...` before `wget "$src/$name.bin"`
             code = expand_known(code, shell.assignments(code).get)
+        gone = scratch.landed(code, mounts, state.lookup, cwd, home)
         for what in dict.fromkeys(downloads.build_weight_downloads(code)):
-            whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
-    if not whats and not others_only:
+            if what not in gone:
+                whats.append(f"{what} in {script_name(src)}{_line_of(code, what)}")
+    if not whats and not others_only and not dropped:
         whats += _followed_downloads(ctx, st, state, ins)
     missing = [] if others_only else missing_scripts(ctx, ins.text(), state,
                                                      state.workdirs.get(ins.line), st)
@@ -277,6 +320,23 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> I
                   f"{missing_note(ctx, missing)}", fix=f"pass --context with the directory "
                   f"docker build is given (now {ctx.context_dir})", context={"stage": st.label},
                   severity=Severity.INFO)
+
+
+def _home(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> str | None:
+    """The home folder of the user a RUN runs as: ``$HOME``, else /root for root (no USER
+    before it, or USER root/0); None for another user (its home is in /etc/passwd)."""
+    home = state.lookup("HOME")
+    if home:
+        return home
+    users = [i for i in st.instructions if i.cmd == "USER" and i.line < ins.line and i.args]
+    if users:
+        user: str | None = expand_known(users[-1].args[0], state.lookup)
+    elif st.parent is not None:
+        inherited = ctx.analysis.state(ctx.df.stages[st.parent]).user
+        user = inherited[0] if inherited is not None else "root"
+    else:
+        user = "root"
+    return "/root" if user is not None and user.split(":")[0] in {"root", "0"} else None
 
 
 #: what a followed module's load must be to fetch weights: a hub or model-zoo load
@@ -377,7 +437,8 @@ def reaches(ctx: Context, st: Stage) -> str:
     "honouring .dockerignore; tokenizer and config files (tokenizer.json, vocab.txt, "
     "spiece.model) and small tensors of statistics (mean.pt under 1 MiB, or of unknown "
     "size) are not weights. Without the build context a folder is judged by its name, at "
-    "warning severity: models/, weights/, checkpoints/, a model store (model-store/), or "
+    "warning severity: models/, weights/, checkpoints/, a model store (model-store/), a "
+    "Triton model repository (model_repository/), or "
     "model/ copied to a model path. torch-model-archiver run with --serialized-file packs "
     "weights into the image.",
     fix="keep weights out of the image: mount them at run time (-v model:/models:ro, a PVC, "
