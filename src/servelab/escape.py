@@ -8,6 +8,7 @@ and through nothing else.
 format                   function
 =======================  =========================================================
 workflow command         :func:`command_data`, :func:`command_property`
+                         (:func:`command_visible` before the toolkit's ``Command``)
 job log line / block     :func:`log_text`, :func:`untrusted_block`, :func:`log_block`
 terminal                 :func:`terminal_text`
 progress line            :func:`progress_text`
@@ -45,16 +46,26 @@ _DATA = {ord("%"): "%25", 0x0D: "%0D", 0x0A: "%0A"}
 _PROPERTY = {**_DATA, ord(":"): "%3A", ord(","): "%2C"}
 
 
+def command_visible(text: str) -> str:
+    """*text* for a workflow command before GitHub's escaping (:func:`command_data`,
+    :func:`command_property`, or the toolkit's ``Command``): every control but CR and LF
+    (ESC, BEL, tab, the other line breaks), bidi marks, overrides and isolates (U+202A-202E,
+    U+2066-2069, U+200E/F, U+061C) and lone surrogates shown as visible escapes (``\\x1b``,
+    ``\\u202e``), so an annotation's file, title or message cannot reorder or hide what
+    GitHub shows. CR and LF are left to GitHub's ``%0D``/``%0A``."""
+    return text if text.isprintable() else text.translate(_COMMAND_VISIBLE)
+
+
 def command_data(text: str) -> str:
-    """*text* as the message of a workflow command (after the second ``::``): the escaping
-    GitHub's own toolkit uses (``%``, CR, LF)."""
-    return text.translate(_DATA)
+    """*text* as the message of a workflow command (after the second ``::``):
+    :func:`command_visible`, then the escaping GitHub's own toolkit uses (``%``, CR, LF)."""
+    return command_visible(text).translate(_DATA)
 
 
 def command_property(text: str) -> str:
-    """*text* as a property value of a workflow command (``title=``, ``file=``): also ``:``
-    and ``,``."""
-    return text.translate(_PROPERTY)
+    """*text* as a property value of a workflow command (``title=``, ``file=``):
+    :func:`command_visible`, then ``%``, CR, LF, ``:`` and ``,`` as GitHub escapes them."""
+    return command_visible(text).translate(_PROPERTY)
 
 
 def log_text(text: str) -> str:
@@ -109,6 +120,7 @@ _CONTROLS.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
 _CONTROLS.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
 _CONTROLS.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
 _KEEP_LINES = {c: v for c, v in _CONTROLS.items() if c not in (0x09, 0x0A)}
+_COMMAND_VISIBLE = {c: v for c, v in _CONTROLS.items() if c not in (0x0A, 0x0D)}
 
 
 def terminal_text(text: object, *, one_line: bool = True, show_escapes: bool = False) -> str:

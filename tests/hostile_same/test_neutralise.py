@@ -24,6 +24,7 @@ from hostile.harness import run_servelab
 from servelab.escape import (
     command_data,
     command_property,
+    command_visible,
     log_text,
     md_code,
     md_text,
@@ -103,10 +104,12 @@ def _unescape(text: str) -> str:
 @given(st.text())
 def test_hostile_same_escape_property(text: str) -> None:
     """Every text survives each medium's neutralising: nothing of it can start a line or end a
-    cell, and the workflow-command escapes decode back to the text (as the runner does)."""
+    cell, and the workflow-command escapes decode back to the text as shown, its controls and
+    bidi characters visible (as the runner decodes them)."""
     for escaped in (command_data(text), command_property(text)):
         assert "\r" not in escaped and "\n" not in escaped
-        assert _unescape(escaped) == text
+        assert _unescape(escaped) == command_visible(text)
+        _no_control(_unescape(escaped).replace("\r", "").replace("\n", ""))
     assert ":" not in command_property(text) and "," not in command_property(text)
     assert len(log_text(text + "x").splitlines()) == 1
     for shown in (terminal_text(text), md_text(text), md_code(text)):

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from actions_toolkit.command import Command
 
+from servelab.escape import command_visible
 from servelab.github.outputs import int_or_none as _int_or_none
 from servelab.run.explain import FailedCheck, explain
 
@@ -69,15 +70,17 @@ class Annotation:
         return replace(self, file=rel.as_posix())
 
     def command(self) -> str:
-        """The ``::level key=value::message`` workflow command, escaped."""
+        """The ``::level key=value::message`` workflow command, escaped: controls and bidi
+        characters of the file, title and message shown visible (:func:`command_visible`),
+        then GitHub's escaping."""
         props: dict[str, object] = {}
         if self.title:
-            props["title"] = self.title
+            props["title"] = command_visible(self.title)
         if self.file:
-            props["file"] = self.file
+            props["file"] = command_visible(self.file)
             if self.line is not None:
                 props["line"] = self.line
-        return str(Command(self.level, props, self.message))
+        return str(Command(self.level, props, command_visible(self.message)))
 
 
 def rank_annotations(
