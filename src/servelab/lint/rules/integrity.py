@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 from servelab.findings import Severity
@@ -15,22 +16,76 @@ from ._common import values
 from ._start import missing_note, missing_scripts, script_name, scripts
 from .weights import reaches
 
+_GIT_PROTOS = frozenset({"http", "https", "ssh", "git"})
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCP = re.compile(r"[\w.-]+@[\w.-]+:")
+#: a full commit id (SHA-1, or SHA-256 for a sha256 repository)
+_COMMIT = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+
+
+def git_source(src: str) -> tuple[str, str] | None:
+    """(ref, checksum) of an ADD source BuildKit reads as a git repository (dfgitutil's
+    ParseGitRef: ``git@host:path``, ``ssh://``, ``git://``, or ``http(s)://`` whose path
+    ends in ``.git``; the ref from ``#ref[:subdir]`` or ``?ref=``/``tag=``/``branch=``, the
+    checksum from ``?checksum=``/``commit=``), or None for any other source."""
+    from urllib.parse import parse_qs, urlsplit
+
+    m = _SCHEME.match(src)
+    if m:
+        proto = m.group(1).lower()
+        if proto not in _GIT_PROTOS:
+            return None
+        url = urlsplit(src)
+        if proto in {"http", "https"} and not url.path.endswith(".git"):
+            return None
+        fragment, query = url.fragment, url.query
+    elif _SCP.match(src):
+        rest, _hash, fragment = src.partition("#")
+        query = rest.partition("?")[2]
+    else:
+        return None
+    q = {k: v[0] for k, v in parse_qs(query).items() if v}
+    ref = fragment.split(":", 1)[0] or q.get("ref") or q.get("tag") or q.get("branch") or ""
+    return ref, q.get("checksum") or q.get("commit") or ""
+
+
+def _pinned_git(src: str, checksum: str | None) -> bool | None:
+    """Whether a git ADD source is fixed to one commit (a full commit id as its ref, or a
+    checksum BuildKit compares the commit with); None when *src* is not a git source."""
+    found = git_source(src)
+    if found is None:
+        return None
+    ref, query_checksum = found
+    return bool(checksum or query_checksum or _COMMIT.match(ref.lower()))
+
 
 @RULES.rule(
     "remote-add",
     Severity.ERROR,
     "ADD of a URL without --checksum",
     rationale="ADD <url> fetches whatever the server returns at build time: the build is not "
-    "reproducible and a compromised server changes the image silently.",
+    "reproducible and a compromised server changes the image silently. A git repository "
+    "(ADD https://host/org/repo.git#ref, ADD git@host:org/repo.git#ref) is fixed only at a "
+    "full commit id or with --checksum=<commit>: a branch or tag can move.",
     fix="add --checksum=sha256:<hex> to the ADD (BuildKit verifies it), or download in a RUN "
-    "that checks a known hash",
+    "that checks a known hash; for a git repository, ADD it at a 40-hex commit (#<sha>) or "
+    "add --checksum=<commit sha>",
 )
 def check_remote_add(ctx: Context) -> Iterator[Hit]:
     for st in ctx.df.stages:
         for ins in st.instructions:
-            if ins.cmd != "ADD" or ins.flag("checksum"):
+            if ins.cmd != "ADD":
                 continue
-            remote = [src for src in values(ctx, st, ins.args[:-1]) if is_url(src)]
+            checksum = ins.flag("checksum")
+            remote = []
+            for src in values(ctx, st, ins.args[:-1]):
+                pinned = _pinned_git(src, checksum)
+                if pinned is None and is_url(src) and not checksum:
+                    remote.append(src)
+                elif pinned is False:
+                    ref = git_source(src) or ("", "")
+                    at = f"at {ref[0]}" if ref[0] else "at its default branch"
+                    remote.append(f"{src} (a git repository {at}, which can move)")
             if remote:  # one finding per ADD, naming every URL it fetches
                 yield Hit(
                     "remote-add",
