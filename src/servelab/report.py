@@ -346,15 +346,28 @@ def sarif_text(log: Mapping[str, Any]) -> str:
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
+def sarif_relative_uri(path: str) -> str:
+    """A relative POSIX *path* as a SARIF ``artifactLocation.uri``: a valid URI reference
+    (RFC 3986 relative path), every character but letters, digits, ``-._~@`` and ``/``
+    percent-encoded (UTF-8; the bytes of a name that was not UTF-8 as they were), so a space,
+    ``#`` (a fragment), ``?`` (a query), ``%`` or a ``:`` in the first segment (a scheme) is
+    part of the path, as GitHub code scanning decodes it."""
+    import urllib.parse
+
+    return urllib.parse.quote(path, safe="/@", errors="surrogateescape")
+
+
 def _artifact_uri(path: str) -> str:
     # os.path.realpath, not Path.resolve: a symlink loop (an input that links to itself,
     # reported as unreadable) is a path to show, never a RuntimeError
     p = Path(path)
     real = Path(os.path.realpath(p))
     try:
-        return real.relative_to(os.path.realpath(Path.cwd())).as_posix()
+        return sarif_relative_uri(real.relative_to(os.path.realpath(Path.cwd())).as_posix())
     except ValueError:
-        return real.as_uri() if p.is_absolute() or p.exists() else p.as_posix()
+        # Path.as_uri percent-encodes the same way (file:///...)
+        return real.as_uri() if p.is_absolute() or p.exists() else \
+            sarif_relative_uri(p.as_posix())
 
 
 def _sarif_rule(rule_id: str, r: Rule | None) -> SarifRule:

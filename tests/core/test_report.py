@@ -135,3 +135,54 @@ def test_report_is_the_only_sarif_writer() -> None:
     writers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py")
                      if literal.search(p.read_text(encoding="utf-8")))
     assert writers == ["report.py"]
+
+
+# ----------------------------------------------------------- SARIF artifact location URIs
+
+#: an RFC 3986 relative-path reference as servelab writes one: unreserved characters, "/",
+#: "@" and percent-encoded octets; no ":" (a scheme), "#" (a fragment), "?" (a query)
+_URI_REF = re.compile(r"^(?:[A-Za-z0-9\-._~/@]|%[0-9A-F]{2})+$")
+
+_HOSTILE_NAMES = ["with space/Dockerfile", "hash#1/Dockerfile", "q?x=1/Dockerfile",
+                  "pct%41/Dockerfile", "c:/Dockerfile", "modèle/Döckerfile",
+                  "bad\udcff/Dockerfile", "a\\b/Dockerfile"]
+
+
+@pytest.mark.parametrize("name", _HOSTILE_NAMES, ids=range(len(_HOSTILE_NAMES)))
+def test_sarif_artifact_uris_are_percent_encoded(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.parse
+
+    monkeypatch.chdir(tmp_path)
+    rep = FindingsReport("lint", [Finding("r1", Severity.ERROR, "m", file=name, line=1)], {})
+    doc = json.loads(get_reporter("sarif").render(rep))
+    uri = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
+        "artifactLocation"]["uri"]
+    assert _URI_REF.match(uri), uri
+    assert urllib.parse.unquote(uri, errors="surrogateescape") == name
+    jsonschema.validate(doc, json.loads(SARIF_SCHEMA.read_text()))
+
+
+def test_sarif_absolute_uris_outside_the_directory_are_encoded_file_uris(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "out side#1" / "Dockerfile"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("FROM x\n")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    rep = FindingsReport("lint", [Finding("r1", Severity.ERROR, "m", file=str(elsewhere),
+                                          line=1)], {})
+    uri = json.loads(get_reporter("sarif").render(rep))["runs"][0]["results"][0][
+        "locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.startswith("file:///") and "out%20side%231/Dockerfile" in uri
+
+
+def test_sarif_plain_paths_are_written_as_they_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other way: an ordinary relative path needs no encoding and gets none."""
+    monkeypatch.chdir(tmp_path)
+    rep = FindingsReport("lint", [Finding("r1", Severity.ERROR, "m", file="src/app-1_v2.0/"
+                                          "Dockerfile", line=1)], {})
+    uri = json.loads(get_reporter("sarif").render(rep))["runs"][0]["results"][0][
+        "locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "src/app-1_v2.0/Dockerfile"

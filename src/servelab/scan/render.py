@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import urllib.parse
 from typing import Any
 
 from servelab import __version__
@@ -28,6 +27,7 @@ from servelab.report import (
     SarifResult,
     SarifRule,
     sarif_log,
+    sarif_relative_uri,
 )
 from servelab.scan.result import DESCENDING, ScanDiff, ScanResult, _sort, normalise_fail_on
 from servelab.scan.trivy import TrivyFinding
@@ -191,7 +191,7 @@ def sarif_level(severity: str) -> str:
 
 def _uri(f: TrivyFinding, os_family: str) -> str:
     where = f.path or _PKG_DB.get(os_family, "") or f.target or "image"
-    return urllib.parse.quote(where.lstrip("/"), safe="/:@~-._")
+    return sarif_relative_uri(where.lstrip("/"))
 
 
 def _message(f: TrivyFinding) -> str:
