@@ -358,3 +358,27 @@ def test_copy_parents_keeps_the_path(copy: str, where: str, tmp_path: Path) -> N
     assert found.context_path.name == "a.sh"
     others = {"/p/x/y/a.sh", "/p/y/a.sh", "/p/a.sh"} - {where}
     assert all(analysis.source_of(p, state) is None for p in others)
+
+
+# -- COPY/ADD heredoc bodies (ExpandRaw: SkipProcessQuotes, escape \) ----------------------
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        ("url=$U\n", "url=https://h/m\n"),
+        ("echo '$U' \"${U}\"\n", "echo 'https://h/m' \"https://h/m\"\n"),
+        ("echo \\$U $NOPE.\n", "echo $U .\n"),
+        ("port=${PORT:-8000}\n", "port=8000\n"),
+        ("plain text\n", "plain text\n"),
+    ],
+)
+def test_heredoc_body_expansion(body: str, want: str) -> None:
+    assert words.expand_heredoc(body, {"U": "https://h/m"}.get).value == want
+
+
+def test_copy_heredoc_written_expanded_unless_quoted(tmp_path: Path) -> None:
+    text = ("FROM a\nARG U=https://h/m\nCOPY --chown=1:1 <<EOT /a.sh\nget $U\nEOT\n"
+            "COPY <<'EOT' /b.sh\nget $U\nEOT\n")
+    analysis = Analysis(parse.build(Path("D"), "D", text), tmp_path)
+    state = analysis.state()
+    assert state.files["/a.sh"].inline == "get https://h/m\n"
+    assert state.files["/b.sh"].inline == "get $U\n"

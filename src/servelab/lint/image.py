@@ -18,8 +18,9 @@ from typing import NamedTuple
 from servelab.errors import InputError
 from servelab.findings import Record
 from servelab.lint.coverage import CoverageNote, Notes, bound
+from servelab.lint.frontend import Heredoc
 from servelab.lint.parse import Dockerfile, Instruction, Stage, arg_items
-from servelab.lint.words import process_word
+from servelab.lint.words import expand_heredoc, process_word
 from servelab.textio import head_of, read_bytes
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -253,12 +254,13 @@ class Analysis:
             or dest_raw.endswith(("/.", "/.."))
             or len(sources) > 1
         )
-        docs = {h.name: h.content for h in ins.heredocs}
+        docs = {h.name: h for h in ins.heredocs}
         for src in sources:
             if src.startswith("<<"):
                 name = src.lstrip("<-").strip("'\"")
                 target = posixpath.join(dest, name) if as_dir else dest.rstrip("/")
-                state.files[target] = FileSource(target, ins, inline=docs.get(name, ""))
+                state.files[target] = FileSource(target, ins, inline=self._body(state,
+                                                                                 docs.get(name)))
                 continue
             value = self._value(state, src)
             if value is None or is_url(value):
@@ -268,6 +270,17 @@ class Analysis:
                     self._map(state, ins, ctx, self._parents_dest(value, ctx, dest), False)
                 else:
                     self._map(state, ins, ctx, dest, as_dir or bool(_GLOB.search(value)))
+
+    @staticmethod
+    def _body(state: StageState, doc: Heredoc | None) -> str:
+        """A heredoc file's content as BuildKit writes it: ARG and ENV values substituted
+        unless its terminator is quoted (``<<'EOF'``), an unset name empty."""
+        if doc is None:
+            return ""
+        if not doc.expand:
+            return doc.content
+        exp = expand_heredoc(doc.content, state.lookup)
+        return doc.content if exp.error else exp.value
 
     def _parents_dest(self, src: str, ctx: Path, dest: str) -> str:
         """Where ``COPY --parents`` puts the context path *ctx* that *src* matched: below

@@ -97,7 +97,7 @@ class _Lexer:
     """
 
     __slots__ = ("escape", "i", "keep_dollar", "lookup", "n", "raw_escapes", "raw_quotes",
-                 "skip_unset", "text", "unresolved", "want_words")
+                 "skip_quotes", "skip_unset", "text", "unresolved", "want_words")
 
     def __init__(self, text: str, lookup: Lookup, escape: str, *, raw_quotes: bool,
                  raw_escapes: bool, keep_dollar: bool = False) -> None:
@@ -113,6 +113,8 @@ class _Lexer:
         self.skip_unset = False
         #: whether the blank-split words are wanted (ProcessWords), not only the text
         self.want_words = False
+        #: SkipProcessQuotes: quotes are plain characters (``$`` inside them substituted)
+        self.skip_quotes = False
         self.unresolved: list[str] = []
 
     def peek(self) -> str:
@@ -148,6 +150,11 @@ class _Lexer:
             if stop and ch == stop:
                 self.i += 1
                 return "".join(result), w.done()
+            if ch in "'\"" and self.skip_quotes:
+                self.i += 1
+                w.add_char(ch)
+                result.append(ch)
+                continue
             if ch in "$<'\"":
                 tmp = self._special(ch)
                 result.append(tmp)
@@ -485,6 +492,21 @@ def process_word(text: str, lookup: Lookup, escape: str = "\\") -> Expansion:
     """BuildKit's ProcessWord: *text* substituted, quotes removed and escapes applied, as
     ``FROM``, ``ARG``, ``ENV``, ``WORKDIR``... values are."""
     return _run(text, lookup, escape, raw=False)
+
+
+def expand_heredoc(text: str, lookup: Lookup) -> Expansion:
+    """A ``COPY``/``ADD`` heredoc's body as BuildKit writes it when its terminator is not
+    quoted (ExpandRaw): ``$`` substituted everywhere, quotes included (SkipProcessQuotes),
+    the ``\\`` escape applied whatever ``# escape=`` says, a name without a value empty."""
+    if _PLAIN.fullmatch(text):
+        return Expansion(text)
+    lex = _Lexer(text, lookup, "\\", raw_quotes=False, raw_escapes=False)
+    lex.skip_quotes = True
+    try:
+        value = lex.stop_on(_EOF, False)[0]
+    except WordError as e:
+        return Expansion("", lex.unresolved, str(e))
+    return Expansion(value, lex.unresolved)
 
 
 def split_words(text: str, escape: str = "\\") -> list[str]:
