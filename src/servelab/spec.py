@@ -741,7 +741,7 @@ def _normalise_native(spec: dict[str, Any]) -> dict[str, Any]:
 
 def check_file(path: Path, document: str | None = None) -> Checked:
     """Read, select and validate the experiment in *path*. InputError for unreadable input."""
-    docs = yamlsafe.load_file(path)
+    docs = yamlsafe.load_file(path, what="YAML experiment file")
     doc = select_document(docs, str(path), document)
     return check_document(doc, str(path))
 

@@ -357,7 +357,8 @@ def _encoding_error(raw: bytes, name: str, what: str, hint: str) -> InputError |
     if nul >= 0:
         return InputError(
             f"binary file, not a {what} (contains NUL bytes)", file=name,
-            line=raw.count(b"\n", 0, nul) + 1, hint=f"pass the {what} itself, as UTF-8 text",
+            line=raw.count(b"\n", 0, nul) + 1, column=nul - raw.rfind(b"\n", 0, nul),
+            hint=f"pass the {what} itself, as UTF-8 text",
         )
     return None
 

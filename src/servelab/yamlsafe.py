@@ -326,6 +326,27 @@ def _mark_error(name: str, e: yaml.MarkedYAMLError, text: str) -> InputError:
     )
 
 
+def _reader_error(name: str, e: yaml.reader.ReaderError, text: str) -> InputError:
+    """A character YAML does not allow (a control character but tab and line breaks, U+FFFE,
+    U+FFFF, ...) at its line and column. Every occurrence of such a character is refused, so
+    its first one in *text* is the one the reader met (libyaml counts bytes, PyYAML code
+    points: neither position is used)."""
+    char = chr(e.character) if isinstance(e.character, int) else str(e.character or "")
+    at = text.find(char) if char else -1
+    line = column = None
+    if at >= 0:
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
+    code = f"U+{ord(char):04X}" if len(char) == 1 else "a character"
+    return InputError(
+        f"{code} is not allowed in YAML (a YAML file holds no control character but tab and "
+        "line breaks, and no noncharacter, not even quoted)",
+        file=name, line=line, column=column,
+        hint=f"remove it, or write it as an escape inside double quotes (\"\\u{ord(char):04x}\")"
+        if len(char) == 1 else "remove it",
+    )
+
+
 _COLLECTION_TAGS = frozenset(
     f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "set", "omap", "pairs")
 )
@@ -378,6 +399,8 @@ def load_documents(text: str, name: str) -> list[Document]:
             docs.append(doc)
     except yaml.MarkedYAMLError as e:
         raise _mark_error(name, e, text) from e
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(name, e, text) from e
     except yaml.YAMLError as e:
         raise InputError(f"malformed YAML: {e}", file=name,
                          hint=HELM_HINT if _looks_like_helm(text) else None) from e
@@ -388,9 +411,11 @@ def load_documents(text: str, name: str) -> list[Document]:
     return docs
 
 
-def load_file(path: Path, *, max_bytes: int | Limit = TEXT_BYTES) -> list[Document]:
-    """Read and parse *path*; an empty or comment-only file is an error."""
-    text = read_text(path, max_bytes=max_bytes)
+def load_file(path: Path, *, max_bytes: int | Limit = TEXT_BYTES,
+              what: str = "YAML file") -> list[Document]:
+    """Read and parse *path* (*what* names it in errors: "binary file, not a YAML experiment
+    file"); an empty or comment-only file is an error."""
+    text = read_text(path, max_bytes=max_bytes, what=what)
     docs = load_documents(text, str(path))
     if not docs:
         raise InputError(

@@ -82,3 +82,25 @@ def test_a_bomb_names_the_line_of_the_alias_that_crosses_the_cap() -> None:
         load_documents(text, "f.yaml")
     assert "billion laughs" in e.value.message and "across" not in e.value.message
     assert e.value.line == 6  # the first "- *e": 123 000 written before it, 234 000 after
+
+
+# ------------------------------------------------------------ characters YAML refuses
+
+@pytest.mark.parametrize(("text", "code", "line", "column"), [
+    ("a: 1\nb: x\x07y\n", "U+0007", 2, 5),
+    ("a: 1\nb: 'é\x1b[31m'\n", "U+001B", 2, 6),
+    ("a: 1\nb: ok\nc: \"\ufffe\"\n", "U+FFFE", 3, 5),
+])
+def test_a_character_yaml_refuses_is_named_at_its_line(
+        text: str, code: str, line: int, column: int) -> None:
+    with pytest.raises(InputError) as e:
+        load_documents(text, "f.yaml")
+    assert f"f.yaml:{line}:{column}: {code} is not allowed in YAML" in e.value.message
+    assert (e.value.file, e.value.line, e.value.column) == ("f.yaml", line, column)
+    assert "in \"<unicode string>\"" not in e.value.message
+    assert e.value.hint and "escape" in e.value.hint
+
+
+def test_the_same_characters_written_as_escapes_are_text() -> None:
+    [doc] = load_documents('a: "x\\u0007y\\x1b"\nb: "tab\tok"\n', "f.yaml")
+    assert doc.data == {"a": "x\x07y\x1b", "b": "tab\tok"}

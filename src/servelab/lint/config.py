@@ -127,7 +127,7 @@ def _table(data: dict[str, Any], keys: tuple[str, ...], path: Path) -> Any:
 def _from_yaml(path: Path, known: set[str]) -> LintConfig | None:
     from servelab import yamlsafe
 
-    docs = yamlsafe.load_file(path)
+    docs = yamlsafe.load_file(path, what="lint settings file")
     data = docs[0].data
     if not isinstance(data, dict):
         raise InputError("expected a mapping at the top", file=str(path), line=docs[0].line)
