@@ -28,7 +28,11 @@ An experiment is one YAML document in one of two forms, validated by one JSON Sc
 * **ConfigMap**: `apiVersion: v1`, `kind: ConfigMap`, whose `data` holds `change`, `fixed`,
   `metrics`, `repeats` as strings (Kubernetes requires string values: `repeats: "3"`), and
   optionally `spec.yaml`, a YAML string with the rest of the native `spec`. Keys of your own
-  must start with `x-`.
+  must start with `x-`. `repeats` is a whole number from 1 to 50 in quotes (`"3"`; the
+  native form's `repeats` has the same range); another value is reported at its own line.
+
+`servelab validate` reports every unknown key of a mapping, each at its own line with the
+keys allowed there (and the closest one: `repeat` → `repeats`), not only the first.
 
 In a multi-document file the experiment is the native document, or the ConfigMap labelled or
 annotated `servelab.dev/experiment: "true"`, or else the one ConfigMap with a `change` key;

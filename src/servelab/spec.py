@@ -298,22 +298,30 @@ def _suggest(word: str, options: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _explain(err: Any) -> tuple[str, str | None, tuple[Any, ...], bool]:
-    """(message, fix, path to point at, point at key) for one jsonschema error."""
-    path = tuple(err.absolute_path)
-    v = err.validator
-    if v == "additionalProperties" and isinstance(err.instance, dict):
+_Explained = tuple[str, str | None, tuple[Any, ...], bool]
+
+
+def _explain_each(err: Any) -> list[_Explained]:
+    """What :func:`_explain` says, once for each unknown key of an additionalProperties
+    error (jsonschema gives one error for all of a mapping's unknown keys: each is reported
+    at its own line)."""
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
         patterns = list(err.schema.get("patternProperties", {}))
         extra = [k for k in err.instance
                  if k not in allowed and not any(re.search(p, k) for p in patterns)]
-        key = extra[0] if extra else ""
-        return (
-            f"unknown key {key!r}{_suggest(key, allowed)}",
-            "allowed keys here: " + ", ".join(allowed),
-            (*path, key),
-            True,
-        )
+        return [(f"unknown key {key!r}{_suggest(key, allowed)}",
+                 "allowed keys here: " + ", ".join(allowed),
+                 (*err.absolute_path, key), True) for key in extra or [""]]
+    return [_explain(err)]
+
+
+def _explain(err: Any) -> _Explained:
+    """(message, fix, path to point at, point at key) for one jsonschema error."""
+    path = tuple(err.absolute_path)
+    v = err.validator
+    if v == "additionalProperties" and isinstance(err.instance, dict):
+        return _explain_each(err)[0]
     if v == "type":
         fix = None
         if len(path) >= 1 and "data" in path[:1] and err.validator_value == "string":
@@ -608,8 +616,7 @@ def _schema_findings(
     errors = sorted(validator("experiment", pointer).iter_errors(data), key=lambda e: list(
         map(str, e.absolute_path)
     ))
-    for err in errors:
-        msg, fix, path, at_key = _explain(err)
+    for msg, fix, path, at_key in (each for err in errors for each in _explain_each(err)):
         full = (*prefix, *path)
         if line_offset is None:
             pos = doc.key_position(full) if at_key else doc.position(full)
