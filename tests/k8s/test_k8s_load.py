@@ -19,7 +19,11 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "k8s"
         ("amd.com/gpu", True),
         ("nvidia.com/mig-1g.10gb", True),
         ("cpu", False),
-        ("nvidia.com/gpu.shared", False),
+        # NVIDIA's device plugin advertises shared (time-sliced) GPUs as nvidia.com/gpu.shared
+        # (renameByDefault) and any name its sharing config's `rename` gives
+        ("nvidia.com/gpu.shared", True),
+        ("nvidia.com/gpu-all", True),
+        ("nvidia.com/gpumem", False),  # HAMi's GPU memory, next to nvidia.com/gpu
         ("example.com/foo", False),
     ],
 )

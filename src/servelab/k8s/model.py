@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from servelab.k8s.imagefiles import ImageFiles
     from servelab.k8s.provenance import ImageHistory
 
-#: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices.
-_GPU_RESOURCE = re.compile(r"^[^/\s]+/gpu$|^nvidia\.com/mig-[\w.-]+$")
+#: A resource name that is a GPU: ``nvidia.com/gpu``, ``amd.com/gpu``, NVIDIA MIG slices, and
+#: the names NVIDIA's device plugin gives shared or renamed GPUs (``nvidia.com/gpu.shared``,
+#: a ``rename`` of its sharing config such as ``nvidia.com/gpu-all``).
+_GPU_RESOURCE = re.compile(r"^[^/\s]+/gpu$|^nvidia\.com/mig-[\w.-]+$|^nvidia\.com/gpu[.-][\w.-]+$")
 
 
 def is_gpu_resource(name: str) -> bool:

@@ -126,6 +126,33 @@ def serve_model_args(obj: K8sObject) -> list[tuple[str, int]]:
     for i, app in enumerate(as_list(as_dict(serve.doc.data).get("applications"))):
         out += [(v, serve.line(p)) for v, p in _model_values(as_dict(app).get("args"),
                                                               ("applications", i, "args"))]
+        for j, dep in enumerate(as_list(as_dict(app).get("deployments"))):
+            # a deployment's user_config (engine_args.model of a vLLM deployment)
+            out += [(v, serve.line(p)) for v, p in _model_values(
+                as_dict(dep).get("user_config"), ("applications", i, "deployments", j,
+                                                  "user_config"))]
+    return out
+
+
+def serve_gpu_asks(obj: K8sObject) -> list[tuple[str, int]]:
+    """(deployment, file line) of each Serve deployment of a RayService whose
+    ``ray_actor_options.num_gpus`` is above 0: its replicas need a GPU in the cluster."""
+    serve = embedded(obj, ("spec", "serveConfigV2")) if obj.kind == "RayService" else None
+    if serve is None:
+        return []
+    out: list[tuple[str, int]] = []
+    for i, app in enumerate(as_list(as_dict(serve.doc.data).get("applications"))):
+        for j, dep in enumerate(as_list(as_dict(app).get("deployments"))):
+            gpus = as_dict(as_dict(dep).get("ray_actor_options")).get("num_gpus")
+            try:
+                asks = float(gpus) > 0 if gpus is not None and not isinstance(gpus, bool) \
+                    else False
+            except (TypeError, ValueError):
+                asks = False
+            if asks:
+                path = ("applications", i, "deployments", j, "ray_actor_options", "num_gpus")
+                out.append((f"{as_dict(dep).get('name') or j} num_gpus {gpus}",
+                            serve.line(path)))
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
+from servelab.k8s.rayenv import serve_gpu_asks
 from servelab.k8s.roles import no_model
 from servelab.k8s.rules.model_source import model_refs
 from servelab.k8s.rules.pod import env_path
@@ -82,7 +83,29 @@ def gpu_limit(w: Workload, ctx: Context) -> Iterator[Finding]:
     c = w.serving
     if not c.gpu_resources() and w.serves and w.part != "head" and not w.template and not (
             c.inherits("resources")) and no_model(w, c, ctx) is None:
-        yield from _no_gpu(w, c, ctx)
+        ray = list(_ray_gpu_asks(w, c, ctx))
+        yield from ray or _no_gpu(w, c, ctx)
+
+
+def _ray_gpu_asks(w: Workload, c: Container, ctx: Context) -> Iterator[Finding]:
+    """A RayService whose Serve deployments ask for GPUs (``ray_actor_options.num_gpus``) while
+    no pod of its cluster requests one: the replicas never start. Said once, at the first
+    worker group."""
+    if w.kind != "RayService" or not (w.part or "").startswith("worker group"):
+        return
+    asks = serve_gpu_asks(w.obj)
+    siblings = [o for o in ctx.inventory.workloads if o.obj is w.obj]
+    if not asks or any(o.is_gpu for o in siblings):
+        return
+    if next(o for o in siblings if (o.part or "").startswith("worker group")) is not w:
+        return
+    what, line = asks[0]
+    yield hit("gpu-limit", w, f"the Serve deployment {what} (serveConfigV2, line {line}) asks "
+              f"for a GPU, but no pod of the Ray cluster requests one ({c.name!r} of "
+              f"{w.part} requests no nvidia.com/gpu): its replicas never start",
+              (*c.path, "resources", "limits"), container=c,
+              fix="set resources.limits.nvidia.com/gpu on the worker group that should run the "
+              "GPU replicas (and rayStartParams num-gpus if it is not detected)")
 
 
 def _node_keys(w: Workload) -> list[str]:

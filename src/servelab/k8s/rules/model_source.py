@@ -111,9 +111,23 @@ def _command_refs(cmd: Command) -> Iterator[ModelRef]:
         yield ModelRef(value, path, cmd.obj, line, cmd.note)
 
 
+def _entrypoint_model(w: Workload, c: Container) -> list[ModelRef]:
+    """vLLM's image runs ``vllm serve`` as its ENTRYPOINT: with no ``command``, a first
+    ``args`` word that is no flag is the model (``args: [org/model, --port=8000]``)."""
+    args = as_list(c.data.get("args"))
+    server = known_server(str(c.data.get("image") or ""), [])
+    if "command" in c.data or not args or server is None or server.name != "vLLM":
+        return []
+    first = str(args[0])
+    if first.startswith("-") or first in ("serve", "vllm") or " " in first:
+        return []
+    return [ModelRef(first, (*c.path, "args", 0))]
+
+
 def model_refs(w: Workload, c: Container, ctx: Context) -> list[ModelRef]:
     """Every place that names the model the container loads, variables resolved."""
     refs = [r for cmd in container_commands(w, c, ctx.inventory) for r in _command_refs(cmd)]
+    refs += _entrypoint_model(w, c)
     env = env_values(w, c, ctx.inventory)
     refs += [ModelRef(env[n], env_path(c, n)) for n in MODEL_ENV if env.get(n)]
     if c is w.serving and w.kind == "RayService" and ctx.leads(w):
@@ -138,9 +152,10 @@ def kind_of(value: str) -> str:
     scheme = value.split("://", 1)[0].lower() if "://" in value else ""
     if scheme:
         return {"pvc": "mounted", "oci": "image"}.get(scheme, "remote")
-    # a hub id, or one with a quantization tag (llama.cpp's -hf org/model-GGUF:Q4_K_M)
-    return "hub" if re.fullmatch(r"[\w.-]+(/[\w.-]+)?|[\w.-]+/[\w.-]+:[\w.-]+", value) \
-        else "unresolved"
+    # a hub id, or one with a quantization tag (llama.cpp's -hf org/model-GGUF:Q4_K_M), or
+    # with a placeholder owner (<your-hf-user>/model): a hub repository either way
+    return "hub" if re.fullmatch(r"[\w.-]+(/[\w.-]+)?|[\w.-]+/[\w.-]+:[\w.-]+|"
+                                 r"<[\w .-]+>/[\w.-]+", value) else "unresolved"
 
 
 def loads_model(w: Workload) -> bool:
@@ -326,6 +341,14 @@ def _local(w: Workload, c: Container, local: list[str], fetched: bool,  # noqa: 
         return
     store = writable_store(w, c)
     for i, m in mounts:
+        if local and not self_fetched and _unfilled(w, c, m) and not (
+                store is not None and covers(str(m.get("mountPath", "")), store[1])) and not any(
+                covers(str(m.get("mountPath", "")), p) for p in caches):
+            yield hit("model-mount", w, f"model path {local[0]} is on the emptyDir "
+                      f"{m.get('name')!r}, which nothing in the pod fills (no init container, "
+                      "sidecar, start script or hook writes to it): the server starts without "
+                      "the model", (*c.path, "volumeMounts", i), container=c, fix=ALTERNATIVES)
+            continue
         if self_fetched or m.get("readOnly") is True or is_read_only_source(
                 as_dict(w.volume(m.get("name")))):
             continue
@@ -338,6 +361,16 @@ def _local(w: Workload, c: Container, local: list[str], fetched: bool,  # noqa: 
                   "mounted writable: the server could change the weights it was tested with",
                   (*c.path, "volumeMounts", i), container=c,
                   fix="set readOnly: true on the model's volumeMount")
+
+
+def _unfilled(w: Workload, c: Container, mount: dict[str, Any]) -> bool:
+    """An emptyDir volume that no other container of the pod (an init container, a sidecar)
+    mounts: it starts empty, and only the server itself could write to it."""
+    name = mount.get("name")
+    if "emptyDir" not in w.volume(name):
+        return False
+    return not any(m.get("name") == name for o in (*w.init_containers, *w.containers)
+                   if o is not c for _, m in o.mounts)
 
 
 def writable_store(w: Workload, c: Container) -> tuple[str, str] | None:

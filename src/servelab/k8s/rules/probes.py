@@ -11,6 +11,7 @@ from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.measured import Measured
 from servelab.k8s.model import Container, Workload, as_dict, as_int, as_list
 from servelab.k8s.roles import no_model, no_traffic, role
+from servelab.k8s.script import container_commands, env_values
 from servelab.k8s.selectors import service_selects
 from servelab.k8s.servers import known_server
 
@@ -202,6 +203,79 @@ def _unknown_port(w: Workload, c: Container, kind: str) -> Iterator[Finding]:
               fix=f"name the containerPort {port!r} in ports, or give the port number")
 
 
+#: Flags that set the port a server answers HTTP on (vLLM, SGLang, TGI, llama.cpp: --port;
+#: Triton: --http-port; TF Serving: --rest_api_port; LMDeploy: --server-port).
+LISTEN_FLAGS = ("--port", "--http-port", "--http_port", "--rest_api_port", "--rest-api-port",
+                "--server-port", "--server_port")
+#: The HTTP port of a known server when no flag says (servelab.k8s.servers names them).
+DEFAULT_PORTS = {"vLLM": 8000, "NVIDIA Triton Inference Server": 8000, "llama.cpp server": 8080,
+                 "Ollama": 11434, "SGLang": 30000}
+
+
+def _flag_port(words: tuple[str, ...]) -> tuple[int, str] | None:
+    """The port a listen flag of *words* gives, and the flag as written."""
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if flag in LISTEN_FLAGS:
+            port = as_int(value if eq else (words[i + 1] if i + 1 < len(words) else ""))
+            return (port, f"{flag} {port}") if port is not None else None
+    return None
+
+
+def listen_port(w: Workload, c: Container, ctx: Context) -> tuple[int, str] | None:
+    """The port the serving container's server answers HTTP on, and how that is known: a flag
+    of the command that runs the server (``--port``, Triton's ``--http-port``), a variable
+    (``LLAMA_ARG_PORT``, ``OLLAMA_HOST``), or the default of a known server; None when unknown."""
+    image = str(c.data.get("image") or "")
+    commands = [cmd.words for cmd in container_commands(w, c, ctx.inventory) if cmd.words]
+    for words in commands:  # the command that runs the server, or args given to the image's
+        if known_server("", list(words)) is not None or words[0].startswith("-"):
+            found = _flag_port(words)
+            if found is not None:
+                return found[0], f"its {found[1]}"
+    env = env_values(w, c, ctx.inventory)
+    server = known_server(image, [x for words in commands for x in words])
+    if server is None:
+        return None
+    if server.name == "llama.cpp server" and as_int(env.get("LLAMA_ARG_PORT")) is not None:
+        return as_int(env["LLAMA_ARG_PORT"]) or 0, "LLAMA_ARG_PORT"
+    if server.name == "Ollama" and "OLLAMA_HOST" in env:
+        port = as_int(env["OLLAMA_HOST"].rsplit(":", 1)[-1]) if ":" in env["OLLAMA_HOST"] \
+            else None
+        return (port, "OLLAMA_HOST") if port is not None else None
+    if server.name in DEFAULT_PORTS and not any(_flag_port(words) for words in commands):
+        return DEFAULT_PORTS[server.name], f"{server.name}'s default, no port flag"
+    return None
+
+
+def _declared(c: Container) -> set[int]:
+    return {n for p in as_list(c.data.get("ports"))
+            if (n := as_int(as_dict(p).get("containerPort"))) is not None}
+
+
+def _probe_port(w: Workload, c: Container, kind: str, ctx: Context) -> Iterator[Finding]:
+    """An httpGet probe on a port the server does not answer on: another port than the one
+    its command or its known default says, or a port only a sidecar declares."""
+    probe = _probe(c, kind)
+    http = as_dict(probe.get("httpGet")) if probe is not None else {}
+    port = c.port_number(http.get("port")) if http else None
+    if port is None:
+        return
+    sidecars = {n: o.name for o in w.containers if o is not c for n in _declared(o)}
+    listen = listen_port(w, c, ctx)
+    at = (*c.path, kind, "httpGet", "port")
+    if listen is not None and port != listen[0]:
+        whose = f", a port of the sidecar {sidecars[port]!r}" if port in sidecars else ""
+        yield hit("probe-target", w, f"{kind} GETs port {port}{whose}, but the server answers "
+                  f"HTTP on {listen[0]} ({listen[1]}): the probe never passes", at, container=c,
+                  severity=Severity.ERROR, fix=f"set {kind}.httpGet.port: {listen[0]}")
+    elif listen is None and port in sidecars and port not in _declared(c):
+        yield hit("probe-target", w, f"{kind} GETs port {port}, which the sidecar "
+                  f"{sidecars[port]!r} declares, not the serving container {c.name!r}: it "
+                  "checks the sidecar, not the server", at, container=c,
+                  fix=f"point {kind}.httpGet.port at the serving container's port")
+
+
 def _selecting_services(w: Workload, ctx: Context) -> list[str]:
     return [svc.ref for svc in ctx.inventory.services if svc.same_namespace(w.obj)
             and service_selects(as_dict(svc.data.get("spec")).get("selector"), w.pod_labels)]
@@ -252,6 +326,7 @@ def probe_target(w: Workload, ctx: Context) -> Iterator[Finding]:
     measured_port = ctx.measured is not None and ctx.measured.port is not None
     for kind in ("livenessProbe",) if measured_port else PROBES:
         yield from _unknown_port(w, c, kind)
+        yield from _probe_port(w, c, kind, ctx)
     liveness = _probe(c, "livenessProbe")
     if liveness is not None and readiness is not None and (
             effective(c, liveness) == effective(c, readiness)):
