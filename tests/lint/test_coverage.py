@@ -258,3 +258,35 @@ def test_a_fully_read_file_passes(write_dockerfile) -> None:  # type: ignore[no-
     report = _lint(_app(write_dockerfile, {"app/main.py": "app = object()\n"}))
     assert not report.coverage and report.verdict() == "passed"
     assert "checked, no findings" in get_reporter("text").render(report)
+
+
+# -- RUN --mount=type=bind,from=<stage or image> --------------------------------------------
+BIND_FETCH = "wget -O /srv/model.safetensors https://example.com/org/model.safetensors\n"
+
+
+@pytest.mark.parametrize(
+    ("stage", "mount"),
+    [
+        ("RUN printf 'wget x' > /opt/fetch.sh\n", "from=tools,source=/opt/fetch.sh"),
+        ("", "from=registry.example/tools:1,source=/opt/fetch.sh"),
+    ],
+    ids=["stage-run-made", "image"],
+)
+def test_a_bind_from_an_unread_source_is_a_note(write_dockerfile, stage: str,  # type: ignore[no-untyped-def]
+                                               mount: str) -> None:
+    df = write_dockerfile(f"{HEAD.strip()} AS tools\n{stage}{HEAD}"
+                          f"RUN --mount=type=bind,{mount},target=/x sh /x\n{TAIL}"
+                          'CMD ["python", "-m", "server"]\n')
+    report = _lint(df)
+    assert _has(report, "/x", "bind-mounts it from", "/opt/fetch.sh", "not judged")
+    assert report.coverage[0].line == (4 if stage else 3)  # the RUN's line
+
+
+def test_a_bind_from_a_stage_copy_is_followed(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = write_dockerfile(f"{HEAD.strip()} AS tools\nCOPY fetch.sh /opt/fetch.sh\n{HEAD}"
+                          "RUN --mount=type=bind,from=tools,source=opt/fetch.sh,target=/x "
+                          f'sh /x\n{TAIL}CMD ["python", "-m", "server"]\n',
+                          {"fetch.sh": BIND_FETCH})
+    report = _lint(df)
+    assert report.coverage == []
+    assert [(f.rule_id, f.line) for f in report.findings] == [("weights-baked", 4)]

@@ -56,6 +56,7 @@ class StageState(Record):
         "env",
         "files",
         "healthcheck",
+        "unread_binds",
         "user",
         "workdir",
         "workdirs",
@@ -84,6 +85,9 @@ class StageState(Record):
         self.dirs: list[tuple[str, Path, Instruction]] = [] if dirs is None else dirs
         #: workdir in effect at each instruction line
         self.workdirs: dict[int, str] = {} if workdirs is None else workdirs
+        #: a RUN's bind mounts from another stage or an image whose files are not known:
+        #: image path -> (what is mounted there, the RUN), for a coverage note
+        self.unread_binds: dict[str, tuple[str, Instruction]] = {}
 
     def lookup(self, name: str) -> str | None:
         if name in self.env:
@@ -325,22 +329,53 @@ class Analysis:
         state.files[target] = FileSource(target, ins, context_path=ctx)
 
     def with_binds(self, state: StageState, ins: Instruction) -> StageState:
-        """*state* plus what a RUN's ``--mount=type=bind`` mounts from the build context
-        (``source=`` to ``target=``), so that a script run from the mount can be read."""
+        """*state* plus what a RUN's ``--mount=type=bind`` mounts (``source=`` to
+        ``target=``): from the build context, or from an earlier stage's files whose
+        origin is known (``from=<stage>``: a file it copied from the context or wrote from a
+        heredoc), so that a script run from the mount can be read. A bind from an image, or
+        of a stage's file made by its RUNs, is kept in ``unread_binds``."""
         binds = []
         for opts in ins.mounts():
-            if opts["type"] == "bind" and "from" not in opts:
-                src = opts.get("source") or opts.get("src") or "."
-                dst = opts.get("target") or opts.get("dst") or opts.get("destination")
-                if dst:
-                    binds.append((src, image_path(dst, state.workdir)))
+            dst = opts.get("target")
+            if opts["type"] == "bind" and dst:
+                binds.append((opts.get("source") or ".", image_path(dst, state.workdir),
+                              opts.get("from")))
         if not binds:
             return state
-        out = state.copy(files=dict(state.files), dirs=list(state.dirs))
-        for src, dst in binds:
-            for ctx in self.context_matches(src):
-                self._map(out, ins, ctx, dst, False)
+        out = state.copy(files=dict(state.files), dirs=list(state.dirs),
+                         unread_binds=dict(state.unread_binds))
+        for src, dst, ref in binds:
+            if ref is None:
+                for ctx in self.context_matches(src):
+                    self._map(out, ins, ctx, dst, False)
+            elif not self._bind_from(out, ins, src, dst.rstrip("/") or "/", ref):
+                stage = self.df.stage_by_ref(ref)
+                what = f"stage {stage.label}" if stage is not None else f"image {ref}"
+                out.unread_binds[dst.rstrip("/") or "/"] = (
+                    f"{what}'s {posixpath.normpath('/' + src.lstrip('/'))}", ins)
         return out
+
+    def _bind_from(self, out: StageState, ins: Instruction, src: str, dst: str,
+                   ref: str) -> bool:
+        """Map the bind of *src* from the stage *ref* at *dst*, when that stage's file (or
+        folder) comes from the build context or a heredoc."""
+        from servelab.lint import follow
+
+        stage = self.df.stage_by_ref(ref)
+        if stage is None:
+            return False
+        path = posixpath.normpath("/" + src.lstrip("/"))
+        found = follow.source(self, path, stage)
+        if found is not None:
+            out.files[dst] = found._replace(image_path=dst)
+            return True
+        for img_dir, ctx_dir, _copy in reversed(self.state(stage).dirs):
+            if path == img_dir or path.startswith(img_dir.rstrip("/") + "/"):
+                sub = ctx_dir / path[len(img_dir):].lstrip("/")
+                if sub.is_dir():
+                    out.dirs.append((dst, sub, ins))
+                    return True
+        return False
 
     # -- files -----------------------------------------------------------------------
     def source_of(self, path: str, state: StageState) -> FileSource | None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from servelab.lint import follow
-from servelab.lint.coverage import bound
+from servelab.lint.coverage import CoverageNote, bound
 from servelab.lint.image import Analysis, FileSource, StageState
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.parse import Instruction, Stage
@@ -190,12 +190,29 @@ def _run_by(ctx: Context, cmd: SimpleCommand, state: StageState, stage: Stage | 
         src = ctx.analysis.source_of(path, state) if path else None
         if src is None and path and stage is not None:
             src = follow.source(ctx.analysis, path, stage)
+        if src is None and path:
+            _unread_bind(ctx, state, path)
         if src is None or src.image_path in seen or not _in_context(ctx, src):
             continue
         seen.add(src.image_path)
         content = Analysis.read(src, ctx.analysis.coverage)
         if content is not None:
             yield src, content
+
+
+def _unread_bind(ctx: Context, state: StageState, path: str) -> None:
+    """A coverage note when *path*, a file a command runs, lies in a RUN's bind mount from
+    an image or from a stage file servelab does not know the content of."""
+    for target, (what, ins) in state.unread_binds.items():
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            inner = path[len(target):].lstrip("/")
+            shown = f"{what}/{inner}" if inner else what
+            ctx.analysis.coverage.add(CoverageNote(
+                path, f"the RUN at line {ins.line} bind-mounts it from {shown}, which "
+                "servelab does not read (only files the Dockerfile copies from the build "
+                "context or writes in a heredoc are known), so what it runs was not judged",
+                line=ins.line))
+            return
 
 
 #: programs that run the script named by their first operand

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "port: 8000" > /srv/config.yaml
