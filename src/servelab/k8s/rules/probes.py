@@ -226,6 +226,8 @@ def listen_port(w: Workload, c: Container, ctx: Context) -> tuple[int, str] | No
     """The port the serving container's server answers HTTP on, and how that is known: a flag
     of the command that runs the server (``--port``, Triton's ``--http-port``), a variable
     (``LLAMA_ARG_PORT``, ``OLLAMA_HOST``), or the default of a known server; None when unknown."""
+    if w.kind.startswith("Ray"):
+        return None  # Ray runs the pod (dashboard agent, Serve proxy), not the image's server
     image = str(c.data.get("image") or "")
     commands = [cmd.words for cmd in container_commands(w, c, ctx.inventory) if cmd.words]
     for words in commands:  # the command that runs the server, or args given to the image's
@@ -243,7 +245,8 @@ def listen_port(w: Workload, c: Container, ctx: Context) -> tuple[int, str] | No
         port = as_int(env["OLLAMA_HOST"].rsplit(":", 1)[-1]) if ":" in env["OLLAMA_HOST"] \
             else None
         return (port, "OLLAMA_HOST") if port is not None else None
-    if server.name in DEFAULT_PORTS and not any(_flag_port(words) for words in commands):
+    flagged = any(w.partition("=")[0] in LISTEN_FLAGS for words in commands for w in words)
+    if server.name in DEFAULT_PORTS and not flagged:  # a flag whose value is unknown: unknown
         return DEFAULT_PORTS[server.name], f"{server.name}'s default, no port flag"
     return None
 
