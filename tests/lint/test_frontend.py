@@ -382,3 +382,30 @@ def test_copy_heredoc_written_expanded_unless_quoted(tmp_path: Path) -> None:
     state = analysis.state()
     assert state.files["/a.sh"].inline == "get https://h/m\n"
     assert state.files["/b.sh"].inline == "get $U\n"
+
+
+def test_bind_mount_source_and_target_take_arg_values(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "fetch.sh").write_text("true\n")
+    df = parse.build(Path("D"), "D", "FROM a\nARG T=/mnt/t S=tools\n"
+                     "RUN --mount=Type=Bind,Source=${S},Dst=${T} sh /mnt/t/fetch.sh\n")
+    analysis = Analysis(df, tmp_path)
+    run = df.final.instructions[-1]
+    state = analysis.with_binds(analysis.state(), run)
+    found = analysis.source_of("/mnt/t/fetch.sh", state)
+    assert found is not None and found.context_path == tmp_path / "tools" / "fetch.sh"
+
+
+@pytest.mark.parametrize(("syntax", "noted"), [
+    ("", {"ADD --exclude", "COPY --exclude", "COPY --parents"}),
+    ("# syntax=docker/dockerfile:1.18\n", {"ADD --exclude", "COPY --exclude", "COPY --parents"}),
+    ("# syntax=docker/dockerfile:1.19\n", {"COPY --parents"}),
+    ("# syntax=docker/dockerfile:1.7-labs\n", set()),
+    ("# syntax=docker/dockerfile:1.6-labs\n", {"ADD --exclude", "COPY --exclude",
+                                               "COPY --parents"}),
+    ("# syntax=docker/dockerfile:1\n", set()), ("# syntax=docker/dockerfile:1.20\n", set()),
+])
+def test_exclude_and_parents_notes_for_older_builders(syntax: str, noted: set[str]) -> None:
+    text = syntax + "FROM a\nADD --exclude=*.bin x /x\nCOPY --parents --exclude=a y /y\n"
+    notes = frontend.parse(text).notes
+    assert {what.split(":", 1)[0] for _n, what in notes} == noted

@@ -400,7 +400,18 @@ def _directive_needs(r: _Reader) -> None:
 
 #: what an older frontend does instead, by the first version that reads the form
 _INSTEAD = {8: "stops reading parser directives at # check= and ignores the ones after it",
-            16: "runs the heredoc's body lines as instructions"}
+            16: "runs the heredoc's body lines as instructions",
+            19: "refuses the flag (unknown flag: --exclude)",
+            20: "refuses the flag (unknown flag: --parents)"}
+#: the flags of COPY/ADD a later frontend added, and the 1.x minor version that reads them
+#: (both in the labs channel since 1.7-labs)
+_NEW_FLAGS = {"--exclude": 19, "--parents": 20}
+_LABS_SINCE = {19: 7, 20: 7}
+
+
+def _labs(found: list[Directive]) -> bool:
+    syntax = next((d.value for d in found if d.name == "syntax"), "")
+    return syntax.split("@", 1)[0].strip().endswith("-labs")
 
 
 def _frontend_minor(found: list[Directive]) -> int | None:
@@ -420,9 +431,11 @@ def _frontend_minor(found: list[Directive]) -> int | None:
 
 def _notes(r: _Reader) -> list[tuple[int, str]]:
     minor = _frontend_minor(r.d.found)
+    labs = _labs(r.d.found)
     out = []
     for line, needed, what in r.needs:
-        if minor is not None and minor >= needed:
+        if minor is not None and (minor >= needed or (
+                labs and minor >= _LABS_SINCE.get(needed, needed))):
             continue
         out.append((line, f"{what}: read by the Dockerfile frontend 1.{needed} and later "
                           f"(or with # syntax=docker/dockerfile:1); an older builder "
@@ -488,6 +501,10 @@ class _Reader:
                 "\n" if heredocs else "")
             if heredocs and _BLANK_HEREDOC.search(line):
                 self.needs.append((start, 16, "a heredoc with a blank after <<"))
+        if kind in {"add", "copy"}:
+            for flag in dict.fromkeys(f.split("=", 1)[0] for f in node.flags):
+                if flag in _NEW_FLAGS:
+                    self.needs.append((start, _NEW_FLAGS[flag], f"{kind.upper()} {flag}"))
         return Command(node.cmd.upper(), node.sub_cmd.upper() if node.sub_cmd else None,
                        node.json, original, start, self.i, tuple(node.flags),
                        tuple(node.values), heredocs)

@@ -335,11 +335,11 @@ class Analysis:
         heredoc), so that a script run from the mount can be read. A bind from an image, or
         of a stage's file made by its RUNs, is kept in ``unread_binds``."""
         binds = []
-        for opts in ins.mounts():
-            dst = opts.get("target")
-            if opts["type"] == "bind" and dst:
-                binds.append((opts.get("source") or ".", image_path(dst, state.workdir),
-                              opts.get("from")))
+        for opts in ins.mounts():  # source= and target= take ARG/ENV values, as in BuildKit
+            dst = self._value(state, opts.get("target", ""))
+            src = self._value(state, opts.get("source") or ".")
+            if opts["type"] == "bind" and dst and src is not None:
+                binds.append((src, image_path(dst, state.workdir), opts.get("from")))
         if not binds:
             return state
         out = state.copy(files=dict(state.files), dirs=list(state.dirs),
