@@ -48,6 +48,9 @@ def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
         (b"FROM a\nRUN <<EOF\necho\n", "parser rejected it: unterminated heredoc"),
         (b"FROM a\nENV ONLYKEY\n", "ENV must have two arguments"),
         (b"FROM a\nBOGUS x\n", "unknown instruction BOGUS"),
+        (b"FROM a\nCOPY --checksum=sha256:ab x /x\n", "unknown flag: --checksum"),
+        (b"FROM a AS 2nd\n", "invalid name for build stage"),
+        (b"# check=error=true\nFROM a AS b\nFROM a AS b\n", 'duplicate stage name "b"'),
     ],
 )
 def test_bad_input_exits_2_naming_the_file(
