@@ -29,7 +29,11 @@ def moving_tag(image: str) -> str | None:
     _, tag, _ = ImageRef.split(image)
     if tag is None:
         return "no tag (it pulls latest)"
-    return f"the moving tag {tag!r}" if MOVING_TAGS.search(tag) else None
+    if MOVING_TAGS.search(tag):
+        return f"the moving tag {tag!r}"
+    if not re.search(r"\d", tag):  # alpine, distroless, bookworm, server-cuda: no version
+        return f"the version-less tag {tag!r} (it moves with every release)"
+    return None
 
 
 def _sidecar(w: Workload, c: Container) -> Iterator[Finding]:
@@ -49,11 +53,12 @@ def _sidecar(w: Workload, c: Container) -> Iterator[Finding]:
 @rule(
     "image-not-digest",
     Severity.ERROR,
-    "the serving container's image is not pinned by digest; a sidecar's image has no tag or a "
-    "moving one",
+    "the serving container's image is not pinned by digest; a sidecar's image has no tag, a "
+    "moving one or one without a version",
     rationale="A tag can be moved or overwritten: nodes may pull an image that was never "
     "tested, and two nodes may run different images under the same tag. A sidecar or init "
-    "container on latest, main or nightly changes with every pull.",
+    "container on latest, main or nightly, or on a tag without a version number (alpine, "
+    "distroless), changes with every pull.",
     fix="pin the image by digest: image: registry/name:tag@sha256:<digest>",
 )
 def image_not_digest(w: Workload, ctx: Context) -> Iterator[Finding]:
