@@ -409,3 +409,22 @@ def test_exclude_and_parents_notes_for_older_builders(syntax: str, noted: set[st
     text = syntax + "FROM a\nADD --exclude=*.bin x /x\nCOPY --parents --exclude=a y /y\n"
     notes = frontend.parse(text).notes
     assert {what.split(":", 1)[0] for _n, what in notes} == noted
+
+
+@pytest.mark.parametrize(
+    ("copy", "path", "known"),
+    [
+        ("COPY --exclude=*.sh s/ /o/", "/o/a.sh", False),
+        ("COPY --exclude=*.sh s/ /o/", "/o/b.py", True),
+        ("COPY --exclude=a.* s/a.sh /o/", "/o/a.sh", False),
+        ("COPY --exclude=*.py s/* /o/", "/o/a.sh", True),
+        ("COPY s/ /o/", "/o/a.sh", True),
+    ],
+)
+def test_copy_exclude_leaves_files_out(copy: str, path: str, known: bool,
+                                       tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "a.sh").write_text("true\n")
+    (tmp_path / "s" / "b.py").write_text("pass\n")
+    analysis = Analysis(parse.build(Path("D"), "D", f"FROM a\n{copy}\n"), tmp_path)
+    assert (analysis.source_of(path, analysis.state()) is not None) is known

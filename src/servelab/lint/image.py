@@ -269,7 +269,10 @@ class Analysis:
             value = self._value(state, src)
             if value is None or is_url(value):
                 continue
+            excluded = ins.excluder()
             for ctx in self.context_matches(value):
+                if excluded is not None and ctx.is_file() and excluded(ctx.name):
+                    continue  # COPY --exclude leaves the file out
                 if ins.flag_true("parents"):
                     self._map(state, ins, ctx, self._parents_dest(value, ctx, dest), False)
                 else:
@@ -389,6 +392,9 @@ class Analysis:
                 from servelab.lint import walk
 
                 sub = p[len(prefix):]
+                excluded = ins.excluder()
+                if excluded is not None and excluded(sub):
+                    continue  # COPY --exclude left it out of the folder
                 shown = posixpath.join(_relative(ctx_dir, self.context), sub)
                 cand = walk.reroot(ctx_dir, sub, self.coverage, shown)
                 if cand is not None and cand.is_file() and self._inside(cand):

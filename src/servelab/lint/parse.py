@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -100,12 +101,7 @@ class Instruction(NamedTuple):
         .dockerignore line is, against a path relative to the source it is copied from),
         or None without ``--exclude``. BuildKit does not substitute ARGs in the patterns."""
         pats = self.flag_values("exclude") if self.cmd in {"COPY", "ADD"} else []
-        if not pats:
-            return None
-        from servelab.lint import ignore
-
-        parsed = ignore.parse("\n".join(p for p in pats if p.strip()))
-        return lambda rel: ignore.excluded(rel, parsed)
+        return _excluder(tuple(pats)) if pats else None
 
     def flag_true(self, name: str) -> bool:
         """Whether a boolean flag is on: ``--name`` or ``--name=true`` (any case)."""
@@ -129,6 +125,15 @@ class Instruction(NamedTuple):
         for h in self.heredocs:  # with its terminator line, as the shell reads it
             body += "\n" + h.content + ("" if h.content.endswith("\n") else "\n") + h.name
         return body
+
+
+@lru_cache(maxsize=64)
+def _excluder(pats: tuple[str, ...]) -> Callable[[str], bool]:
+    """The matcher of ``--exclude`` patterns (parsed once: every word a rule resolves asks)."""
+    from servelab.lint import ignore
+
+    parsed = ignore.parse("\n".join(p for p in pats if p.strip()))
+    return lambda rel: ignore.excluded(rel, parsed)
 
 
 #: parseMount's other names for an option key
