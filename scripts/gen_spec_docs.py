@@ -32,7 +32,10 @@ An experiment is one YAML document in one of two forms, validated by one JSON Sc
   native form's `repeats` has the same range); another value is reported at its own line.
 
 `servelab validate` reports every unknown key of a mapping, each at its own line with the
-keys allowed there (and the closest one: `repeat` → `repeats`), not only the first.
+keys allowed there (and the closest one: `repeat` → `repeats`), not only the first. A
+problem inside `spec.yaml` is reported at the file line where it is written, whatever the
+string's style: a literal block (`|`) line by line, a folded block (`>`) or a quoted string
+over several lines as YAML folds it, a one-line quoted string (`"a: 1\\nb: 2"`) at its line.
 
 In a multi-document file the experiment is the native document, or the ConfigMap labelled or
 annotated `servelab.dev/experiment: "true"`, or else the one ConfigMap with a `change` key;

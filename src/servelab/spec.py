@@ -662,8 +662,9 @@ def _configmap_spec(doc: yamlsafe.Document, file: str) -> tuple[dict[str, Any], 
         try:
             inner_docs = yamlsafe.load_documents(inner, f"{file} (data.spec.yaml)")
         except InputError as e:
+            line = doc.string_line(("data", "spec.yaml"), e.line) if e.line else None
             return spec, [Finding("schema", Severity.ERROR, f"data.spec.yaml: {e.message}",
-                                  file=file, line=pos.line, fix=e.hint)]
+                                  file=file, line=line or pos.line, fix=e.hint)]
         if len(inner_docs) != 1 or not isinstance(inner_docs[0].data, dict):
             return spec, [Finding("schema", Severity.ERROR,
                                   "data.spec.yaml must hold one YAML mapping (the native spec)",
@@ -729,10 +730,10 @@ def _inner_position(f: Finding, doc: yamlsafe.Document, spec: dict[str, Any]) ->
             index = ascii_int(token)
             parts.append(token if index is None else index)
     pos = inner_doc.position(tuple(parts))
-    # A block scalar ("spec.yaml: |") holds its text from the line after the indicator; a
-    # one-line quoted string sits on the key's line.
-    value_line = doc.position(("data", "spec.yaml")).line
-    f.line = value_line + pos.line if "\n" in inner else value_line
+    # where that line of the string is written: a block scalar ("spec.yaml: |") line by line
+    # from the line after its indicator, a quoted or folded one as YAML folds it
+    f.line = doc.string_line(("data", "spec.yaml"), pos.line) or \
+        doc.position(("data", "spec.yaml")).line
     f.column = None
     f.context["path"] = "$.data['spec.yaml']" + path.lstrip("$")
     return f

@@ -21,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -65,6 +65,26 @@ class Document:
     #: JSON path -> position of the value; for mapping entries also the key, under ("key",)+path
     positions: dict[JsonPath, Position] = field(default_factory=dict)
     key_positions: dict[JsonPath, Position] = field(default_factory=dict)
+    #: the text the document was read from (for :meth:`string_line`)
+    text: str = field(default="", repr=False)
+    #: JSON path -> where a scalar that is not one plain line is written (block, folded,
+    #: quoted or plain over several lines): its style, first and last (line, column), 0-based
+    scalars: dict[JsonPath, _Scalar] = field(default_factory=dict, repr=False)
+
+    def string_line(self, path: JsonPath, offset: int) -> int | None:
+        """The file line (1-based) where line *offset* (1-based) of the string at *path* is
+        written: a literal block (``|``) line by line, a folded block (``>``) and quoted or
+        plain scalars over several lines as YAML folds them (one line break a space, each
+        empty line a line break; in double quotes ``\\n`` a line break on the same line).
+        A one-line scalar holds all its lines on its own line. None when *path* is no
+        value of the document."""
+        path = tuple(path)
+        scalar = self.scalars.get(path)
+        if scalar is None:
+            return self.positions[path].line if path in self.positions else None
+        starts = _line_starts(self.text.splitlines(), scalar)
+        below = [k for k in starts if k <= max(offset, 1)]
+        return starts[max(below)] + 1 if below else scalar.start[0] + 1
 
     def position(self, path: JsonPath) -> Position:
         """The position of *path*, or of its nearest ancestor that has one."""
@@ -77,6 +97,55 @@ class Document:
 
     def key_position(self, path: JsonPath) -> Position:
         return self.key_positions.get(tuple(path)) or self.position(path)
+
+
+class _Scalar(NamedTuple):
+    style: str | None
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+#: escapes of a double-quoted scalar that put a line break in its value (YAML, and so an
+#: embedded document, counts CR LF as one, and NEL, LS and PS as breaks too)
+_BREAK_ESCAPE = re.compile(r"\\(r\\n|x0[aAdD]|u000[aAdD]|u20(?:28|29)|x85|.)")
+_BREAK_ESCAPES = frozenset({"n", "r", "N", "L", "P", "r\\n", "x0a", "x0A", "x0d", "x0D",
+                            "u000a", "u000A", "u000d", "u000D", "u2028", "u2029", "x85"})
+
+
+def _line_starts(lines: list[str], s: _Scalar) -> dict[int, int]:
+    """{line k of the scalar's value: the 0-based file line where it starts}."""
+    (l0, c0), (l1, c1) = s.start, s.end
+    last = min(l1 if c1 else l1 - 1, len(lines) - 1)
+    if s.style == "|":
+        return {k: l0 + k for k in range(1, max(last - l0, 0) + 1)} or {1: l0}
+    starts = {1: l0 + 1 if s.style == ">" else l0}
+    cur, blanks, base, first, prev_more = 1, 0, -1, True, False
+    for i in range(l0 + 1 if s.style == ">" else l0, last + 1):
+        line = lines[i]
+        seg = line[c0 if i == l0 else 0:c1 if i == l1 else len(line)]
+        if s.style == ">":
+            if not seg.strip():
+                blanks += 1
+                continue
+            indent = len(seg) - len(seg.lstrip(" "))
+            base = indent if base < 0 else base
+            more = indent > base
+            cur += blanks if first else blanks + (1 if more or prev_more else 0)
+            first, prev_more, blanks = False, more, 0
+            starts.setdefault(cur, i)
+            continue
+        if i > l0:
+            if not seg.strip():
+                blanks += 1
+                continue
+            cur, blanks = cur + blanks, 0
+            starts.setdefault(cur, i)
+        if s.style == '"':
+            for m in _BREAK_ESCAPE.finditer(seg):
+                if m.group(1) in _BREAK_ESCAPES:
+                    cur += 1
+                    starts.setdefault(cur, i)
+    return starts
 
 
 def read_text(path: Path, *, max_bytes: int | Limit = TEXT_BYTES, what: str = "file",
@@ -115,6 +184,11 @@ class _Builder:
         if record and path not in self.doc.positions:
             mark = node.start_mark
             self.doc.positions[path] = Position(mark.line + 1, mark.column + 1)
+            if isinstance(node, ScalarNode) and (node.style in ("|", ">")
+                                                 or node.end_mark.line != mark.line):
+                end = node.end_mark
+                self.doc.scalars[path] = _Scalar(node.style, (mark.line, mark.column),
+                                                 (end.line, end.column))
         if isinstance(node, ScalarNode):
             return self._scalar(node)
         if node.tag not in _COLLECTION_TAGS:
@@ -391,7 +465,7 @@ def load_documents(text: str, name: str) -> list[Document]:
     extra_left = MAX_ALIAS_VALUES
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=_LOADER)):
-            doc = Document(data=None, index=i, line=node.start_mark.line + 1)
+            doc = Document(data=None, index=i, line=node.start_mark.line + 1, text=text)
             extra_left -= _check_expansion(node, name, extra_left, text, i)
             doc.data = _Builder(name, doc).build(node, ())
             if doc.data is None:

@@ -104,3 +104,42 @@ def test_a_character_yaml_refuses_is_named_at_its_line(
 def test_the_same_characters_written_as_escapes_are_text() -> None:
     [doc] = load_documents('a: "x\\u0007y\\x1b"\nb: "tab\tok"\n', "f.yaml")
     assert doc.data == {"a": "x\x07y\x1b", "b": "tab\tok"}
+
+
+# ---------------------------------------------- lines of strings written over several lines
+
+#: the same three-line value ("alpha 1", "bravo 2", "charlie 3") written in each style
+_STYLES = {
+    "literal": "x: 0\nv: |\n  alpha 1\n  bravo 2\n  charlie 3\n",
+    "literal indicator below its key": "x: 0\nv:\n  |\n  alpha 1\n  bravo 2\n  charlie 3\n",
+    "folded": "x: 0\nv: >\n  alpha 1\n\n  bravo 2\n\n  charlie 3\n",
+    "folded more-indented": "x: 0\nv: >\n  alpha 1\n   bravo 2\n  charlie\n  3\n",
+    "double-quoted escapes": 'x: 0\nv: "alpha 1\\nbravo 2\\ncharlie 3"\n',
+    "double-quoted on the next line": 'x: 0\nv:\n  "alpha 1\\nbravo 2\\ncharlie 3"\n',
+    "double-quoted folded": 'x: 0\nv: "alpha 1\n\n  bravo\n  2\n\n  charlie 3"\n',
+    "double-quoted mixed": 'x: 0\nv: "alpha 1\\nbravo\n  2\n\n  charlie \\\n  3"\n',
+    "single-quoted folded": "x: 0\nv: 'alpha 1\n\n  bravo 2\n\n\n  charlie 3'\n",
+    "plain folded": "x: 0\nv: alpha 1\n\n  bravo 2\n\n  charlie 3\n",
+}
+
+
+@pytest.mark.parametrize("style", list(_STYLES))
+def test_each_line_of_a_string_is_found_where_it_is_written(style: str) -> None:
+    text = _STYLES[style]
+    [doc] = load_documents(text, "f.yaml")
+    value = doc.data["v"].rstrip("\n")
+    words = [line.split()[0] for line in value.split("\n") if line.strip()]
+    assert words == ["alpha", "bravo", "charlie"], value
+    file_lines = text.splitlines()
+    for k, line in enumerate(value.split("\n"), 1):
+        if not line.strip():
+            continue
+        at = doc.string_line(("v",), k)
+        assert at is not None and line.split()[0] in file_lines[at - 1], (k, at, value)
+
+
+def test_a_one_line_string_holds_every_line_on_its_own_line() -> None:
+    [doc] = load_documents("a: 1\nb: one line\n", "f.yaml")
+    assert doc.string_line(("b",), 1) == 2
+    assert doc.string_line(("b",), 5) == 2
+    assert doc.string_line(("nope",), 1) is None

@@ -161,7 +161,11 @@ class _ImageScript(_Source):
 
 def field_line(obj: K8sObject, path: JsonPath, text: str, offset: int) -> int:
     """The file line of line *offset* (1-based) of the string *text* at *path* of *obj*: a
-    block scalar (``|``) starts on the line after its key; any other scalar is one line."""
+    block scalar (``|``) from the line after its indicator, a quoted or folded one as YAML
+    folds it (:meth:`Document.string_line`)."""
+    line = obj.source.doc.string_line((*obj.source.base, *path), offset)
+    if line is not None:
+        return line
     at = obj.locate(path).line
     return at + offset if "\n" in text.strip("\n") else at
 
