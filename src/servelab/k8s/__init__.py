@@ -178,7 +178,8 @@ def check_manifests(
     if not startup_margin >= 1.0:
         raise UsageError(f"startup margin {startup_margin} is below 1",
                          hint="use a factor of at least 1, e.g. --startup-margin 1.5")
-    inv = load_inventory(expand_paths(paths), serving_container)
+    links: list[str] = []
+    inv = load_inventory(expand_paths(paths, links), serving_container)
     measured = read_measured(result_paths)
     checked, skipped = _targets(inv)
     heads = _ray_heads(skipped)
@@ -202,7 +203,9 @@ def check_manifests(
         findings=findings,
         rules=all_rules(),
         files=list(inv.files),
-        notes=_notes(inv, skipped, measured, checked) + ctx.notes,
+        notes=_notes(inv, skipped, measured, checked) + ctx.notes + (
+            ["not read (symbolic links that leave the directory given, or loop): "
+             + "; ".join(links)] if links else []),
         coverage=[*([] if files is None else files.coverage), *_unread(checked)],
     )
 

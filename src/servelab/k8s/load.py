@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,13 +47,39 @@ def unread_refs(inv: Inventory) -> list[str]:
     return [f"{o.ref} ({o.api_version})" for o in inv.unread]
 
 
-def expand_paths(paths: Sequence[str | Path]) -> list[str]:
-    """Files to read: files as given, ``*.yaml``/``*.yml`` under directories, ``-`` for stdin."""
+def _walk(root: Path, skipped: list[str]) -> list[Path]:
+    """The ``*.yaml``/``*.yml`` files under *root*, symbolic links not followed out of it: a
+    link (file or folder) whose target is outside *root* is left out and named in *skipped*
+    (a repository's manifests never reach files elsewhere on the machine); folder links are
+    not descended (what they point to inside *root* is walked anyway)."""
+    top = root.resolve()
+
+    def inside(q: Path) -> bool:
+        try:
+            return q.resolve().is_relative_to(top)
+        except (OSError, RuntimeError):  # a link loop
+            return False
+
+    found: list[Path] = []
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in sorted([*dirs, *files]):
+            q = Path(here) / name
+            if q.is_symlink() and not inside(q) and (
+                    name in dirs or q.suffix in {".yaml", ".yml"}):
+                skipped.append(f"{q} -> {q.readlink()}")
+        found += [q for name in files if (q := Path(here) / name).suffix in {".yaml", ".yml"}
+                  and not (q.is_symlink() and not inside(q)) and q.is_file()]
+    return sorted(found)
+
+
+def expand_paths(paths: Sequence[str | Path], skipped: list[str] | None = None) -> list[str]:
+    """Files to read: files as given, ``*.yaml``/``*.yml`` under directories (no symbolic link
+    followed out of the directory: those go to *skipped*), ``-`` for stdin."""
     out: list[str] = []
     for raw in paths:
         p = Path(raw)
         if str(raw) != STDIN and p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.suffix in {".yaml", ".yml"} and q.is_file())
+            found = _walk(p, skipped if skipped is not None else [])
             if not found:
                 raise InputError("directory holds no .yaml or .yml file", file=str(p))
             out += [str(q) for q in found]
