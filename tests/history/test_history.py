@@ -301,3 +301,67 @@ def test_input_text_cannot_start_a_line_of_its_own(capsys: pytest.CaptureFixture
     # servelab.escape.terminal_text: the break and the bidi override shown, not obeyed
     assert "passed\\n::error title=x::injected\\u202e" in out
     assert f"skipped: {path}:1: not a history entry: run/started_at" in out
+
+
+# ---------------------------------------------------------------- hostile history files
+
+def _with_bad_lines(tmp_path: Path, bad: int) -> Path:
+    good = (POS / "carried" / "history.jsonl").read_text().splitlines()
+    path = tmp_path / "many.history.jsonl"
+    path.write_text("\n".join([*good, *(f'{{"not": {i}}}' for i in range(bad))]) + "\n")
+    return path
+
+
+def test_a_flood_of_bad_lines_is_named_twenty_times_and_counted(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _with_bad_lines(tmp_path, 5000)
+    code, text, _ = run(capsys, path)
+    assert code == 0
+    named = [ln for ln in text.splitlines() if ln.startswith(f"skipped: {path}:")]
+    assert len(named) == hist.SET_ASIDE_SHOWN
+    assert "skipped: 4980 more file(s) or line(s) not used (the first 20 are named above)" \
+        in text
+    assert len(text.splitlines()) < 60
+    doc = json.loads(run(capsys, "--format", "json", path)[1])
+    assert len(doc["skipped"]) == hist.SET_ASIDE_SHOWN and doc["skipped_total"] == 5000
+    assert len(run(capsys, "--format", "markdown", path)[1]) < 20_000
+
+
+def test_a_few_bad_lines_are_all_named(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    path = _with_bad_lines(tmp_path, 3)
+    text = run(capsys, path)[1]
+    assert text.count(f"skipped: {path}:") == 3 and "more file(s) or line(s)" not in text
+    doc = json.loads(run(capsys, "--format", "json", path)[1])
+    assert len(doc["skipped"]) == 3 and doc["skipped_total"] == 3
+
+
+@pytest.mark.parametrize("content", [
+    '{"event": "deploy", "id": 1}\n{"event": "deploy", "id": 2}\n',
+    "my notes\nsecond line\n",
+    "[1, 2, 3]\n",
+    "\n\n" + '{"kind": "something-else", "schemaVersion": 1}\n',
+], ids=["other-jsonl", "text", "json-array", "other-kind-after-blank-lines"])
+def test_append_refuses_a_file_that_is_not_a_history(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str) -> None:
+    target = tmp_path / "target.jsonl"
+    target.write_text(content)
+    code, _, err = run(capsys, NIGHTLY, "--append-to", target)
+    assert code == 2
+    assert "not a servelab history file" in err and "nothing was appended" in err
+    assert f"{target}:" in err and "fix:" in err
+    assert target.read_text() == content
+
+
+def test_append_takes_an_empty_file_and_a_history_with_a_bad_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, _, err = run(capsys, NIGHTLY, "--append-to", empty)
+    assert code == 0 and f"{len(_nights())} run(s) appended" in err
+    damaged = tmp_path / "damaged.jsonl"
+    good = (POS / "carried" / "history.jsonl").read_text()
+    damaged.write_text(good + '{"kind": "servelab-history-entry", "cut sh\n')
+    code, _, err = run(capsys, NIGHTLY, "--append-to", damaged)
+    assert code == 0 and "run(s) appended" in err
+    assert damaged.read_text().startswith(good)

@@ -20,7 +20,8 @@ files already there, is exit 2 and nothing is written.
 --append-to FILE adds the runs that FILE does not hold yet to it (created when missing),
 keeping its lines as they are: the way to carry a history forward from run to run. The file
 is read and appended to under a lock, in one write, so parallel jobs appending to one file all
-land; each run is one JSON record on one line (ASCII).
+land; each run is one JSON record on one line (ASCII). A FILE that is not a servelab history
+(another tool's JSON Lines, a text file) is refused, exit 2, and left as it was.
 
 Exit codes: 0 the trend was written, 2 bad usage or no run could be read.
 """

@@ -33,6 +33,9 @@ ARMS = ("control", "treatment")
 #: with their artifacts is far below it).
 MAX_FILES = 10_000
 HISTORY_SUFFIX = ".jsonl"
+#: skipped files and lines (and duplicate runs) named one by one in every output; the rest
+#: are counted (a history file of 100 000 bad lines is a short report, not 100 000 lines)
+SET_ASIDE_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,12 @@ class History:
             "runs": [dict(r.entry.data, source=r.entry.source,
                           digest_changes=[c.to_dict() for c in r.changes]) for r in self.rows],
             "other_experiments": [dict(e.data, source=e.source) for e in self.others],
-            "duplicates": [{"source": d.source, "reason": d.reason} for d in self.duplicates],
-            "skipped": [{"source": s.source, "reason": s.reason} for s in self.skipped],
+            "duplicates": [{"source": d.source, "reason": d.reason}
+                           for d in self.duplicates[:SET_ASIDE_SHOWN]],
+            "duplicates_total": len(self.duplicates),
+            "skipped": [{"source": s.source, "reason": s.reason}
+                        for s in self.skipped[:SET_ASIDE_SHOWN]],
+            "skipped_total": len(self.skipped),
         }
 
 
@@ -448,6 +455,31 @@ def new_lines(path: Path, old: str, history: History) -> list[str]:
     return out
 
 
+def _check_is_history(path: Path, old: str) -> None:
+    """InputError (nothing is appended) when the file *path* holding *old* is not a history
+    servelab wrote: its first line that is not blank is no ``servelab-history-entry`` record
+    (another tool's JSON Lines, a text file). Empty files are new histories; a history with
+    a bad line further down (of another servelab version, cut short) is still one."""
+    for n, raw in enumerate(old.split("\n"), 1):
+        line = raw.removesuffix("\r").strip()
+        if not line:
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            what = "is not JSON"
+        else:
+            if isinstance(data, dict) and data.get("kind") == ENTRY_KIND:
+                return
+            what = (f"is a JSON record whose kind is not {ENTRY_KIND!r}"
+                    if isinstance(data, dict) else "is JSON, but not a record")
+        raise InputError(
+            f"--append-to: not a servelab history file (its first line {what}); nothing was "
+            "appended", file=str(path), line=n,
+            hint="give --append-to a history file servelab wrote (e.g. history.jsonl), or a "
+            "new path for a new one")
+
+
 def append(path: Path, history: History) -> int:
     """Append the runs the history file *path* lacks to it (created when missing), under a
     lock on the file and in one write (:func:`servelab.textio.append_locked`): concurrent
@@ -458,6 +490,7 @@ def append(path: Path, history: History) -> int:
     added: list[int] = []
 
     def more(old: str) -> str:
+        _check_is_history(path, old)
         lines = new_lines(path, old, history)
         added.append(len(lines))
         return "".join(line + "\n" for line in lines)

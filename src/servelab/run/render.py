@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from servelab.escape import log_block, md_cell, mermaid_text, terminal_text
-from servelab.run.history import series
+from servelab.run.history import SET_ASIDE_SHOWN, series
 
 if TYPE_CHECKING:
     from servelab.run.history import History, Row, Series
@@ -130,8 +130,14 @@ def _set_aside(h: History) -> list[str]:
         others.setdefault(e.experiment, []).append(e.started_at[:16].replace("T", " "))
     out = [f"other experiment {name!r} (not in this trend): {len(d)} run(s), "
            f"{min(d)} to {max(d)}" for name, d in others.items()]
-    out += [f"duplicate: {d.source}: {d.reason}" for d in h.duplicates]
-    out += [f"skipped: {s.source}: {s.reason}" for s in h.skipped]
+    out += [f"duplicate: {d.source}: {d.reason}" for d in h.duplicates[:SET_ASIDE_SHOWN]]
+    if len(h.duplicates) > SET_ASIDE_SHOWN:
+        out.append(f"duplicate: {len(h.duplicates) - SET_ASIDE_SHOWN} more run(s) read twice, "
+                   f"counted once (the first {SET_ASIDE_SHOWN} are named above)")
+    out += [f"skipped: {s.source}: {s.reason}" for s in h.skipped[:SET_ASIDE_SHOWN]]
+    if len(h.skipped) > SET_ASIDE_SHOWN:
+        out.append(f"skipped: {len(h.skipped) - SET_ASIDE_SHOWN} more file(s) or line(s) not "
+                   f"used (the first {SET_ASIDE_SHOWN} are named above)")
     return [_plain(x) for x in out]
 
 
