@@ -84,13 +84,21 @@ def _shards(paths: list[Path], out: str | None, fmt: str) -> int | None:
     import sys
     import tempfile
 
-    from servelab.run.results import load_results
+    from servelab.escape import terminal_text
+    from servelab.run.results import load_results_noted
     from servelab.run.shards import all_shards, merge_shards
     from servelab.textio import claim_dir
 
-    rows = [r for p in paths for r in load_results(p)]
+    rows: list[dict[str, object]] = []
+    notes: list[str] = []
+    for p in paths:
+        got, repeated = load_results_noted(p)
+        rows += got
+        notes += repeated
     if not all_shards(rows):
         return None
+    for note in notes:
+        sys.stderr.write(f"servelab report: {terminal_text(note)}\n")
     if out is not None:
         with claim_dir(Path(out), names=OUT_NAMES):
             res = merge_shards(rows, Path(out))

@@ -52,6 +52,8 @@ class Entry:
 
     data: dict[str, Any]
     source: str
+    #: (where, why) of each result its summary.json listed twice, counted once
+    repeated: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -267,7 +269,7 @@ NEEDED = (("run", "id"), ("run", "started_at"), ("experiment", "name"), ("verdic
 
 def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
     """The history entry of one run's summary.json, or why it cannot be one."""
-    from servelab.run.results import validate_result
+    from servelab.run.results import dedupe_results, validate_result
     if not isinstance(data, dict):
         return Skipped(source, "not a JSON object")
     if data.get("schemaVersion", 1) != 1:
@@ -285,11 +287,13 @@ def entry_from_summary(data: Any, source: str) -> Entry | Skipped:
         bad = validate_result(r) if isinstance(r, dict) else ["not an object"]
         if bad:
             return Skipped(source, f"results[{i}]: {bad[0]}")
-    entry = _entry(data)
+    unique, repeated = dedupe_results([(f"{source}: results[{i}]", r)
+                                       for i, r in enumerate(data["results"])])
+    entry = _entry({**data, "results": unique})
     problems = _problems("history", entry)
     if problems:  # e.g. a started_at that is not a date
         return Skipped(source, "cannot be a history entry: " + problems)
-    return Entry(entry, source)
+    return Entry(entry, source, tuple(repeated))
 
 
 def _entry(s: dict[str, Any]) -> dict[str, Any]:
@@ -346,6 +350,7 @@ def read_history(paths: list[Path], experiment: str | None = None) -> History:
         entries += got
         skipped += bad
     unique, duplicates = _dedupe(entries)
+    duplicates += [Skipped(where, why) for e in unique for where, why in e.repeated]
     if not unique:
         raise InputError(_nothing(files, skipped),
                          hint="give run directories (servelab run --out), their summary.json, "

@@ -49,8 +49,12 @@ def merge_runs(paths: list[Path]) -> Merged:
     group gave one digest on every runner. A result without a digest (its build failed) is
     no digest: it never groups with another, and its group is "not comparable" (exit 2)
     unless another group already shows different digests (exit 1)."""
-    rows: list[tuple[dict[str, Any], Path]] = [
-        (r, p) for p in paths for r in results.load_results(p)]
+    rows: list[tuple[dict[str, Any], Path]] = []
+    duplicates: list[str] = []
+    for p in paths:
+        got, notes = results.load_results_noted(p)
+        rows += [(r, p) for r in got]
+        duplicates += notes
     # a result whose decisive inputs are unknown gets a group of its own (keyed by its row):
     # an unknown is never equal to anything, another unknown included
     groups: dict[tuple[Any, ...], tuple[dict[str, set[str]], set[str], bool]] = {}
@@ -77,6 +81,7 @@ def merge_runs(paths: list[Path]) -> Merged:
                         *(_unknown_inputs_note(g) for g in table
                           if g["inputs_unknown"] and g["digests"])],
             "runners": sorted({_where(r, p) for r, p in rows}),
+            "duplicates": duplicates,
             "results": [r for r, _ in rows]}
     return Merged(data, _merge_md(data), {"same digest": 0, "different digests": 1,
                                           "not comparable": 2}[verdict])
@@ -122,6 +127,7 @@ def _merge_md(data: dict[str, Any]) -> str:
            f"Runners: {', '.join(md_text(w) for w in data['runners'])}", ""]
     if data["missing"]:
         out += [*(f"- missing: {md_text(m)}" for m in data["missing"]), ""]
+    out += _duplicates_md(data["duplicates"])
     out += ["| arm | commit | SOURCE_DATE_EPOCH | digest | runners |", "|---|---|---|---|---|"]
     for g in data["groups"]:
         head = f"| {md_text(g['arm'])} | {_known(g['commit'], 12)} | " \
@@ -237,7 +243,8 @@ def compare_runs(a: Path, b: Path) -> Merged:
     """The arms of runs *a* and *b* side by side. Only what both measured is compared: the
     verdict needs the treatment's digest on both sides, else it is "not comparable" (exit 2)
     and ``missing`` says what is absent."""
-    ra, rb = _by_arm(results.load_results(a)), _by_arm(results.load_results(b))
+    (la, na), (lb, nb) = results.load_results_noted(a), results.load_results_noted(b)
+    ra, rb = _by_arm(la), _by_arm(lb)
     arms = sorted(set(ra) | set(rb))
     rows = [_compare_arm(arm, ra.get(arm, []), rb.get(arm, [])) for arm in arms]
     missing = [m for row in rows for m in row["missing"]]
@@ -250,7 +257,7 @@ def compare_runs(a: Path, b: Path) -> Merged:
         verdict = "digest drift" if judged["digest_changed"] else "same digest"
     data = {"schemaVersion": 1, "a": str(a), "b": str(b), "verdict": verdict,
             "comparable": verdict != "not comparable", "drift": verdict == "digest drift",
-            "missing": missing, "arms": rows}
+            "missing": missing, "duplicates": [*na, *nb], "arms": rows}
     return Merged(data, _compare_md(data), {"same digest": 0, "digest drift": 1,
                                             "not comparable": 2}[verdict])
 
@@ -297,12 +304,29 @@ _COMPARE_HEAD = {"same digest": "same digest", "digest drift": "digest drift",
                  "not comparable": "**not comparable**"}
 
 
+#: duplicate results named one by one in summary.md; the rest are counted
+DUPLICATES_SHOWN = 20
+
+
+def _duplicates_md(notes: list[str]) -> list[str]:
+    """The results listed twice, each counted once: a note per result (the first
+    DUPLICATES_SHOWN), then how many more."""
+    if not notes:
+        return []
+    out = [f"Counted once ({len(notes)} result(s) listed twice):", "",
+           *(f"- {md_text(n)}" for n in notes[:DUPLICATES_SHOWN])]
+    if len(notes) > DUPLICATES_SHOWN:
+        out.append(f"- and {len(notes) - DUPLICATES_SHOWN} more")
+    return [*out, ""]
+
+
 def _compare_md(data: dict[str, Any]) -> str:
     out = [f"# servelab compare: {_COMPARE_HEAD[data['verdict']]}", "",
            f"A: {md_code(data['a'])}  ", f"B: {md_code(data['b'])}", ""]
     if data["missing"]:
         out += ["Missing (not compared):", "",
                 *(f"- {md_text(m)}" for m in data["missing"]), ""]
+    out += _duplicates_md(data["duplicates"])
     for row in data["arms"]:
         out += [f"## {md_text(row['arm'])}", "", "| | A | B | B − A |", "|---|---|---|---|",
                 f"| digest | {', '.join(map(md_code, row['digests_a'])) or 'unknown'} | "

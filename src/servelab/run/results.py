@@ -127,20 +127,58 @@ def _load_json(path: Path) -> Any:
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:
-    """The result dicts in a result.json, a summary.json, or a directory of artifacts."""
+    """The result dicts in a result.json, a summary.json, or a directory of artifacts; a
+    result listed twice (the same run, arm and repeat) once (:func:`load_results_noted`)."""
+    return load_results_noted(path)[0]
+
+
+def load_results_noted(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`load_results`, and a note for each result left out because it was listed
+    twice: a summary.json whose ``results`` hold one result twice (or a directory holding
+    two copies of one result.json) counts it once, so repeats and medians are not skewed."""
     if path.is_dir():
         found = _result_files(path)
         if not found:
             raise InputError("no result.json under this directory", file=str(path),
                              hint="point at the --out directory of servelab run")
-        return [_checked(p, _load_json(p)) for p in found]
+        return _noted(dedupe_results([(str(p), _checked(p, _load_json(p))) for p in found]))
     data = _load_json(path)
     if isinstance(data, dict) and "results" in data:
-        return [_checked(path, r, f"results[{i}]")
-                for i, r in enumerate(_summary_results(path, data))]
+        return _noted(dedupe_results([(f"{path}: results[{i}]",
+                                       _checked(path, r, f"results[{i}]"))
+                                      for i, r in enumerate(_summary_results(path, data))]))
     if isinstance(data, dict) and data.get("schemaVersion") == 1 and "arm" in data:
-        return [_checked(path, data)]
+        return [_checked(path, data)], []
     raise InputError("neither a result.json nor a summary.json of servelab", file=str(path))
+
+
+def result_key(r: dict[str, Any]) -> tuple[str, str, str]:
+    """What names one result: its run's id, its arm and its repeat."""
+    run = r.get("run") if isinstance(r.get("run"), dict) else {}
+    return (str((run or {}).get("id")), str(r.get("arm")), str(r.get("repeat")))
+
+
+def _noted(got: tuple[list[dict[str, Any]], list[tuple[str, str]]]
+           ) -> tuple[list[dict[str, Any]], list[str]]:
+    return got[0], [f"{where}: {why}" for where, why in got[1]]
+
+
+def dedupe_results(rows: list[tuple[str, dict[str, Any]]]
+                   ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The results of (where, result) *rows*, each (run id, arm, repeat) once, the first
+    kept; and (where, why) for each one left out, naming the first place too."""
+    first: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
+    notes: list[tuple[str, str]] = []
+    for where, r in rows:
+        key = result_key(r)
+        if key not in first:
+            first[key] = (where, r)
+            continue
+        was, kept = first[key]
+        same = "" if kept == r else " (with different contents: the first is used)"
+        notes.append((where, f"{key[1]} repeat {key[2]} of run {key[0]} is listed again "
+                      f"(first at {was}){same}: counted once"))
+    return [r for _, r in first.values()], notes
 
 
 #: result.json files read from one directory (a run has arms x repeats of them).
