@@ -176,10 +176,18 @@ class JsonReporter(Reporter):
 _md_cell = md_text
 
 
+#: the most bytes of Markdown a findings report renders: under GitHub's 1 MiB of job summary
+#: per step (``GITHUB_STEP_SUMMARY``), with room for what else the step writes there
+MARKDOWN_LIMIT = 1024 * 1024 - 64 * 1024
+
+
 @register
 class MarkdownReporter(Reporter):
     name = "markdown"
     description = "a Markdown table for a job summary or a PR comment"
+
+    #: the byte budget of one report (a test may lower it)
+    limit: ClassVar[int] = MARKDOWN_LIMIT
 
     def render(self, report: FindingsReport) -> str:
         c = report.counts()
@@ -190,17 +198,39 @@ class MarkdownReporter(Reporter):
             f"{c['error']} error, {c['warning']} warning, {c['info']} info",
             "",
         ]
+        # rows are added while they fit, most severe first: a huge report (or one huge
+        # message) cannot push a job summary past GitHub's limit and break the step
+        budget = self.limit - 1024  # the truncation lines and the closing newline
+        used = sum(len(x.encode("utf-8")) + 1 for x in out)
+        cut = {"finding": 0, "note": 0, "part not fully read": 0}
+
+        def add(line: str, kind: str) -> None:
+            nonlocal used
+            size = len(line.encode("utf-8")) + 1
+            if cut[kind] or used + size > budget:
+                cut[kind] += 1
+                return
+            used += size
+            out.append(line)
+
         if report.findings:
-            out += ["| Severity | Rule | Where | Message | Fix |", "|---|---|---|---|---|"]
-            out += [
-                f"| {f.severity.value} | `{f.rule_id}` | {md_code(_where(f))} | "
-                f"{_md_cell(f.message)} | {_md_cell(f.fix or '')} |"
-                for f in report.sorted_findings()
-            ]
-        out += [f"> {md_text(n)}" for n in report.notes]
+            for line in ("| Severity | Rule | Where | Message | Fix |", "|---|---|---|---|---|"):
+                add(line, "finding")
+            for f in report.sorted_findings():
+                add(f"| {f.severity.value} | `{f.rule_id}` | {md_code(_where(f))} | "
+                    f"{_md_cell(f.message)} | {_md_cell(f.fix or '')} |", "finding")
+        if cut["finding"]:
+            out += ["", f"**truncated: {cut['finding']} more finding(s)** not shown (GitHub keeps "
+                    "1 MiB of job summary per step): see the JSON or SARIF output", ""]
+        for n in report.notes:
+            add(f"> {md_text(n)}", "note")
         if report.coverage:
             out += ["", f"**{VERDICT_PARTLY}**: {len(report.coverage)} part(s) not fully read", ""]
-            out += [f"- {md_text(_where_note(n))}: {md_text(n.text())}" for n in report.coverage]
+            for note in report.coverage:
+                add(f"- {md_text(_where_note(note))}: {md_text(note.text())}",
+                    "part not fully read")
+        out += [f"**truncated: {n} more {kind}(s)** not shown: see the JSON or SARIF output"
+                for kind, n in cut.items() if n and kind != "finding"]
         return "\n".join(out) + "\n"
 
 

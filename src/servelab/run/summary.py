@@ -422,6 +422,10 @@ def _reproducibility(rep: dict[str, Any]) -> list[str]:
     return out
 
 
+#: vulnerability findings listed per image in summary.md; the rest are counted
+FINDINGS_LISTED = 500
+
+
 def _findings_details(results: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
@@ -436,10 +440,13 @@ def _findings_details(results: list[dict[str, Any]]) -> list[str]:
                 f"({html_text(key[:19])}): "
                 f"{len(listed)}</summary>", "",
                 "| severity | id | package | installed | fixed |", "|---|---|---|---|---|"]
-        for f in listed[:500]:
+        for f in listed[:FINDINGS_LISTED]:
             out.append(f"| {md_text(f.get('severity'))} | {md_text(f.get('id'))} | "
                        f"{md_text(f.get('package'))} | {md_text(f.get('installed'))} | "
                        f"{md_text(f.get('fixed') or '–')} |")
+        if len(listed) > FINDINGS_LISTED:
+            out += ["", f"**truncated: {len(listed) - FINDINGS_LISTED} more finding(s)** not "
+                    "listed here (the most severe come first): see that repeat's scan.json"]
         out += ["", "</details>", ""]
     return out
 
@@ -568,10 +575,14 @@ def truncate_markdown(markdown: str, limit: int, note: str) -> str:
             cut = cut[:fence_start]
             details = _open_blocks(cut)[1]
         closing = "</details>\n" * details
-        result = cut + closing + tail
+        # the table rows (findings, metrics) cut off, counted where the reader sees the cut
+        rows = sum(1 for ln in markdown[len(cut):].split("\n")
+                   if ln.startswith("|") and not ln.startswith("|---"))
+        more = f"\n\n> **truncated: {rows} more table row(s)** not shown" if rows else ""
+        result = cut + closing + more + tail
         if len(result.encode("utf-8")) <= limit:
             return result
-        budget -= len(closing.encode("utf-8")) + 1
+        budget -= len(closing.encode("utf-8")) + len(more) + 1
     return tail.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
