@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -203,22 +204,32 @@ def _unknown_port(w: Workload, c: Container, kind: str) -> Iterator[Finding]:
               fix=f"name the containerPort {port!r} in ports, or give the port number")
 
 
-#: Flags that set the port a server answers HTTP on (vLLM, SGLang, TGI, llama.cpp: --port;
-#: Triton: --http-port; TF Serving: --rest_api_port; LMDeploy: --server-port).
-LISTEN_FLAGS = ("--port", "--http-port", "--http_port", "--rest_api_port", "--rest-api-port",
-                "--server-port", "--server_port")
+#: Flags that name the HTTP port itself (Triton: --http-port; TF Serving: --rest_api_port;
+#: OpenVINO Model Server: --rest_port; LMDeploy: --server-port). Where one is given, a
+#: ``--port`` beside it is the gRPC port (TF Serving, OVMS, Triton's own --grpc-port aside).
+HTTP_FLAGS = ("--http-port", "--http_port", "--rest_api_port", "--rest-api-port",
+              "--rest_port", "--rest-port", "--server-port", "--server_port")
+#: Flags that set the port a server answers HTTP on (vLLM, SGLang, TGI, llama.cpp: --port).
+LISTEN_FLAGS = ("--port", *HTTP_FLAGS)
+#: Servers whose ``--port`` is gRPC, with REST only on its own flag: TensorFlow Serving and
+#: OpenVINO Model Server (image or program).
+GRPC_PORT = re.compile(r"(^|/)(tensorflow[-/]serving|model_server|ovms)(:|@|$)|"
+                       r"(^|/)(tensorflow_model_server|ovms)$")
 #: The HTTP port of a known server when no flag says (servelab.k8s.servers names them).
 DEFAULT_PORTS = {"vLLM": 8000, "NVIDIA Triton Inference Server": 8000, "llama.cpp server": 8080,
                  "Ollama": 11434, "SGLang": 30000}
 
 
-def _flag_port(words: tuple[str, ...]) -> tuple[int, str] | None:
-    """The port a listen flag of *words* gives, and the flag as written."""
-    for i, word in enumerate(words):
-        flag, eq, value = word.partition("=")
-        if flag in LISTEN_FLAGS:
-            port = as_int(value if eq else (words[i + 1] if i + 1 < len(words) else ""))
-            return (port, f"{flag} {port}") if port is not None else None
+def _flag_port(words: tuple[str, ...], *, grpc_port: bool = False) -> tuple[int, str] | None:
+    """The port a listen flag of *words* gives, and the flag as written: an HTTP flag's
+    before ``--port`` (then the gRPC port), and never ``--port`` where *grpc_port*."""
+    flags = [HTTP_FLAGS] if grpc_port else [HTTP_FLAGS, ("--port",)]
+    for group in flags:
+        for i, word in enumerate(words):
+            flag, eq, value = word.partition("=")
+            if flag in group:
+                port = as_int(value if eq else (words[i + 1] if i + 1 < len(words) else ""))
+                return (port, f"{flag} {port}") if port is not None else None
     return None
 
 
@@ -230,9 +241,11 @@ def listen_port(w: Workload, c: Container, ctx: Context) -> tuple[int, str] | No
         return None  # Ray runs the pod (dashboard agent, Serve proxy), not the image's server
     image = str(c.data.get("image") or "")
     commands = [cmd.words for cmd in container_commands(w, c, ctx.inventory) if cmd.words]
+    grpc_port = bool(GRPC_PORT.search(image.split("@")[0])) or any(
+        GRPC_PORT.search(words[0]) for words in commands)
     for words in commands:  # the command that runs the server, or args given to the image's
         if known_server("", list(words)) is not None or words[0].startswith("-"):
-            found = _flag_port(words)
+            found = _flag_port(words, grpc_port=grpc_port)
             if found is not None:
                 return found[0], f"its {found[1]}"
     env = env_values(w, c, ctx.inventory)
