@@ -241,7 +241,7 @@ def listen_port(w: Workload, c: Container, ctx: Context) -> tuple[int, str] | No
         return None  # Ray runs the pod (dashboard agent, Serve proxy), not the image's server
     image = str(c.data.get("image") or "")
     commands = [cmd.words for cmd in container_commands(w, c, ctx.inventory) if cmd.words]
-    grpc_port = bool(GRPC_PORT.search(image.split("@")[0])) or any(
+    grpc_port = bool(GRPC_PORT.search(image.split("@", maxsplit=1)[0])) or any(
         GRPC_PORT.search(words[0]) for words in commands)
     for words in commands:  # the command that runs the server, or args given to the image's
         if known_server("", list(words)) is not None or words[0].startswith("-"):
