@@ -141,3 +141,54 @@ def test_unknown_rule_in_ignore_comment_is_a_note(write_dockerfile) -> None:  # 
     assert report.findings == []
     note = f"{path}:1: unknown rule id 'base-unpined' in a servelab: ignore comment"
     assert report.notes == [note]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words", "line", "fix"),
+    [
+        (".servelab.yaml", "lint:\n  disable:\n    - no-health\n    - no-helth\n",
+         "did you mean 'no-health'", 4, "servelab lint --list-rules"),
+        (".servelab.yaml", "lint:\n  severity:\n    no-health: info\n    base-latest: fatal\n",
+         "unknown severity 'fatal'", 4, "error, warning or info"),
+        (".servelab.yaml", "x: 1\nlint:\n  hadolint: true\n  colour: red\n",
+         "unknown lint setting(s): colour", 4, "disable, severity and hadolint"),
+        (".servelab.yaml", "lint:\n  hadolint: 'no'\n", "true or false, not str 'no'", 2,
+         "unquoted"),
+        (".servelab.yaml", "lint:\n  disable: no-health\n", "must be a list", 2,
+         "disable: [no-health, DL3008]"),
+        (".servelab.yaml", "\nlint: [1]\n", "table/mapping, not list", 2, "disable (a list"),
+        ("lint.toml", '[project]\nname = "x"\n\n[tool.servelab.lint]\nhadolint = true\n'
+         'disable = [\n  "no-health",\n  "nope",\n]\n', "unknown lint rule 'nope'", 8,
+         "--list-rules"),
+        ("lint.toml", '[tool.servelab.lint]\nseverity = { "no-health" = "info", '
+         '"base-latest" = "fatal" }\n', "unknown severity 'fatal'", 2, "error, warning"),
+        ("lint.toml", "[tool.servelab.lint]\n\ncolor = 1\n", "unknown lint setting(s): color",
+         3, "disable, severity and hadolint"),
+        ("lint.toml", '[tool.servelab.lint]\ndisable = ["no-health"\n', "malformed TOML", 2,
+         "TOML syntax"),
+        ("lint.toml", "\n[tool.servelab.lint\n", "malformed TOML", 2, "TOML syntax"),
+    ],
+)
+def test_bad_settings_name_their_line_and_fix(tmp_path: Path, *, name: str, text: str,
+                                              words: str, line: int, fix: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_config(path, set(RULES))
+    assert words in e.value.message
+    assert (e.value.file, e.value.line) == (str(path), line)
+    assert e.value.hint and fix in e.value.hint
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    (".servelab.yaml", "lint:\n  disable:\n    - no-health\n    - DL3008\n"
+     "  severity: {base-latest: error}\n  hadolint: false\n"),
+    ("lint.toml", '[tool.servelab.lint]\ndisable = [\n  "no-health",\n  "DL3008",\n]\n'
+     'severity = { "base-latest" = "error" }\nhadolint = false\n'),
+])
+def test_good_settings_in_either_form_load(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    cfg = load_config(path, set(RULES))
+    assert cfg.disable == {"no-health", "DL3008"} and not cfg.hadolint
+    assert cfg.severity == {"base-latest": Severity.ERROR}

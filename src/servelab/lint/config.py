@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -45,49 +45,91 @@ def _known(rid: str, known: set[str]) -> bool:
     return rid in known or bool(_EXTERNAL_ID.match(rid))
 
 
-def _check_rule(rid: object, known: set[str], where: str) -> str:
+#: the line of a place in the settings (``("disable", 2)``, ``("severity", "no-health")``,
+#: ``()`` for the lint table itself), None when not known
+Locate = Callable[[tuple[str | int, ...]], "int | None"]
+_RULE_HINT = ("use a servelab rule id (servelab lint --list-rules) or a hadolint code "
+              "(DL3008, SC2086)")
+_SHAPE = ("the lint settings hold disable (a list of rule ids), severity (rule id: error, "
+          "warning or info) and hadolint (true or false)")
+
+
+def _nowhere(_at: tuple[str | int, ...]) -> int | None:
+    return None
+
+
+def _close(word: str, options: set[str]) -> list[str]:
+    import difflib  # only on the way to an error: not on lint's start
+
+    return difflib.get_close_matches(word, sorted(options), n=1)
+
+
+def _check_rule(rid: object, known: set[str], where: str, source: str | None = None,
+                line: int | None = None) -> str:
     if not isinstance(rid, str) or not _known(rid, known):
+        close = _close(str(rid), known)
         raise InputError(
-            f"unknown lint rule {rid!r} in {where}",
-            hint="use a servelab rule id (servelab lint --list-rules) or a hadolint code "
-            "(DL3008, SC2086)",
+            f"unknown lint rule {rid!r} in {where}"
+            + (f"; did you mean {close[0]!r}?" if close else ""),
+            file=source, line=line, hint=_RULE_HINT,
         )
     return rid
 
 
-def from_mapping(data: Any, source: str, known: set[str]) -> LintConfig:
-    """Validate a settings mapping (the ``lint`` table) into a :class:`LintConfig`."""
+def from_mapping(data: Any, source: str, known: set[str],
+                 locate: Locate = _nowhere) -> LintConfig:
+    """Validate a settings mapping (the ``lint`` table) into a :class:`LintConfig`; each
+    error names the line *locate* gives for its place, and the fix."""
     if not isinstance(data, dict):
-        raise InputError("lint settings must be a table/mapping", file=source)
-    unknown = set(data) - _KEYS
+        raise InputError(f"lint settings must be a table/mapping, not {_kind(data)}",
+                         file=source, line=locate(()), hint=_SHAPE)
+    unknown = sorted(map(str, set(data) - _KEYS))
     if unknown:
+        close = _close(unknown[0], _KEYS)
         raise InputError(
-            f"unknown lint setting(s): {', '.join(sorted(map(str, unknown)))}",
-            file=source,
+            f"unknown lint setting(s): {', '.join(unknown)}"
+            + (f"; did you mean {close[0]!r}?" if close else ""),
+            file=source, line=locate((unknown[0],)),
             hint="use disable, severity and hadolint",
         )
     disable = data.get("disable", [])
     if not isinstance(disable, list):
-        raise InputError("lint.disable must be a list of rule ids", file=source)
+        raise InputError(f"lint.disable must be a list of rule ids, not {_kind(disable)}",
+                         file=source, line=locate(("disable",)),
+                         hint="write disable: [no-health, DL3008] (TOML: disable = "
+                         '["no-health", "DL3008"])')
     sev_in = data.get("severity", {})
     if not isinstance(sev_in, dict):
-        raise InputError("lint.severity must map rule ids to error, warning or info", file=source)
+        raise InputError("lint.severity must map rule ids to error, warning or info, not "
+                         f"{_kind(sev_in)}", file=source, line=locate(("severity",)),
+                         hint="write severity: {base-latest: error} (TOML: severity = "
+                         '{ "base-latest" = "error" })')
     severity: dict[str, Severity] = {}
     for rid, level in sev_in.items():
-        _check_rule(rid, known, f"{source} (severity)")
+        _check_rule(rid, known, f"{source} (severity)", source, locate(("severity", rid)))
         try:
             severity[rid] = Severity.parse(str(level))
         except ValueError as e:
-            raise InputError(f"lint.severity.{rid}: {e}", file=source) from e
+            raise InputError(f"lint.severity.{rid}: {e}", file=source,
+                             line=locate(("severity", rid)),
+                             hint="use error, warning or info") from e
     hadolint = data.get("hadolint", True)
     if not isinstance(hadolint, bool):
-        raise InputError("lint.hadolint must be true or false", file=source)
+        raise InputError(f"lint.hadolint must be true or false, not {_kind(hadolint)}",
+                         file=source, line=locate(("hadolint",)),
+                         hint="write hadolint: false (or true), unquoted")
     return LintConfig(
-        frozenset(_check_rule(r, known, f"{source} (disable)") for r in disable),
+        frozenset(_check_rule(r, known, f"{source} (disable)", source,
+                              locate(("disable", i))) for i, r in enumerate(disable)),
         severity,
         hadolint,
         source,
     )
+
+
+def _kind(value: Any) -> str:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+    return f"{type(value).__name__} {shown}"
 
 
 def _from_toml(path: Path, known: set[str], *, found: bool = False) -> LintConfig | None:
@@ -104,11 +146,61 @@ def _from_toml(path: Path, known: set[str], *, found: bool = False) -> LintConfi
     try:
         data = tomllib.loads(text)
     except (ValueError, RecursionError) as e:  # TOMLDecodeError, 5000-digit numbers, nesting
-        raise InputError(f"malformed TOML: {e}", file=str(path)) from e
+        at = _TOML_AT.search(str(e))
+        end = len(text.splitlines()) or 1 if "end of document" in str(e) else None
+        raise InputError(f"malformed TOML: {_TOML_AT.sub('', str(e)).strip()}", file=str(path),
+                         line=int(at.group(1)) if at else end,
+                         column=int(at.group(2)) if at else None,
+                         hint="fix the TOML syntax at that position (a missing quote, "
+                         "bracket or '=')") from e
     table = _table(data, ("tool", "servelab", "lint"), path)
     if table is None:
         return None
-    return from_mapping(table, str(path), known)
+    return from_mapping(table, str(path), known, _toml_locate(text))
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+_TOML_HEADER = re.compile(r"^[ \t]*\[\s*tool\s*\.\s*servelab\s*\.\s*lint\s*\]", re.MULTILINE)
+
+
+def _toml_locate(text: str) -> Locate:
+    """Lines in ``[tool.servelab.lint]`` of a TOML *text* (tomllib gives no positions): the
+    table's header, a key's ``key =`` line below it, a rule id's quoted text after its key;
+    None when not found (another way of writing the table)."""
+    lines = text.splitlines()
+    header = _TOML_HEADER.search(text)
+    start = text.count("\n", 0, header.start()) if header else None
+
+    def locate(at: tuple[str | int, ...]) -> int | None:
+        if start is None:
+            return None
+        if not at:
+            return start + 1
+        key_line = None
+        for n in range(start + 1, len(lines)):
+            if lines[n].lstrip().startswith("["):
+                break
+            if re.match(rf'^\s*"?{re.escape(str(at[0]))}"?\s*=', lines[n]):
+                key_line = n
+                break
+        if key_line is None or len(at) == 1:
+            return None if key_line is None else key_line + 1
+        # a key of an inline table ("base-latest" = ...), or item N of an array: the Nth
+        # quoted string after the key's '='
+        word = re.compile(rf'["\']{re.escape(at[1])}["\']' if isinstance(at[1], str)
+                          else r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
+        seen = -1
+        for n in range(key_line, len(lines)):
+            line = lines[n].split("=", 1)[1] if n == key_line else lines[n]
+            if n > key_line and lines[n].lstrip().startswith("["):
+                break
+            for _ in word.finditer(line):
+                seen += 1
+                if isinstance(at[1], str) or seen == at[1]:
+                    return n + 1
+        return key_line + 1
+
+    return locate
 
 
 def _table(data: dict[str, Any], keys: tuple[str, ...], path: Path) -> Any:
@@ -128,12 +220,22 @@ def _from_yaml(path: Path, known: set[str]) -> LintConfig | None:
     from servelab import yamlsafe
 
     docs = yamlsafe.load_file(path, what="lint settings file")
-    data = docs[0].data
+    doc = docs[0]
+    data = doc.data
     if not isinstance(data, dict):
-        raise InputError("expected a mapping at the top", file=str(path), line=docs[0].line)
+        raise InputError("expected a mapping at the top", file=str(path), line=doc.line,
+                         hint="write the settings under a top-level lint: key")
     if "lint" not in data:
         return None
-    return from_mapping(data["lint"], str(path), known)
+    lint = data["lint"]
+
+    def locate(at: tuple[str | int, ...]) -> int | None:
+        full = ("lint", *at)
+        if at and isinstance(lint, dict) and isinstance(at[-1], str) and len(at) <= 2:
+            return doc.key_position(full).line  # a key's own line: `colour: red`
+        return doc.position(full).line
+
+    return from_mapping(lint, str(path), known, locate)
 
 
 def load_config(path: Path, known: set[str]) -> LintConfig:
