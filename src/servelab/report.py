@@ -217,7 +217,7 @@ class MarkdownReporter(Reporter):
             for line in ("| Severity | Rule | Where | Message | Fix |", "|---|---|---|---|---|"):
                 add(line, "finding")
             for f in report.sorted_findings():
-                add(f"| {f.severity.value} | `{f.rule_id}` | {md_code(_where(f))} | "
+                add(f"| {f.severity.value} | {md_code(f.rule_id)} | {md_code(_where(f))} | "
                     f"{_md_cell(f.message)} | {_md_cell(f.fix or '')} |", "finding")
         if cut["finding"]:
             out += ["", f"**truncated: {cut['finding']} more finding(s)** not shown (GitHub keeps "

@@ -81,3 +81,14 @@ def test_plain_text_is_unchanged() -> None:
 
 def test_bidi_characters_are_shown_by_code() -> None:
     assert command_visible("a\u202eb\u2066c\u200fd\x1be") == "a\\u202eb\\u2066c\\u200fd\\x1be"
+
+
+def test_the_markdown_table_shows_hostile_text_escaped() -> None:
+    """The job-summary form of the same findings: no raw control or bidi character in any
+    cell, the rule id's included (a hadolint code comes from another program's output)."""
+    rep = FindingsReport("lint", [Finding("DL3008\u202e", Severity.ERROR, "msg \u2066x\x07",
+                                          file="a\u202eb.txt", line=2, fix="f\u200f")], {},
+                         notes=["note \u202e"])
+    out = get_reporter("markdown").render(rep)
+    assert not RAW.search(out.replace("\n", "")), ascii(out)
+    assert "`DL3008\\u202e`" in out
