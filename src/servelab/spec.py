@@ -660,7 +660,8 @@ def _configmap_spec(doc: yamlsafe.Document, file: str) -> tuple[dict[str, Any], 
     if inner is not None:
         pos = doc.position(("data", "spec.yaml"))
         try:
-            inner_docs = yamlsafe.load_documents(inner, f"{file} (data.spec.yaml)")
+            inner_docs = yamlsafe.embedded_documents(doc, ("data", "spec.yaml"),
+                                                     f"{file} (data.spec.yaml)")
         except InputError as e:
             line = doc.string_line(("data", "spec.yaml"), e.line) if e.line else None
             return spec, [Finding("schema", Severity.ERROR, f"data.spec.yaml: {e.message}",
@@ -720,7 +721,7 @@ def _inner_position(f: Finding, doc: yamlsafe.Document, spec: dict[str, Any]) ->
     if not isinstance(inner, str):
         return f
     try:
-        inner_doc = yamlsafe.load_documents(inner, "spec.yaml")[0]
+        inner_doc = yamlsafe.embedded_documents(doc, ("data", "spec.yaml"), "spec.yaml")[0]
     except (InputError, IndexError):
         return f
     path = f.context.get("path", "$")
@@ -868,13 +869,15 @@ def _line_finder(checked: Checked) -> LineOf:
         return lambda at: doc.position(("spec", *at)).line
     inner = doc.data.get("data", {}).get("spec.yaml") if isinstance(doc.data, dict) else None
     outer = doc.position(("data", "spec.yaml")).line
-    if not isinstance(inner, str) or "\n" not in inner:
+    if not isinstance(inner, str):
         return lambda at: outer
     try:
-        inner_doc = yamlsafe.load_documents(inner, "spec.yaml")[0]
+        inner_doc = yamlsafe.embedded_documents(doc, ("data", "spec.yaml"), "spec.yaml")[0]
     except (InputError, IndexError):
         return lambda at: outer
-    return lambda at: outer + inner_doc.position(at).line
+    # where that line of the string is written, whatever its style (Document.string_line)
+    return lambda at: doc.string_line(("data", "spec.yaml"),
+                                      inner_doc.position(at).line) or outer
 
 
 def check_paths(checked: Checked, allowed: tuple[AllowedPath, ...] = ()) -> PathCheck:

@@ -31,7 +31,7 @@ from servelab.textio import TEXT_BYTES, Limit, decode
 from servelab.textio import read_text as _read_text
 
 __all__ = ["MAX_ALIAS_VALUES", "MAX_DEPTH", "MAX_VALUES", "Document", "JsonPath", "Position",
-           "decode", "load_documents", "load_file", "read_text"]
+           "decode", "embedded_documents", "load_documents", "load_file", "read_text"]
 
 MAX_BYTES = TEXT_BYTES.default
 #: Values built from one document, aliases expanded. A billion-laughs bomb blows past it.
@@ -67,6 +67,12 @@ class Document:
     key_positions: dict[JsonPath, Position] = field(default_factory=dict)
     #: the text the document was read from (for :meth:`string_line`)
     text: str = field(default="", repr=False)
+    #: what aliases may still add in the file the document is of (shared by its documents
+    #: and the YAML embedded in their strings)
+    budget: list[int] = field(default_factory=lambda: [MAX_ALIAS_VALUES], repr=False)
+    #: the YAML documents read from its strings (:func:`embedded_documents`), or why not
+    embedded: dict[JsonPath, list[Document] | InputError] = field(default_factory=dict,
+                                                                   repr=False)
     #: JSON path -> where a scalar that is not one plain line is written (block, folded,
     #: quoted or plain over several lines): its style, first and last (line, column), 0-based
     scalars: dict[JsonPath, _Scalar] = field(default_factory=dict, repr=False)
@@ -458,15 +464,20 @@ def _check_flow_depth(text: str, name: str) -> None:
             depth = max(depth - 1, 0)
 
 
-def load_documents(text: str, name: str) -> list[Document]:
-    """All documents of *text* with positions. Empty documents (``---`` alone) are dropped."""
+def load_documents(text: str, name: str, *, budget: list[int] | None = None
+                   ) -> list[Document]:
+    """All documents of *text* with positions. Empty documents (``---`` alone) are dropped.
+    *budget* (one number, the values aliases may still add; MAX_ALIAS_VALUES when not
+    given) is shared with the documents made, so YAML embedded in their strings
+    (:func:`embedded_documents`) counts against the same file's cap."""
     docs: list[Document] = []
     _check_flow_depth(text, name)
-    extra_left = MAX_ALIAS_VALUES
+    left = [MAX_ALIAS_VALUES] if budget is None else budget
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=_LOADER)):
-            doc = Document(data=None, index=i, line=node.start_mark.line + 1, text=text)
-            extra_left -= _check_expansion(node, name, extra_left, text, i)
+            doc = Document(data=None, index=i, line=node.start_mark.line + 1, text=text,
+                           budget=left)
+            left[0] -= _check_expansion(node, name, left[0], text, i)
             doc.data = _Builder(name, doc).build(node, ())
             if doc.data is None:
                 continue
@@ -483,6 +494,32 @@ def load_documents(text: str, name: str) -> list[Document]:
             "YAML nested too deeply", file=name, hint="flatten the document"
         ) from e
     return docs
+
+
+def embedded_documents(doc: Document, path: JsonPath, name: str) -> list[Document]:
+    """The YAML documents in the string at *path* of *doc* (a ConfigMap's ``spec.yaml``, a
+    RayService's ``serveConfigV2``), read once and kept: their aliases count against the
+    cap of the file *doc* is of, so a file of many objects, each with a bomb in a string
+    just under the cap, stops too. InputError (the same one each time) when the string is
+    not YAML, or not a string."""
+    path = tuple(path)
+    if path not in doc.embedded:
+        value: Any = doc.data
+        for part in path:
+            if isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+                value = value[part]
+            else:
+                value = value.get(str(part)) if isinstance(value, dict) else None
+        try:
+            if not isinstance(value, str):
+                raise InputError("not a string", file=name)
+            doc.embedded[path] = load_documents(value, name, budget=doc.budget)
+        except InputError as e:
+            doc.embedded[path] = e
+    got = doc.embedded[path]
+    if isinstance(got, InputError):
+        raise got
+    return got
 
 
 def load_file(path: Path, *, max_bytes: int | Limit = TEXT_BYTES,

@@ -15,7 +15,7 @@ from typing import Any
 from servelab.errors import InputError
 from servelab.k8s.model import K8sObject, as_dict, as_list
 from servelab.k8s.script import field_line
-from servelab.yamlsafe import Document, JsonPath, load_documents
+from servelab.yamlsafe import Document, JsonPath, embedded_documents
 
 #: Keys of a Serve application's ``args`` that name the model (vLLM apps, Ray Serve LLM).
 MODEL_ARGS = {"model", "model_id", "model_source", "model_path", "model-path", "model-id"}
@@ -55,8 +55,9 @@ def embedded(obj: K8sObject, path: JsonPath) -> Embedded | None:
         data = as_dict(data).get(str(part))
     if not isinstance(data, str) or not data.strip():
         return None
-    try:
-        docs = load_documents(data, f"{obj.source.file}: {obj.ref} {'.'.join(map(str, path))}")
+    try:  # read once per object, its aliases counted against the file's cap
+        docs = embedded_documents(obj.source.doc, (*obj.source.base, *path),
+                                  f"{obj.source.file}: {obj.ref} {'.'.join(map(str, path))}")
     except InputError:
         return None
     return Embedded(obj, path, data, docs[0]) if docs else None
@@ -71,6 +72,17 @@ def unreadable(obj: K8sObject) -> bool:
     """Whether *obj* has a serveConfigV2 / runtimeEnvYAML string that is not YAML."""
     text = as_dict(obj.data.get("spec")).get(str(env_field(obj)[1]))
     return isinstance(text, str) and bool(text.strip()) and embedded(obj, env_field(obj)) is None
+
+
+def why_unreadable(obj: K8sObject) -> str:
+    """Why *obj*'s serveConfigV2 / runtimeEnvYAML was not read (after :func:`unreadable`):
+    the reader's words, e.g. a YAML error or the file's alias cap reached."""
+    got = obj.source.doc.embedded.get((*obj.source.base, *env_field(obj)))
+    if not isinstance(got, InputError):
+        return "not YAML"
+    where = "".join(f":{n}" for n in (got.line, got.column) if n is not None)
+    bare = got.message.removeprefix(f"{got.file}{where}: " if got.file else "")
+    return bare.split(" (", 1)[0]
 
 
 def runtime_envs(obj: K8sObject) -> list[RuntimeEnv]:

@@ -9,7 +9,7 @@ from typing import Any
 from servelab.findings import Finding, Severity
 from servelab.k8s.checks import Context, hit, rule
 from servelab.k8s.model import Container, Workload, as_dict, as_list
-from servelab.k8s.rayenv import RuntimeEnv, env_field, runtime_envs, unreadable
+from servelab.k8s.rayenv import RuntimeEnv, env_field, runtime_envs, unreadable, why_unreadable
 from servelab.k8s.rules.model_source import dies_with_pod, fetch_of
 from servelab.k8s.script import Command, container_commands, script_commands
 
@@ -175,7 +175,8 @@ def start_install(w: Workload, ctx: Context) -> Iterator[Finding]:
     if ctx.leads(w) and w.kind in ("RayService", "RayJob"):
         if unreadable(w.obj):
             ctx.note(f"start-install: {w.obj.ref}: {'.'.join(map(str, env_field(w.obj)))} is "
-                     "not readable YAML: its runtime_env was not checked")
+                     f"not readable YAML ({why_unreadable(w.obj)}): its runtime_env was not "
+                     "checked")
         for env in runtime_envs(w.obj):
             yield from _runtime_env(w, env)
         yield from _entrypoint(w)
