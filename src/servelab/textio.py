@@ -104,6 +104,11 @@ class PathPolicy(NamedTuple):
         """The realpath of *value* (relative to *base*) when :meth:`permits` allows it; an
         InputError naming *file*, *line* and the fix otherwise. Open or mount what this
         returns, never *value* itself (a symbolic link could be swapped in between)."""
+        if "\0" in value or "\0" in str(base):  # a YAML "\0" escape: no file is named so
+            what = f"{value!r}" if "\0" in value else f"{value!r} is relative to {str(base)!r}: it"
+            raise InputError(f"{field} {what} holds a NUL character, which no file name can",
+                             file=file, line=line,
+                             hint="remove the \\0 (a YAML escape) from the path")
         resolved = Path(os.path.realpath(base / value))
         if self.permits(resolved, kind):
             note_input_path(resolved)  # a file the experiment names: never an output
