@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -73,6 +74,9 @@ class Document:
     #: the YAML documents read from its strings (:func:`embedded_documents`), or why not
     embedded: dict[JsonPath, list[Document] | InputError] = field(default_factory=dict,
                                                                    repr=False)
+    _lines: list[str] | None = field(default=None, repr=False)
+    _starts: dict[JsonPath, tuple[list[int], dict[int, int]]] = field(default_factory=dict,
+                                                                       repr=False)
     #: JSON path -> where a scalar that is not one plain line is written (block, folded,
     #: quoted or plain over several lines): its style, first and last (line, column), 0-based
     scalars: dict[JsonPath, _Scalar] = field(default_factory=dict, repr=False)
@@ -88,9 +92,14 @@ class Document:
         scalar = self.scalars.get(path)
         if scalar is None:
             return self.positions[path].line if path in self.positions else None
-        starts = _line_starts(self.text.splitlines(), scalar)
-        below = [k for k in starts if k <= max(offset, 1)]
-        return starts[max(below)] + 1 if below else scalar.start[0] + 1
+        if path not in self._starts:  # once per string: a script asks for every command
+            if self._lines is None:
+                self._lines = self.text.splitlines()
+            starts = _line_starts(self._lines, scalar)
+            self._starts[path] = (sorted(starts), starts)
+        keys, starts = self._starts[path]
+        k = bisect.bisect_right(keys, max(offset, 1)) - 1
+        return starts[keys[k]] + 1 if k >= 0 else scalar.start[0] + 1
 
     def position(self, path: JsonPath) -> Position:
         """The position of *path*, or of its nearest ancestor that has one."""
