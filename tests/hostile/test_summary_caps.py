@@ -53,9 +53,13 @@ def test_the_run_summary_counts_the_rows_it_cut() -> None:
     capped = summary.cap(md)
     assert len(capped.encode()) <= summary.SUMMARY_LIMIT
     kept = sum(1 for ln in capped.splitlines() if re.match(r"^\| \d+ \|", ln))
-    m = re.search(r"\*\*truncated: (\d+) more table row\(s\)\*\*", capped)
+    m = re.search(r"truncated: (\d+) more table row\(s\) not shown", capped)
     assert m and kept + int(m.group(1)) == 20_000
     assert "Summary truncated" in capped
+    # the count is in the truncation note, which still ends with where the rest is
+    assert capped.rstrip().endswith("see summary.json")
+    body = capped.split("\n\n> **Summary truncated**")[0]
+    assert body.endswith(f"| {kept - 1} | {'x' * 100} |\n")
     assert summary.cap(_table(10)) == _table(10)
 
 

@@ -564,8 +564,12 @@ def truncate_markdown(markdown: str, limit: int, note: str) -> str:
     """
     if len(markdown.encode("utf-8")) <= limit:
         return markdown
-    tail = f"\n\n> **Summary truncated** (GitHub keeps 1 MiB per step): {note}\n"
-    budget = limit - len(tail.encode("utf-8"))
+
+    def tail(rows: int) -> str:  # the table rows cut off (findings, metrics) are counted
+        more = f"; truncated: {rows} more table row(s) not shown" if rows else ""
+        return f"\n\n> **Summary truncated** (GitHub keeps 1 MiB per step{more}): {note}\n"
+
+    budget = limit - len(tail(0).encode("utf-8"))
     while budget > 0:
         cut = markdown.encode("utf-8")[:budget].decode("utf-8", errors="ignore")
         if "\n" in cut:
@@ -575,15 +579,14 @@ def truncate_markdown(markdown: str, limit: int, note: str) -> str:
             cut = cut[:fence_start]
             details = _open_blocks(cut)[1]
         closing = "</details>\n" * details
-        # the table rows (findings, metrics) cut off, counted where the reader sees the cut
         rows = sum(1 for ln in markdown[len(cut):].split("\n")
                    if ln.startswith("|") and not ln.startswith("|---"))
-        more = f"\n\n> **truncated: {rows} more table row(s)** not shown" if rows else ""
-        result = cut + closing + more + tail
+        end = tail(rows)
+        result = cut + closing + end
         if len(result.encode("utf-8")) <= limit:
             return result
-        budget -= len(closing.encode("utf-8")) + len(more) + 1
-    return tail.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+        budget -= len(closing.encode("utf-8")) + len(end) - len(tail(0)) + 1
+    return tail(0).encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
 def cap(text: str, limit: int = SUMMARY_LIMIT) -> str:
