@@ -1,4 +1,4 @@
-"""A result listed twice in a summary.json (the same run id, arm and repeat) is counted once
+"""A result listed twice in a summary.json (the same run, arm and repeat) is counted once
 by ``report``, ``compare`` and ``history``, with a note naming both places: repeats and
 medians are those of the results themselves, not skewed by the copy."""
 
@@ -46,7 +46,7 @@ def test_distinct_results_are_all_kept() -> None:
     """The other way: another repeat, arm or run is another result."""
     base = {"run": {"id": "r1"}, "arm": "treatment", "repeat": 1}
     others = [base, {**base, "repeat": 2}, {**base, "arm": "control"},
-              {**base, "run": {"id": "r2"}}]
+              {**base, "run": {"id": "r2"}}, {**base, "run": {"id": "r1", "machine": "m2"}}]
     rows, notes = dedupe_results([(str(i), r) for i, r in enumerate(others)])
     assert rows == others and notes == []
     assert load_results_noted(SUMMARY)[1] == []

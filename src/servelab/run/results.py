@@ -152,10 +152,11 @@ def load_results_noted(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     raise InputError("neither a result.json nor a summary.json of servelab", file=str(path))
 
 
-def result_key(r: dict[str, Any]) -> tuple[str, str, str]:
-    """What names one result: its run's id, its arm and its repeat."""
+def result_key(r: dict[str, Any]) -> tuple[str, ...]:
+    """What names one result: its run (id, machine, name), its arm and its repeat."""
     run = r.get("run") if isinstance(r.get("run"), dict) else {}
-    return (str((run or {}).get("id")), str(r.get("arm")), str(r.get("repeat")))
+    return (str((run or {}).get("id")), str(r.get("arm")), str(r.get("repeat")),
+            str((run or {}).get("machine")), str((run or {}).get("name")))
 
 
 def _noted(got: tuple[list[dict[str, Any]], list[tuple[str, str]]]
@@ -167,7 +168,7 @@ def dedupe_results(rows: list[tuple[str, dict[str, Any]]]
                    ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The results of (where, result) *rows*, each (run id, arm, repeat) once, the first
     kept; and (where, why) for each one left out, naming the first place too."""
-    first: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
+    first: dict[tuple[str, ...], tuple[str, dict[str, Any]]] = {}
     notes: list[tuple[str, str]] = []
     for where, r in rows:
         key = result_key(r)
