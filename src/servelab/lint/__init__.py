@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from servelab.errors import InputError
 from servelab.findings import CoverageNote, Finding, FindingsReport, Rule
 from servelab.lint import config as _config
+from servelab.lint import follow, ignore, parse, rules
 from servelab.lint import hadolint as _hadolint
-from servelab.lint import ignore, parse, rules
 from servelab.lint.config import LintConfig
 from servelab.lint.image import Analysis
 from servelab.textio import PathPolicy, repository_root
@@ -114,8 +114,8 @@ def _lint_file(
 ) -> _FileResult:
     df = parse.load(path, display, build_args)
     ctx_dir = context if context is not None else (path.parent if str(path.parent) else Path())
-    ctx = rules.Context(df, Analysis(df, ctx_dir, build_args), ctx_dir, health_declared,
-                        resolver)
+    analysis = Analysis(df, ctx_dir, build_args, source_finder=follow.source)
+    ctx = rules.Context(df, analysis, ctx_dir, health_declared, resolver)
     try:
         hits = rules.run_checks(ctx, lambda rid: rid not in cfg.disable)
     except RecursionError as e:  # stage chains past what the limits allow (docs/limits.md)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -119,13 +119,21 @@ def _relative(path: Path, context: Path) -> str:
     return os.path.relpath(path, context).replace(os.sep, "/")
 
 
+#: follow.source's signature: (analysis, image path, stage) -> where the file comes from
+SourceFinder = Callable[["Analysis", str, Stage], "FileSource | None"]
+
+
 class Analysis:
     """Per-Dockerfile facts the rules share, computed once."""
 
     def __init__(
-        self, df: Dockerfile, context: Path, build_args: Mapping[str, str] | None = None
+        self, df: Dockerfile, context: Path, build_args: Mapping[str, str] | None = None,
+        *, source_finder: SourceFinder | None = None,
     ) -> None:
         self.df = df
+        #: where an image file of a stage comes from, through ``COPY --from`` too
+        #: (follow.source, handed in: follow builds on this module)
+        self.source_finder = source_finder
         self.context = context
         self.build_args = dict(build_args or {})
         self._states: dict[int, StageState] = {}
@@ -362,13 +370,12 @@ class Analysis:
                    ref: str) -> bool:
         """Map the bind of *src* from the stage *ref* at *dst*, when that stage's file (or
         folder) comes from the build context or a heredoc."""
-        from servelab.lint import follow
-
         stage = self.df.stage_by_ref(ref)
         if stage is None:
             return False
         path = posixpath.normpath("/" + src.lstrip("/"))
-        found = follow.source(self, path, stage)
+        found = (self.source_finder(self, path, stage) if self.source_finder is not None
+                 else self.source_of(path, self.state(stage)))
         if found is not None:
             out.files[dst] = found._replace(image_path=dst)
             return True
