@@ -285,7 +285,7 @@ def _streamed(child: subprocess.Popen[str], timeout: float | None,
         raise
     except subprocess.TimeoutExpired as e:
         _signal_group(child.pid, signal.SIGKILL)
-        child.wait()
+        reap(child)
         for t in pumps:
             t.join(DRAIN_S)
         raise subprocess.TimeoutExpired(child.args, e.timeout, "".join(parts[0]),
@@ -336,9 +336,36 @@ def kill_group(child: subprocess.Popen[str], *, grace: float) -> tuple[str, str]
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        child.wait()
+        reap(child)
         return "", ""
     return out or "", err or ""
+
+
+def reap(child: subprocess.Popen[str], within: float = DRAIN_S) -> None:
+    """Reap *child*, which has been sent SIGKILL, without ever blocking on Popen's own lock.
+
+    A Ctrl-C or SIGTERM that lands inside ``Popen.wait(timeout=...)`` just after its
+    ``_waitpid_lock.acquire(False)`` and before its ``try`` raises there and leaves the lock
+    held for good (CPython's subprocess); a later ``child.wait()`` then blocks forever (CI
+    saw a build stay hung after Ctrl-C, its buildx a zombie). ``wait(timeout)`` only polls
+    that lock, so it returns; after it the pid is waited for directly, and at most *within*
+    seconds each."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=within)
+        return
+    deadline = time.monotonic() + within
+    while child.returncode is None:
+        try:
+            pid, status = os.waitpid(child.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere meanwhile
+            return
+        if pid == child.pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return
+        if time.monotonic() >= deadline:
+            log.debug("pid %s not reaped after SIGKILL", child.pid)
+            return
+        time.sleep(0.01)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

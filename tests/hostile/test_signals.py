@@ -325,3 +325,47 @@ def test_other_unraisable_errors_reach_the_previous_hook_which_is_put_back() -> 
     finally:
         sys.unraisablehook = before
     assert seen == [ValueError]
+
+
+def _sleeper() -> subprocess.Popen[str]:
+    return subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, process_group=0)
+
+
+def test_a_leaked_popen_lock_stops_popen_reaping_but_not_reap() -> None:
+    # the premise: a Ctrl-C between Popen.wait's acquire(False) and its try leaves the lock
+    # held; Popen then never reaps the child, dead or not
+    child = _sleeper()
+    assert child._waitpid_lock.acquire(False)  # type: ignore[attr-defined]
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=0.5)
+        assert child.returncode is None
+        proc.reap(child)
+        assert child.returncode == -signal.SIGKILL
+    finally:
+        child._waitpid_lock.release()  # type: ignore[attr-defined]
+        for f in (child.stdout, child.stderr):
+            if f is not None:
+                f.close()
+
+
+def test_kill_group_returns_with_popens_lock_leaked() -> None:
+    import threading
+
+    child = _sleeper()
+    assert child._waitpid_lock.acquire(False)  # type: ignore[attr-defined]
+    done: list[tuple[str, str]] = []
+    try:
+        worker = threading.Thread(
+            target=lambda: done.append(proc.kill_group(child, grace=0.2)), daemon=True)
+        worker.start()
+        worker.join(15)
+        assert not worker.is_alive(), "kill_group blocked on Popen's leaked lock"
+        assert done == [("", "")]
+        assert child.returncode in (-signal.SIGTERM, -signal.SIGKILL)
+        with pytest.raises(ProcessLookupError):
+            os.kill(child.pid, 0)  # reaped: no zombie left
+    finally:
+        child._waitpid_lock.release()  # type: ignore[attr-defined]
