@@ -98,3 +98,22 @@ def test_unpinned_conda_run_and_update_are_named(write_dockerfile) -> None:  # t
     messages = sorted(m for _l, _s, m in _findings(df, "unpinned-packages"))
     assert messages == ["conda update without pinned versions: --all (every package)",
                         "pip install without pinned versions: runpod"]
+
+
+def test_an_env_model_the_cmd_passes_too_is_one_finding_naming_the_env(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = write_dockerfile(f"{HEAD}ENV MODEL_ID=acme/m-7b\n{TAIL}"
+                          'CMD ["text-generation-launcher", "--model-id", "acme/m-7b"]\n')
+    [(line, severity, message)] = _findings(df, "startup-download")
+    assert (line, severity) == (5, "error")
+    assert "the CMD passes the hub model id 'acme/m-7b'" in message
+    assert message.endswith("(ENV MODEL_ID at line 2 names the same model)")
+
+
+def test_an_env_model_a_start_script_reads_is_one_finding(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = write_dockerfile(f"{HEAD}ENV MODEL_ID=acme/m-7b\nCOPY start.sh /start.sh\n{TAIL}"
+                          'CMD ["/start.sh"]\n')
+    (df.parent / "start.sh").write_text(
+        '#!/bin/sh\nexec text-generation-launcher --model-id "$MODEL_ID"\n')
+    [(line, _severity, message)] = _findings(df, "startup-download")
+    assert line == 6 and "passes the hub model id 'acme/m-7b'" in message
+    assert "ENV MODEL_ID at line 2 names the same model" in message

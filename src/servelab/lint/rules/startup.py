@@ -46,6 +46,15 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
     texts = start_texts(state, final_base(ctx))
     if not texts or role(ctx).role == Role.JOB:
         return
+    said = list(_start_hits(ctx, texts, state))  # what the start command was found to fetch
+    if not any(downloads.script_offline(text) for _primary, text in texts):
+        env = list(_env_models(ctx, state, texts[0][0], "\n".join(t for _p, t in texts), said))
+        said += env
+    yield from said
+
+
+def _start_hits(ctx: Context, texts: list[tuple[Instruction, str]],
+                state: StageState) -> Iterator[Hit]:
     for primary, text in texts:
         apps = _applications(ctx, text, state)
         read = {p for app, _token in apps for p in app.read}
@@ -65,8 +74,6 @@ def check_startup_download(ctx: Context) -> Iterator[Hit]:
             yield from _app_hits(ctx, app, _attribute(token, primary, state))
         if not apps:
             yield from _missing_scripts(ctx, text, primary, state)
-    if not any(downloads.script_offline(text) for _primary, text in texts):
-        yield from _env_models(ctx, state, texts[0][0], "\n".join(t for _p, t in texts))
 
 
 #: ENV names that hold the model a server loads (WHISPER__MODEL, MODEL_ID, HF_MODEL_NAME...);
@@ -76,12 +83,14 @@ _LABEL_ENV = LazyPattern(r"SERVED|ALIAS|DISPLAY|LABEL")
 
 
 def _env_models(ctx: Context, state: StageState, start: Instruction,
-                start_text: str) -> Iterator[Hit]:
+                start_text: str, said: list[Hit]) -> Iterator[Hit]:
     """An ENV of the final image that names a hub model id (``WHISPER_MODEL=org/name``) for
     the server it starts, with HF_HUB_OFFLINE unset and nothing in the build that fetches or
     copies that id or reads that variable: the server downloads it at start. A variable the
-    start command itself uses is judged there (what it passes, offline or not). A warning:
-    servelab sees the name, not the server's code that reads it."""
+    start command itself uses is judged there (what it passes, offline or not), and so is
+    one whose id the start command passes itself (*said*: the start command's findings),
+    whose finding then names the ENV too: one download, one finding. A warning: servelab
+    sees the name, not the server's code that reads it."""
     if downloads.offline(state.env):
         return
     built = " ".join(i.original for i in ctx.df.instructions if i.cmd in {"RUN", "COPY", "ADD"})
@@ -89,12 +98,30 @@ def _env_models(ctx: Context, state: StageState, start: Instruction,
         if (_MODEL_ENV.search(name.upper()) and not _LABEL_ENV.search(name.upper())
                 and downloads.is_hub_id(value) and value not in built and name not in built
                 and not re.search(rf"\$\{{?{name}\b", start_text)):
+            same = [h for h in said if f"{value!r}" in h.message]
+            if same:
+                env = _env_line(ctx, name)
+                for hit in same:
+                    hit.message += (f" (ENV {name}{f' at line {env}' if env else ''} "
+                                    "names the same model)")
+                continue
             yield Hit("startup-download", start.line,
                       f"ENV {name} names the hub model {value!r} and nothing in the build "
                       f"fetches or copies it: the server the {start.cmd} starts downloads it "
                       "at start (HF_HUB_OFFLINE unset)", severity=Severity.WARNING,
                       fix="download it at build time into the image's cache or mount it "
                       "read-only, and set HF_HUB_OFFLINE=1")
+
+
+def _env_line(ctx: Context, name: str) -> int | None:
+    """The line of the last ENV of the final image's stages that sets *name* (None: the
+    base image sets it)."""
+    found = None
+    for st in ctx.analysis.chain():
+        for ins in st.instructions:
+            if ins.cmd == "ENV" and name in ins.args[0::2]:
+                found = ins.line
+    return found
 
 
 def _problem_hit(ctx: Context, ins: Instruction, who: str, p: downloads.StartProblem,
