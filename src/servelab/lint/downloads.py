@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from servelab.lint import catalogue
+from servelab.lint import catalogue, unpack
 from servelab.lint.lazyre import LazyPattern
 from servelab.lint.shell import UNREAD, SimpleCommand, commands, shown
 from servelab.textio import head_of
@@ -266,10 +266,62 @@ _BUILD_PULLS = frozenset({("huggingface-cli", "download"), ("hf", "download"),
 _BUILD_FETCHERS = frozenset({"download-to-cache", "mineru-models-download"})
 
 
+#: model hubs whose downloads are models whatever the URL's name (TF Hub's
+#: ``.../2?tf-hub-format=compressed``, its Google Cloud Storage mirror, Kaggle Models)
+MODEL_HUB_URL = LazyPattern(
+    r"//(?:www\.)?tfhub\.dev/|//storage\.googleapis\.com/tfhub-modules/|"
+    r"//(?:www\.)?kaggle\.com/(?:api/v1/)?models/", re.I)
+#: a Google Cloud Storage object with a model word in its path (``mediapipe-models``,
+#: ``.../models/...``): a model when it is unpacked into a folder
+_GCS_MODEL = LazyPattern(r"//storage\.googleapis\.com/[^?#]*\bmodels?\b", re.I)
+#: folders an archive unpacked into makes a model store of: beside WEIGHT_DIRS, ``model/``,
+#: a TorchServe model store and a Triton model repository
+_MODEL_FOLDERS = WEIGHT_DIRS | {"model", "model-store", "model_store", "modelstore",
+                                "model_repository", "model-repository", "model_repo",
+                                "model-repo"}
+_CACHE_FOLDERS = (".cache/huggingface", ".cache/torch")
+
+
+def is_model_folder(path: str) -> bool:
+    """Whether *path* is, or lies in, a folder models are kept in (``/models/x``,
+    ``/app/model``, ``~/.cache/huggingface``)."""
+    parts = {p.lower() for p in path.split("/") if p}
+    return bool(parts & _MODEL_FOLDERS) or any(c in path for c in _CACHE_FOLDERS)
+
+
+def _unpacked_models(cmds: list[SimpleCommand], seen: set[str]) -> list[str]:
+    """Downloads unpacked (``tar -x``, ``unzip``, ``7z x``) into a model folder, or whose
+    URL is a model hub's, or whose saved name says model (``-O model.tar.gz``): one phrase
+    each. URLs already in *seen* are skipped. An archive of a tool or of source code
+    unpacked elsewhere (``/usr/local``, ``/opt/src``) is not weights."""
+    from servelab.lint.fetch import saved  # here: fetch imports this module
+
+    out: list[str] = []
+    cwd = ""
+    for i, cmd in enumerate(cmds):
+        if cmd.name == "cd" and len(cmd.argv) > 1 and cmd.argv[1].startswith("/"):
+            cwd = cmd.argv[1]
+        if cmd.name not in HTTP_DOWNLOADERS:
+            continue
+        for url, dest in saved(cmd):
+            if url in seen:
+                continue
+            into = unpack.unpacked_to(cmds, i, dest)
+            if into is None:
+                continue
+            folder = into or cwd
+            if (is_model_folder(folder) or MODEL_HUB_URL.search(url) or HUB_URL.search(url)
+                    or _GCS_MODEL.search(url) or is_model_archive(dest or "")):
+                where = f" into {folder}" if folder else ""
+                out.append(f"{cmd.name} {url} unpacked{where}")
+    return out
+
+
 def build_weight_downloads(text: str) -> list[str]:
     """What in a RUN's text downloads model weights at build time (one phrase each)."""
     out: list[str] = []
-    for cmd in commands(text):
+    cmds = commands(text)
+    for cmd in cmds:
         pair = _pair(cmd)
         if pair in _BUILD_PULLS:
             out.append(" ".join(cmd.argv[:2]))
@@ -283,7 +335,7 @@ def build_weight_downloads(text: str) -> list[str]:
             named = aria2_outputs(cmd.argv) if cmd.name == "aria2c" else []
             for u in urls(cmd.argv):
                 if is_weight_path(u) or HUB_URL.search(u) or is_model_archive(u) or any(
-                        is_weight_path(n) for n in named):
+                        is_weight_path(n) for n in named) or MODEL_HUB_URL.search(u):
                     out.append(f"{cmd.name} {u}")
         elif cmd.name in _BUILD_MODEL_TOOLS:
             out += [f"{cmd.name} {x}" for x in model_args(cmd) if is_hub_id(x)][:1]
@@ -294,6 +346,8 @@ def build_weight_downloads(text: str) -> list[str]:
             if copy is not None and any(is_weight_path(p) or is_model_archive(p)
                                         for p in copy):
                 out.append(f"{' '.join(found[1])} {copy[0]}")
+    seen = {w.split(" ", 1)[1] for w in out if w.split(" ", 1)[0] in HTTP_DOWNLOADERS}
+    out += _unpacked_models(cmds, seen)
     out += [f"{m.group(1)}()" for m in _HUB_CALL.finditer(text) if not _local_load(text, m)]
     out += [f"pipeline({m.group(2)!r})" for m in _START_PIPELINE.finditer(text)]
     out += [f"{m.group(1)}({m.group(2)})" for m in _PY_FETCH.finditer(text)

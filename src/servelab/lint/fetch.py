@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from servelab.lint import catalogue
+from servelab.lint import catalogue, unpack
 from servelab.lint.downloads import (
     ARCHIVES,
     HUB_URL,
@@ -230,6 +230,12 @@ def _fetched(cmd: SimpleCommand, exp: Expand) -> list[tuple[str, str | None]]:
             into = dest.endswith("/") or "." not in posixpath.basename(dest)
             return [(src, posixpath.join(dest, name) if into else dest)]
     return []
+
+
+def saved(cmd: SimpleCommand) -> list[tuple[str, str | None]]:
+    """(url, the file it is saved to or None for stdout) of a download command, its words
+    as written."""
+    return _fetched(cmd, lambda word: word)
 
 
 def _reads_stdin(cmd: SimpleCommand, exp: Expand) -> str | None:
@@ -630,7 +636,9 @@ def unverified_downloads(text: str, exp: Expand, *, known_urls_only: bool = Fals
                 continue
             if checked or (dest is None and not cmd.piped):
                 continue  # verified, or printed / captured rather than saved or unpacked
-            kind = _kind(url, dest, made_exec)
+            # piped into tar: an archive whatever its name (a model's too: it is unpacked)
+            piped_in = dest is None and unpack.unpacked_to(cmds, i, None) is not None
+            kind = "an archive" if piped_in else _kind(url, dest, made_exec)
             if kind:
                 out.append(Unverified(f"downloads {kind} ({shown(url)}) and checks no "
                                       "checksum or signature", cmd.line, url))
@@ -658,7 +666,8 @@ _BUILDERS = {
 class _Pending:
     """A git clone or a downloaded file seen in a stage, and what became of it."""
 
-    __slots__ = ("branch", "done", "kind", "line", "name", "path", "pinned", "tag", "url", "via")
+    __slots__ = ("branch", "done", "kind", "line", "name", "path", "pinned", "tag", "unpack_only",
+                 "url", "via")
 
     def __init__(self, kind: str, url: str, name: str, line: int, *,
                  branch: str | None = None, pinned: bool = False, tag: bool = False) -> None:
@@ -678,10 +687,14 @@ class _Pending:
         self.via = ""
         #: the clone's folder as an absolute image path, where known (else "")
         self.path = ""
+        #: a download of weights or from the hub: only unpacking it counts (running or
+        #: loading weights is weights-baked's)
+        self.unpack_only = False
 
     def carried(self, name: str, via: str) -> _Pending:
         out = _Pending(self.kind, self.url, name, self.line, branch=self.branch,
                        pinned=self.pinned, tag=self.tag)
+        out.unpack_only = self.unpack_only
         out.via = self.via + via + ","
         return out
 
@@ -820,7 +833,7 @@ def _clone_message(p: _Pending, line: int) -> str:
 
 #: programs that run, install or unpack the file they are given
 _RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "source", ".", "perl", "ruby",
-                      "node", "dpkg", "rpm", "apt-get", "apt", "pip", "tar", "unzip", "java"})
+                      "node", "dpkg", "rpm", "apt-get", "apt", "pip", "java"}) | unpack.EXTRACTORS
 
 
 def _runs(cmd: SimpleCommand, name: str) -> bool:
@@ -829,7 +842,8 @@ def _runs(cmd: SimpleCommand, name: str) -> bool:
         return True
     if cmd.name not in _RUNNERS and not _INTERPRETER.match(cmd.name):
         return False
-    return any(posixpath.basename(a) == name for a in cmd.argv[1:] if not a.startswith("-"))
+    # a glob names it too: `tar -xzf ./2*` of wget's `2` (from `.../2?tf-hub-format=...`)
+    return any(unpack.names(a, name) for a in cmd.argv[1:] if not a.startswith("-"))
 
 
 class Flow:
@@ -908,7 +922,7 @@ class Flow:
             elif _builds(words, p.name, inside, p.path, cwd):
                 p.done = True
                 self.found.append((p.line, _clone_message(p, line)))
-        elif _runs(cmd, p.name):
+        elif _runs(cmd, p.name) and (not p.unpack_only or unpack.extraction(cmd) is not None):
             p.done = True
             if not checked:
                 at = "in the same RUN" if line == p.line and not p.via else f"at line {line}"
@@ -921,9 +935,10 @@ class Flow:
         if checked:
             return
         for url, dest in _fetched(cmd, exp):
-            if dest and url not in reported and not is_loopback(url) \
-                    and not is_weight_path(url) and not HUB_URL.search(url):
-                self.pending.append(_Pending("download", url, posixpath.basename(dest), line))
+            if dest and url not in reported and not is_loopback(url):
+                p = _Pending("download", url, posixpath.basename(dest), line)
+                p.unpack_only = is_weight_path(url) or bool(HUB_URL.search(url))
+                self.pending.append(p)
 
 
 def branch_builds(runs: Iterable[tuple[int, str, str]],
