@@ -117,3 +117,12 @@ def test_an_env_model_a_start_script_reads_is_one_finding(write_dockerfile) -> N
     [(line, _severity, message)] = _findings(df, "startup-download")
     assert line == 6 and "passes the hub model id 'acme/m-7b'" in message
     assert "ENV MODEL_ID at line 2 names the same model" in message
+
+
+def test_a_weight_file_a_builder_downloaded_is_reported_once_at_its_run(write_dockerfile) -> None:  # type: ignore[no-untyped-def]
+    df = write_dockerfile(f"FROM {PINNED} AS fetch\n"
+                          "RUN huggingface-cli download acme/m-7b --local-dir /w\n"
+                          f"{HEAD}COPY --from=fetch /w/model.safetensors /m/\n{TAIL}{CMD}")
+    [(line, _severity, message)] = _findings(df, "weights-baked")
+    assert line == 2
+    assert "stage fetch reaches the final image through COPY --from=fetch at line 4" in message

@@ -158,6 +158,26 @@ def _copies_out(cmd: shell.SimpleCommand, env: _Env, targets: list[str]) -> bool
         dest is not None and _inside(dest, targets))
 
 
+def destinations(text: str, lookup: Lookup, cwd: str, home: str | None) -> list[str]:
+    """Where the shell downloads of ``build_weight_downloads(text)`` write, where known
+    (``hf download org/m --local-dir /w``: /w; ``wget -P /m URL``: /m)."""
+    env = _Env(lookup, cwd, home)
+    out: list[str] = []
+    for cmd in shell.commands(text):
+        if cmd.name == "cd" and len(cmd.argv) == 2:
+            env.cwd = env.path(cmd.argv[1]) or env.cwd
+            continue
+        if not downloads.build_weight_downloads(shlex.join(cmd.argv)):
+            continue
+        saved = dict(env.set)
+        env.set.update(cmd.env)
+        dest = _destination(cmd, env)
+        env.set = saved
+        if dest is not None:
+            out.append(dest)
+    return out
+
+
 def landed(text: str, targets: list[str], lookup: Lookup, cwd: str,
            home: str | None) -> set[str]:
     """The phrases of ``build_weight_downloads(text)`` whose files land inside *targets*

@@ -237,12 +237,29 @@ class _StageDownloads:
     def __init__(self) -> None:
         self.downloading: set[int] = set()
         self.unread: dict[int, int] = {}
+        #: where a stage's RUNs seen downloading or packing weights wrote them, where known
+        self.made: dict[int, list[str]] = {}
 
     def saw(self, st: Stage, hit: Hit) -> None:
         if hit.severity is Severity.INFO:
             self.unread.setdefault(st.index, hit.line)
         else:
             self.downloading.add(st.index)
+
+
+def _made_in(ctx: Context, ref: str, src: str, stages: _StageDownloads) -> bool:
+    """Whether *src*, copied from stage *ref* (not an image), lies where a RUN of that stage
+    or a stage it is built FROM was seen downloading or packing weights (its
+    ``--export-path``, ``--local-dir``, ``wget -P`` folder...): that RUN's finding names the
+    ``COPY --from`` that brings them into the final image, so the weights are reported once,
+    at the RUN. Where the RUN's output is not known (a script's download), the COPY keeps
+    its own finding."""
+    source = ctx.df.stage_by_ref(ref)
+    if source is None:
+        return False
+    path = posixpath.normpath("/" + src.lstrip("/"))  # relative to the stage's root
+    made = [p for s in ctx.analysis.chain(source) for p in stages.made.get(s.index, [])]
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in made)
 
 
 def _copy_hits(ctx: Context, st: Stage, ins: Instruction,
@@ -266,6 +283,8 @@ def _source_hits(ctx: Context, st: Stage, ins: Instruction,  # noqa: PLR0917
             folder = _folder(src) in downloads.WEIGHT_DIRS and not is_url(src)
             if (_named(src) and not folder) or (is_url(src) and (
                     downloads.is_weight_path(src) or downloads.is_model_archive(src))):
+                if stage_or_image is not None and _made_in(ctx, stage_or_image, src, stages):
+                    continue  # reported at the RUN that made it, which names this COPY
                 what = f"{ins.cmd} --from={stage_or_image}" if stage_or_image else ins.cmd
                 yield Hit("weights-baked", ins.line,
                           f"{what} puts model weights ({src}) into the image",
@@ -388,6 +407,21 @@ def _archived(text: str) -> Iterator[str]:
             yield f"{_ARCHIVER} --serialized-file {weights} into {where}"
 
 
+def _outputs(ctx: Context, st: Stage, state: StageState, ins: Instruction) -> list[str]:
+    """Where a RUN found downloading or packing weights wrote them, where known: the
+    archiver's ``--export-path`` (default the working directory) and the destinations of
+    its shell downloads (docs/lint.md#weights-baked)."""
+    text = expand_known(follow.without_comments(ins.text()), state.lookup)
+    cwd = state.workdirs.get(ins.line) or state.workdir
+    out = scratch.destinations(text, state.lookup, cwd, _home(ctx, st, state, ins))
+    for cmd in shell.commands(text):
+        if cmd.name == _ARCHIVER and "--serialized-file" in dict(_option_values(cmd.argv[1:])):
+            where = dict(_option_values(cmd.argv[1:])).get("--export-path", ".")
+            if "$" not in where:
+                out.append(posixpath.normpath(posixpath.join(cwd, where)))
+    return out
+
+
 def _option_values(args: list[str]) -> Iterator[tuple[str, str]]:
     """(option, value) of ``--opt value`` and ``--opt=value`` words."""
     for i, word in enumerate(args):
@@ -455,4 +489,7 @@ def check_weights_baked(ctx: Context) -> Iterator[Hit]:
             elif ins.cmd == "RUN":
                 for hit in _run_hits(ctx, st, state, ins):
                     stages.saw(st, hit)
+                    if hit.severity is not Severity.INFO:
+                        stages.made.setdefault(st.index, []).extend(
+                            _outputs(ctx, st, state, ins))
                     yield hit
