@@ -256,3 +256,34 @@ def test_an_env_model_the_build_fetches_is_not_a_start_download(tmp_path: Path) 
     built = rules(base + fetch + tail)
     assert not [r for r in built if r[0] == "startup-download"]
     assert [r for r in built if r[0] == "weights-baked"]
+
+
+def test_an_import_alias_of_a_hub_library_is_resolved() -> None:
+    module = pyscan.scan(
+        "from transformers import AutoTokenizer as T, pipeline as pl\n"
+        "import transformers as tf\n"
+        "from app.loaders import load_model as from_pretrained\n"
+        "T.from_pretrained('o/m')\n"
+        "tf.AutoModel.from_pretrained('o/m')\n"
+        "pl('text-generation', model='o/m')\n"
+        "from_pretrained('o/m')\n", lambda _n: None)
+    assert module is not None
+    assert [x.what for x in module.top.loads] == [
+        "AutoTokenizer.from_pretrained('o/m')", "transformers.AutoModel.from_pretrained('o/m')",
+        "pipeline('o/m')"]
+
+
+@pytest.mark.parametrize(("code", "weights"), [
+    ("from transformers import AutoTokenizer as T; T.from_pretrained('o/m')", False),
+    ("from transformers import AutoConfig as C, AutoProcessor as P\nP.from_pretrained('o/m')",
+     False),
+    ("from transformers import (\n    AutoTokenizer as Tok,\n)\nTok.from_pretrained('o/m')",
+     False),
+    ("import transformers as tf; tf.AutoTokenizer.from_pretrained('o/m')", False),
+    ("from transformers import AutoModel as M; M.from_pretrained('o/m')", True),
+    ("from transformers import AutoModel as MyTokenizer; MyTokenizer.from_pretrained('o/m')",
+     True),
+    ("from transformers import AutoTokenizer, AutoModel as M\nM.from_pretrained('o/m')", True),
+])
+def test_a_build_load_under_an_alias_is_judged_by_what_it_names(code: str, weights: bool) -> None:
+    assert bool(downloads.build_weight_downloads(f"python -c {shlex.quote(code)}")) == weights

@@ -373,14 +373,39 @@ _NOT_WEIGHTS = LazyPattern(
 )
 
 
+#: ``from M import A as B, C as D`` and ``import M as N`` (one import statement)
+_FROM_IMPORT = LazyPattern(r"\bfrom\s+[\w.]+\s+import\s+(\([\w\s,]+\)|[\w \t,]+)")
+_IMPORT_AS = LazyPattern(r"\bimport\s+([\w.]+)\s+as\s+(\w+)")
+_ALIAS = LazyPattern(r"(\w+)\s+as\s+(\w+)")
+#: the dotted name a ``.from_pretrained(`` is called on (``T.`` of ``T.from_pretrained(``)
+_RECEIVER = LazyPattern(r"([\w.]+)\.\s*$")
+
+
+def _aliases(text: str) -> dict[str, str]:
+    """What each import alias in *text* names (``T`` -> ``AutoTokenizer`` of ``from
+    transformers import AutoTokenizer as T``; ``tf`` -> ``transformers``)."""
+    out = {a.group(2): a.group(1) for m in _FROM_IMPORT.finditer(text)
+           for a in _ALIAS.finditer(m.group(1))}
+    out.update((m.group(2), m.group(1)) for m in _IMPORT_AS.finditer(text))
+    return out
+
+
 def _local_load(text: str, m: re.Match[str]) -> bool:
     """Whether a ``from_pretrained(`` loads no weights: a literal local path, or a config,
-    tokenizer or processor class (``AutoConfig.from_pretrained("org/m")``)."""
+    tokenizer or processor class (``AutoConfig.from_pretrained("org/m")``), also under an
+    import alias (``from transformers import AutoTokenizer as T``, ``T.from_pretrained``)."""
     if m.group(1) not in {"from_pretrained", "SentenceTransformer", "CrossEncoder",
                           "WhisperModel", "EasyNMT"}:
         return False
-    return bool(_LOCAL_ARG.match(text, m.end())) or bool(
-        _NOT_WEIGHTS.search(text, max(0, m.start() - 60), m.start()))
+    if _LOCAL_ARG.match(text, m.end()):
+        return True
+    receiver = _RECEIVER.search(text, max(0, m.start() - 200), m.start())
+    if receiver is not None:
+        first, dot, rest = receiver.group(1).partition(".")
+        real = _aliases(text).get(first)
+        if real is not None:  # judged by what the alias names, not by the alias
+            return bool(_NOT_WEIGHTS.search(f"{real}{dot}{rest}."))
+    return bool(_NOT_WEIGHTS.search(text, max(0, m.start() - 60), m.start()))
 
 
 

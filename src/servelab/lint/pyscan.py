@@ -243,10 +243,12 @@ def _truthy(node: ast.AST | None) -> bool | None:
     return None
 
 
-def _load(node: ast.Call, values: _Values) -> Load | None:
+def _load(node: ast.Call, values: _Values, real: str = "") -> Load | None:
     """The hub load *node* is, or None (a local path, ``local_files_only=True``, a model
-    id that is not a literal hub id, a config or tokenizer of a local path...)."""
-    name = _dotted(node.func)
+    id that is not a literal hub id, a config or tokenizer of a local path...). *real* is
+    the called name with an import alias resolved (``AutoTokenizer.from_pretrained`` of
+    ``T.from_pretrained`` after ``from transformers import AutoTokenizer as T``)."""
+    name = real or _dotted(node.func)
     last = name.rsplit(".", 1)[-1]
     stays = _kwarg(node, "local_files_only")
     if stays is not None and _truthy(stays) is not False:
@@ -651,8 +653,8 @@ class _Scanner:
 
     def expressions(self, node: ast.AST, scope: Scope) -> None:
         for sub in _walk_calls(node):
-            load = (_load(sub, self.values) if self.library_call(sub) else None) or _install(
-                sub, self.values)
+            load = (_load(sub, self.values, self.resolved(sub)) if self.library_call(sub)
+                    else None) or _install(sub, self.values)
             if load is not None:
                 scope.loads.append(load._replace(kind=FIRST_START) if self.guarded
                                    and load.kind != INSTALL else load)
@@ -666,6 +668,21 @@ class _Scanner:
             self.hook_arguments(sub)
             if _sets_offline(sub):
                 self.mod.offline = True
+
+    def resolved(self, call: ast.Call) -> str:
+        """The name *call* calls, its first word resolved when it is an alias of a hub
+        library's module or name (``import transformers as tf``: ``tf.AutoModel`` is
+        ``transformers.AutoModel``; ``from transformers import AutoTokenizer as T``: ``T``
+        is ``AutoTokenizer``), so a tokenizer or config load under an alias is still told
+        from a weights load. Other names stay as written."""
+        name = _dotted(call.func)
+        first, dot, rest = name.partition(".")
+        alias = self.mod.aliases.get(first)
+        if alias is None or alias[2] or alias[0].split(".", 1)[0] not in _HUB_LIBRARIES:
+            return name
+        module, attr, _level = alias
+        real = attr or module
+        return f"{real}{dot}{rest}" if real != first else name
 
     def library_call(self, call: ast.Call) -> bool:
         """Whether a bare ``pipeline(...)``/``SentenceTransformer(...)`` is the library's,
