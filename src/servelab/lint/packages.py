@@ -376,6 +376,77 @@ def npm_unpinned(cmd: SimpleCommand, lock_copied: bool) -> list[str]:
     return [p for p in operands if not _npm_spec_pinned(p)]
 
 
+class LockInstaller:
+    """A Python installer that installs what its lock file pins and resolves the newest
+    versions without it (``uv sync`` with no ``uv.lock``)."""
+
+    __slots__ = ("locks", "manifest", "needs_lock", "subs")
+
+    def __init__(self, subs: frozenset[str], locks: tuple[str, ...], manifest: str,
+                 needs_lock: frozenset[str]) -> None:
+        #: the subcommands that install
+        self.subs = subs
+        #: the lock file names
+        self.locks = locks
+        #: the project file beside the lock (a folder holding it was seen, not guessed)
+        self.manifest = manifest
+        #: options that fail without the lock, or install from it alone
+        self.needs_lock = needs_lock
+
+
+LOCK_INSTALLERS: dict[str, LockInstaller] = {
+    "uv": LockInstaller(frozenset({"sync"}), ("uv.lock",), "pyproject.toml",
+                        frozenset({"--frozen", "--locked"})),
+    "poetry": LockInstaller(frozenset({"install", "sync"}), ("poetry.lock",), "pyproject.toml",
+                            frozenset()),
+    "pdm": LockInstaller(frozenset({"install"}), ("pdm.lock",), "pyproject.toml",
+                         frozenset({"--frozen-lockfile", "--check"})),
+    "pipenv": LockInstaller(frozenset({"install"}), ("Pipfile.lock",), "Pipfile",
+                            frozenset({"--deploy", "--ignore-pipfile"})),
+}
+#: environment variables that make ``uv sync`` use the lock as --frozen/--locked do
+UV_LOCK_VARS = ("UV_FROZEN", "UV_LOCKED")
+
+
+def lock_install(cmd: SimpleCommand) -> LockInstaller | None:
+    """The lock-based installer *cmd* runs when it installs a project from its lock (``uv
+    sync``, ``poetry install``, ``pdm install``, ``pipenv install`` with no packages named)
+    with no option that needs the lock (``--frozen``, ``--locked``, ``--deploy``)."""
+    found = LOCK_INSTALLERS.get(cmd.name)
+    if found is None or len(cmd.argv) < 2 or cmd.argv[1] not in found.subs:
+        return None
+    opts = {a.partition("=")[0] for a in cmd.argv[2:] if a.startswith("-")}
+    if opts & found.needs_lock:
+        return None
+    if cmd.name == "uv" and any(cmd.env.get(v, "").lower() in {"1", "true", "yes", "on"}
+                                for v in UV_LOCK_VARS):
+        return None
+    if cmd.name == "pipenv" and any(not a.startswith("-") for a in cmd.argv[2:]):
+        return None  # `pipenv install flask`: packages named, not the project's lock
+    return found
+
+
+#: files whose names have no dot, so that a COPY of one is not taken for a folder
+_NOT_FOLDERS = frozenset({"Pipfile", "Makefile", "Dockerfile", "Containerfile", "LICENSE",
+                          "README", "Procfile", "Gemfile", "Justfile"})
+
+
+def copies_lock(sources: list[str], locks: tuple[str, ...],
+                context_has: Callable[[str, str], bool | None]) -> bool:
+    """Whether COPY *sources* may bring in one of *locks*: by name (``uv.lock``,
+    ``poetry.lock*``), or a folder (``.``, ``app/``) of the build context that holds it,
+    or one servelab cannot see (*context_has* answers None: nothing to judge by)."""
+    for src in sources:
+        base = src.rstrip("/").rsplit("/", 1)[-1]
+        if any(fnmatch.fnmatchcase(lock, base) for lock in locks):
+            return True
+        if base in {".", "", "*"} or ("." not in base and base not in _NOT_FOLDERS):
+            has = [context_has(src, lock) for lock in locks]
+            if any(h is None or h for h in has):
+                return True
+    return False
+
+
 def copies_npm_lock(sources: list[str], context_has_lock: Callable[[str], bool]) -> bool:
     """Whether COPY sources bring in a package-lock.json/npm-shrinkwrap.json."""
     for src in sources:

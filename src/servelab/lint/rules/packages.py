@@ -48,6 +48,82 @@ def _npm_lock_copied(ctx: Context, stage: Stage) -> bool:
     return False
 
 
+def _lock_copied(ctx: Context, stage: Stage, ins: Instruction, locks: tuple[str, ...],
+                 manifest: str) -> bool:
+    """Whether one of *locks* is in the image before the RUN *ins*: copied by a COPY/ADD
+    of the stage or a stage it is built FROM (by name, or a folder of the context that
+    holds it, or a folder or stage servelab cannot see into), or bind-mounted into the RUN
+    (``--mount=type=bind,source=uv.lock,...``)."""
+    if any(lock in f for f in ins.flags for lock in locks):
+        return True
+
+    def context_has(src: str, lock: str) -> bool | None:
+        d = ctx.context_dir / src.strip("/*")
+        if not (d / manifest).is_file():
+            return None  # a folder the context does not show: not judged
+        return (d / lock).is_file()
+
+    def unseen(_src: str, _lock: str) -> bool | None:
+        return None
+
+    dirs = _project_dirs(ctx, stage, ins)
+    for st in ctx.analysis.chain(stage):
+        state = ctx.analysis.state(st)
+        for other in st.instructions:
+            if st is stage and other.line >= ins.line:
+                break
+            if other.cmd not in {"COPY", "ADD"} or len(other.args) < 2:
+                continue
+            sources = [a for a in other.args[:-1] if not a.startswith("<<")]
+            if pkg.copies_lock(sources, locks, lambda _s, _l: False):
+                return True  # by name
+            # a folder lands where the project is (`COPY . .`, `COPY --from=b /app /app`),
+            # not elsewhere (`COPY --from=uv /uv /usr/local/bin/uv`)
+            cwd = state.workdirs.get(other.line) or state.workdir or "/"
+            dest = posixpath.normpath(posixpath.join(cwd, other.args[-1]))
+            if not any(_related(dest, d) for d in dirs):
+                continue
+            from_other = other.flag("from") is not None  # a stage or image: not seen into
+            if pkg.copies_lock(sources, locks, unseen if from_other else context_has):
+                return True
+    return False
+
+
+def _related(a: str, b: str) -> bool:
+    """Whether folder *a* is *b* or holds it (where an installer run in *b* looks for its
+    project)."""
+    return a == b or b.startswith(a.rstrip("/") + "/")
+
+
+def _project_dirs(ctx: Context, stage: Stage, ins: Instruction) -> list[str]:
+    """The folders a RUN's installer may run in: its WORKDIR and the folders its `cd`s
+    enter (as written where they hold a variable)."""
+    state = ctx.analysis.state(stage)
+    cwd = state.workdirs.get(ins.line) or state.workdir or "/"
+    out = [cwd]
+    for cmd in commands(ins.text()):
+        if cmd.name == "cd" and len(cmd.argv) > 1:
+            out.append(posixpath.normpath(posixpath.join(cwd, cmd.argv[1])))
+    return out
+
+
+def _lock_unpinned(ctx: Context, st: Stage, cmd: SimpleCommand,
+                   ins: Instruction | None) -> tuple[str, str, list[str]] | None:
+    """``uv sync`` (``poetry install``, ``pdm install``, ``pipenv install``) run with no lock
+    file in the image and no option that needs one: it resolves the newest versions."""
+    found = pkg.lock_install(cmd)
+    if found is None or ins is None:
+        return None
+    state = ctx.analysis.state(st)
+    if cmd.name == "uv" and any((state.lookup(v) or "").lower() in {"1", "true", "yes", "on"}
+                                for v in pkg.UV_LOCK_VARS):
+        return None
+    if _lock_copied(ctx, st, ins, found.locks, found.manifest):
+        return None
+    what = " ".join(cmd.argv[:2])
+    return (cmd.name, what, [f"(no {found.locks[0]} copied before `{what}`)"])
+
+
 def _expanded(ctx: Context, state: StageState, text: str) -> list[SimpleCommand]:
     """The RUN's simple commands with ARG/ENV values (and its own assignments) substituted;
     a substituted list of packages (``$PKGS`` = ``a b``) becomes several words."""
@@ -80,13 +156,15 @@ def _unwrapped(argv: list[str]) -> list[str]:
 
 def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
               snapshot: Callable[[], bool], *, fetched: Collection[str] = (),
-              ) -> tuple[str, str, list[str]] | None:
+              ins: Instruction | None = None) -> tuple[str, str, list[str]] | None:
     """(manager, what it ran, unpinned packages) of one command, or None (*fetched*: the
-    variables the RUN sets from a download)."""
+    variables the RUN sets from a download; *ins*: the RUN, to judge a lock-based install)."""
     name = cmd.name
     sub = cmd.argv[1] if len(cmd.argv) > 1 else ""
     found: tuple[str, str, list[str]] | None = None
-    if name == "pip":
+    if name in pkg.LOCK_INSTALLERS and sub in pkg.LOCK_INSTALLERS[name].subs:
+        found = _lock_unpinned(ctx, st, cmd, ins)
+    elif name == "pip":
         found = ("pip", "pip install", pkg.pip_unpinned(cmd, read, fetched))
     elif name in {"pipx", "uv"}:
         found = ("pipx", " ".join(cmd.argv[: 3 if name == "uv" else 2]), pkg.pipx_unpinned(cmd))
@@ -116,7 +194,8 @@ def _unpinned(ctx: Context, st: Stage, cmd: SimpleCommand, read: pkg.ReadFile,
     fix="pin versions (pip, pipx, uv: name==1.2.3 or a hashed lock with --require-hashes; apt: "
     "name=version with a snapshot.debian.org mirror; apk: name=version; dnf/yum/microdnf: "
     "name-1.2.3; zypper: name=1.2.3; conda/mamba: name=1.2.3, no conda update; npm: copy "
-    "package-lock.json and run npm ci)",
+    "package-lock.json and run npm ci; uv/poetry/pdm/pipenv: copy the lock file and run "
+    "uv sync --locked, pipenv install --deploy)",
 )
 def check_unpinned_packages(ctx: Context) -> Iterator[Hit]:
     snapshot: list[bool] = []
@@ -151,7 +230,7 @@ def _run_hits(ctx: Context, st: Stage, state: StageState, ins: Instruction,
     by_manager: dict[str, tuple[list[str], list[str]]] = {}
     fetched = set(network_values(ins.text()))
     for cmd in _expanded(ctx, state, ins.text()):
-        found = _unpinned(ctx, st, cmd, read, snapshot, fetched=fetched)
+        found = _unpinned(ctx, st, cmd, read, snapshot, fetched=fetched, ins=ins)
         if found:
             manager, what, bad = found
             whats, pkgs = by_manager.setdefault(manager, ([], []))
