@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from servelab.lint import downloads, fetch, unpack
+from servelab.lint import downloads, fetch, scratch, unpack
 from servelab.lint.shell import commands
 
 
@@ -72,3 +72,13 @@ def test_weights_unpacked_unchecked_are_unverified_but_not_weights_run() -> None
     assert any("unpacks" in m for m in _unverified(text))
     # a weight file used by a program (not unpacked) stays weights-baked's alone
     assert not _unverified("wget https://huggingface.co/a/b/resolve/main/m.pt && python x.py m.pt")
+
+
+def test_unpacked_into_a_mount_lands_there() -> None:
+    def lookup(_name: str) -> str | None:
+        return None
+
+    text = "curl -fsSL https://x.example/get/r | tar -xz -C /models/r"
+    assert scratch.landed(text, ["/models"], lookup, "/", "/root") == {
+        "curl https://x.example/get/r unpacked into /models/r"}
+    assert scratch.landed(text, ["/cache"], lookup, "/", "/root") == set()

@@ -212,6 +212,12 @@ def landed(text: str, targets: list[str], lookup: Lookup, cwd: str,
         (inside if dest is not None and _inside(dest, targets) else outside).update(phrases)
     if _COPY_OUT_PY.search(text):
         return set()
+    # a download unpacked into a folder (``curl URL | tar -xz -C /models/x``): its folder
+    for phrase in downloads.build_weight_downloads(text):
+        _what, into, folder = phrase.partition(" unpacked into ")
+        if into:
+            where = env.path(folder)
+            (inside if where is not None and _inside(where, targets) else outside).add(phrase)
     _python_calls(text, targets, env, inside, outside)
     return inside - outside
 
