@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Iterator
 from servelab.findings import Severity
 from servelab.lint import follow
 from servelab.lint import packages as pkg
-from servelab.lint.fetch import expander, network_values
+from servelab.lint.fetch import expand_known, expander, network_values
 from servelab.lint.image import Analysis, StageState
 from servelab.lint.parse import Instruction, Stage
 from servelab.lint.shell import SimpleCommand, commands, normalise
@@ -80,9 +80,10 @@ def _lock_copied(ctx: Context, stage: Stage, ins: Instruction, locks: tuple[str,
             # a folder lands where the project is (`COPY . .`, `COPY --from=b /app /app`),
             # not elsewhere (`COPY --from=uv /uv /usr/local/bin/uv`)
             cwd = state.workdirs.get(other.line) or state.workdir or "/"
-            dest = posixpath.normpath(posixpath.join(cwd, other.args[-1]))
-            if not any(_related(dest, d) for d in dirs):
-                continue
+            dest = posixpath.normpath(posixpath.join(cwd, expand_known(other.args[-1],
+                                                                       state.lookup)))
+            if "$" not in dest and not any(_related(dest, d) for d in dirs):
+                continue  # (a folder still holding a variable may be the project's)
             from_other = other.flag("from") is not None  # a stage or image: not seen into
             if pkg.copies_lock(sources, locks, unseen if from_other else context_has):
                 return True
@@ -91,8 +92,8 @@ def _lock_copied(ctx: Context, stage: Stage, ins: Instruction, locks: tuple[str,
 
 def _related(a: str, b: str) -> bool:
     """Whether folder *a* is *b* or holds it (where an installer run in *b* looks for its
-    project)."""
-    return a == b or b.startswith(a.rstrip("/") + "/")
+    project); a folder *b* still holding a variable may be any."""
+    return "$" in b or a == b or b.startswith(a.rstrip("/") + "/")
 
 
 def _project_dirs(ctx: Context, stage: Stage, ins: Instruction) -> list[str]:
@@ -103,7 +104,8 @@ def _project_dirs(ctx: Context, stage: Stage, ins: Instruction) -> list[str]:
     out = [cwd]
     for cmd in commands(ins.text()):
         if cmd.name == "cd" and len(cmd.argv) > 1:
-            out.append(posixpath.normpath(posixpath.join(cwd, cmd.argv[1])))
+            into = expand_known(cmd.argv[1], state.lookup)
+            out.append(posixpath.normpath(posixpath.join(cwd, into)))
     return out
 
 
