@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from servelab.lint import catalogue, unpack
 from servelab.lint.lazyre import LazyPattern
+from servelab.lint.saves import URL, saved, urls
 from servelab.lint.shell import UNREAD, SimpleCommand, commands, shown
 from servelab.textio import head_of
 
@@ -29,7 +30,7 @@ WEIGHT_EXT = (
 )
 WEIGHT_DIRS = frozenset({"models", "weights", "checkpoints"})
 _BIN_NAME = LazyPattern(r"^(pytorch_model|adapter_model|model|consolidated)[\w.-]*\.bin$", re.I)
-_URL = LazyPattern(r"^(https?|ftp)://([^/:@]+@)?(\[[^\]]+\]|[^/:]+)", re.I)
+_URL = URL
 _LOOPBACK = {"localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1"}  # noqa: S104
 #: the hub's model and LFS hosts (not cdn-media.huggingface.co, which serves site assets and
 #: tools such as gradio's frpc binary), or a ``/resolve/<revision>/`` file URL
@@ -215,10 +216,6 @@ def human_size(n: int) -> str:
     return f"{value:.1f} {unit}"
 
 
-def urls(argv: list[str]) -> list[str]:
-    return [a for a in argv if _URL.match(a)]
-
-
 def url_host(url: str) -> str:
     """The host name of *url*, lower-case ("" when it is no URL)."""
     m = _URL.match(url)
@@ -294,8 +291,6 @@ def _unpacked_models(cmds: list[SimpleCommand], seen: set[str]) -> list[str]:
     URL is a model hub's, or whose saved name says model (``-O model.tar.gz``): one phrase
     each. URLs already in *seen* are skipped. An archive of a tool or of source code
     unpacked elsewhere (``/usr/local``, ``/opt/src``) is not weights."""
-    from servelab.lint.fetch import saved  # here: fetch imports this module
-
     out: list[str] = []
     cwd = ""
     for i, cmd in enumerate(cmds):
