@@ -35,6 +35,9 @@ _STORE_DIRS = frozenset({"model-store", "model_store", "modelstore"})
 _REPOSITORY_DIRS = frozenset({"model_repository", "model-repository", "model_repo",
                               "model-repo"})
 _MODEL_DIR = "model"
+#: words of a fine-tuned adapter's folder (``lora/``, ``adapters_run4``): weights only when
+#: copied to a model path (``COPY ./adapters_run4 /models/adapters``), as ``model`` is
+_ADAPTER_WORDS = frozenset({"lora", "loras", "adapter", "adapters", "peft"})
 _MODEL_WORDS = downloads.WEIGHT_DIRS | _STORE_DIRS | _REPOSITORY_DIRS | {_MODEL_DIR}
 _GLOBS = frozenset("*?[")
 #: endings of config, tokenizer and text files (``tokenizer.json``, ``vocab.txt``)
@@ -89,8 +92,13 @@ def _model_folder(src: str, dest: str) -> bool:
     name = _folder(src)
     if name in downloads.WEIGHT_DIRS | _STORE_DIRS | _REPOSITORY_DIRS:
         return True
-    dest_words = {p.lower() for p in dest.split("/") if p}
-    return name == _MODEL_DIR and bool(dest_words & _MODEL_WORDS)
+    to_model_path = bool({p.lower() for p in dest.split("/") if p} & _MODEL_WORDS)
+    return to_model_path and (name == _MODEL_DIR or _adapter(name))
+
+
+def _adapter(name: str) -> bool:
+    """Whether a folder's name says a fine-tuned adapter (LoRA, PEFT)."""
+    return bool(_words(name) & _ADAPTER_WORDS)
 
 
 def _what_named(src: str, dest: str) -> str:
@@ -100,6 +108,8 @@ def _what_named(src: str, dest: str) -> str:
     name = _folder(src)
     if name == _MODEL_DIR:
         return f"a folder named model/, to the model path {dest},"
+    if _adapter(name) and name not in downloads.WEIGHT_DIRS | _STORE_DIRS | _REPOSITORY_DIRS:
+        return f"a folder named like a fine-tuned adapter ({name}/), to the model path {dest},"
     if name in _STORE_DIRS:
         return f"a folder named like a model store ({name}/, where TorchServe keeps .mar archives)"
     if name in _REPOSITORY_DIRS:
