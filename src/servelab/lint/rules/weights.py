@@ -483,8 +483,8 @@ def reaches(ctx: Context, st: Stage) -> str:
     "size) are not weights. Without the build context a folder is judged by its name, at "
     "warning severity: models/, weights/, checkpoints/, a model store (model-store/), a "
     "Triton model repository (model_repository/), or "
-    "model/ copied to a model path. torch-model-archiver run with --serialized-file packs "
-    "weights into the image.",
+    "model/ or an adapter's folder (lora/) copied to a model path. torch-model-archiver "
+    "run with --serialized-file packs weights into the image.",
     fix="keep weights out of the image: mount them at run time (-v model:/models:ro, a PVC, "
     "or an init container), and point the server at the mount with HF_HUB_OFFLINE=1",
 )
